@@ -1,0 +1,42 @@
+// The memory plan, computed from manifest.json alone (no weights read):
+// floor, recommendation, and what a budget resolves to (ENGINE.md §4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "waste/status.h"
+
+namespace waste {
+
+struct MemPlan {
+  uint32_t ctx = 0;
+  uint64_t trunk_bytes = 0;          // resident trunk (quantized embedding excluded)
+  uint64_t state_bytes = 0;          // KDA state + conv rings + MLA latent KV at ctx
+  uint64_t scratch_bytes = 0;        // every buffer the engine allocates besides those
+  uint64_t min_expert_cache = 0;     // record * top_k * 2
+  uint64_t floor_bytes = 0;
+  uint64_t working_set_bytes = 0;    // record * top_k * n_layers
+  uint64_t recommended_bytes = 0;
+  uint64_t record_bytes = 0;         // largest expert record
+  uint64_t all_experts_bytes = 0;    // every expert record of the container
+  uint64_t physical_ram_bytes = 0;
+  uint64_t usable_ram_bytes = 0;
+  std::string usable_ram_source;
+};
+
+Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens);
+
+struct BudgetResolution {
+  uint64_t budget_bytes = 0;
+  uint64_t expert_cache_bytes = 0;   // budget - floor + min_expert_cache, whole slots
+  uint64_t slots = 0;
+  bool defaulted = false;            // chosen by the default rule
+  bool over_cap = false;             // leaves under 25% of usable RAM
+};
+
+// requested 0 = default rule. kRamBudget (message states the floor) when
+// requested is below the floor.
+Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes);
+
+}  // namespace waste

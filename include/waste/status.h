@@ -1,0 +1,97 @@
+// Status and Result<T>: how every fallible waste function reports failure.
+// Errc values mirror the reference's status codes (ENGINE.md §10) and never
+// change: hosts and the CLI's exit status depend on them. Nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace waste {
+
+enum class Errc : int {
+  kOk = 0,
+  kIo = -1,           // "I/O error"
+  kFormat = -2,       // "malformed container"
+  kRamBudget = -3,    // "RAM budget below the model's floor"
+  kOom = -4,          // "out of memory"
+  kArg = -5,          // "invalid argument"
+  kUnsupported = -6,  // "unsupported"
+  kCancelled = -7,    // "cancelled by callback"
+  kBusy = -8,         // "container is already open in another process"
+};
+
+// The fixed short text for a code (the reference's waste_strerror).
+const char* ErrcText(Errc code) noexcept;
+
+// A code plus a message that names what is wrong and where.
+class Status {
+ public:
+  Status() noexcept = default;
+  Status(Errc code, std::string message) noexcept
+      : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() noexcept { return Status(); }
+
+  bool ok() const noexcept { return code_ == Errc::kOk; }
+  Errc code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+  // "<ErrcText>: <message>" or just the text when there is no message.
+  std::string ToString() const;
+
+ private:
+  Errc code_ = Errc::kOk;
+  std::string message_;
+};
+
+inline Status IoError(std::string m) { return Status(Errc::kIo, std::move(m)); }
+inline Status FormatError(std::string m) { return Status(Errc::kFormat, std::move(m)); }
+inline Status ArgError(std::string m) { return Status(Errc::kArg, std::move(m)); }
+inline Status UnsupportedError(std::string m) {
+  return Status(Errc::kUnsupported, std::move(m));
+}
+inline Status OomError(std::string m) { return Status(Errc::kOom, std::move(m)); }
+
+// Spelled like std::expected so a move to C++23 is a rename.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}                    // NOLINT
+  Result(Status status) : v_(std::move(status)) {}             // NOLINT
+
+  bool has_value() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Status& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace waste
+
+#define WASTE_CONCAT_INNER_(a, b) a##b
+#define WASTE_CONCAT_(a, b) WASTE_CONCAT_INNER_(a, b)
+
+// Returns the Status of `expr` from the enclosing function when it failed.
+#define WASTE_TRY(expr)                              \
+  do {                                               \
+    ::waste::Status waste_try_status_ = (expr);      \
+    if (!waste_try_status_.ok()) return waste_try_status_; \
+  } while (0)
+
+#define WASTE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                 \
+  if (!tmp.has_value()) return tmp.error();          \
+  lhs = std::move(tmp).value()
+
+// `WASTE_ASSIGN_OR_RETURN(auto x, Foo());`
+#define WASTE_ASSIGN_OR_RETURN(lhs, expr) \
+  WASTE_ASSIGN_OR_RETURN_IMPL_(WASTE_CONCAT_(waste_result_, __LINE__), lhs, expr)

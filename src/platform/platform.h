@@ -1,0 +1,98 @@
+// The platform shim: everything that differs per OS, and nothing else.
+// posix.cc / linux.cc / macos.cc / windows.cc implement it, chosen by CMake;
+// no other file in the tree has a per-OS #ifdef. Offsets are 64-bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "waste/status.h"
+
+namespace waste::platform {
+
+// Alignment every cache-bypass read buffer, offset and length must honour.
+inline constexpr size_t kBypassAlignment = 4096;
+
+// A read-only file. ReadAt is safe for concurrent use from many threads.
+class File {
+ public:
+  File() = default;
+  ~File();
+  File(File&& other) noexcept;
+  File& operator=(File&& other) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  // Plain buffered open.
+  static Result<File> Open(const std::string& path);
+  // Open bypassing the page cache (O_DIRECT / F_NOCACHE /
+  // FILE_FLAG_NO_BUFFERING). When the filesystem refuses, falls back to a
+  // buffered open with random-access advice and bypass() reports false.
+  // `probe_bytes` (a multiple of kBypassAlignment, 0 = none) is read at
+  // offset 0 to confirm bypass really works.
+  static Result<File> OpenBypass(const std::string& path, size_t probe_bytes = kBypassAlignment);
+
+  bool is_open() const { return handle_ >= 0; }
+  bool bypass() const { return bypass_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+  // Reads exactly `n` bytes at `offset` (looping over short reads). On a
+  // bypass file, dst/offset/n must be kBypassAlignment-aligned: unaligned
+  // requests are refused with kArg before reaching the OS. A read past EOF
+  // fails with kIo ("short read").
+  Status ReadAt(uint64_t offset, void* dst, size_t n) const;
+  // Like ReadAt but returns the count read (may be short at EOF).
+  Result<size_t> TryReadAt(uint64_t offset, void* dst, size_t n) const;
+
+  // Native descriptor (POSIX fd / Windows HANDLE as intptr_t) for io_uring.
+  intptr_t native_handle() const { return handle_; }
+
+ private:
+  intptr_t handle_ = -1;
+  bool bypass_ = false;
+  uint64_t size_ = 0;
+  std::string path_;
+};
+
+Result<uint64_t> FileSize(const std::string& path);
+bool PathExists(const std::string& path);
+Result<std::string> ReadWholeFile(const std::string& path);
+// Write to <path>.tmp.<pid>.<seq> (exclusive, 0600), fsync, rename over path.
+Status WriteFileAtomic(const std::string& path, const void* data, size_t n);
+
+// Aligned allocation, released only through AlignedFree (a pair).
+void* AlignedAlloc(size_t alignment, size_t bytes);
+void AlignedFree(void* p);
+struct AlignedDeleter {
+  void operator()(void* p) const { AlignedFree(p); }
+};
+template <typename T>
+using AlignedPtr = std::unique_ptr<T, AlignedDeleter>;
+
+// Machine facts.
+int CpuCount();                        // CPUs this process may run on (affinity-aware)
+uint64_t PhysicalRam();                // bytes, 0 if unknown
+struct UsableRam {
+  uint64_t bytes = 0;                  // min(physical, cgroup limits); 0 if unknown
+  std::string source;                  // "physical", "cgroup v2 memory.max", "cgroup v1", ...
+};
+UsableRam GetUsableRam();
+uint64_t PeakRssBytes();               // getrusage / GetProcessMemoryInfo
+
+// Thread placement. BindCurrentThread returns kUnsupported on platforms that
+// cannot bind, kArg for CPUs the process may not use.
+inline constexpr bool kHaveAffinity =
+#if defined(__linux__) || defined(_WIN32)
+    true;
+#else
+    false;
+#endif
+Status BindCurrentThread(const std::vector<int>& cpus);
+// CPUs the calling process may run on (sched_getaffinity); empty if unknown.
+std::vector<int> AllowedCpus();
+
+}  // namespace waste::platform

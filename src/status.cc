@@ -1,0 +1,25 @@
+#include "waste/status.h"
+
+namespace waste {
+
+const char* ErrcText(Errc code) noexcept {
+  switch (code) {
+    case Errc::kOk: return "ok";
+    case Errc::kIo: return "I/O error";
+    case Errc::kFormat: return "malformed container";
+    case Errc::kRamBudget: return "RAM budget below the model's floor";
+    case Errc::kOom: return "out of memory";
+    case Errc::kArg: return "invalid argument";
+    case Errc::kUnsupported: return "unsupported";
+    case Errc::kCancelled: return "cancelled by callback";
+    case Errc::kBusy: return "container is already open in another process";
+  }
+  return "unknown error";
+}
+
+std::string Status::ToString() const {
+  if (message_.empty()) return ErrcText(code_);
+  return std::string(ErrcText(code_)) + ": " + message_;
+}
+
+}  // namespace waste
