@@ -59,4 +59,8 @@ KernelTable BuildKernelTable(Isa isa);
 // WASTE_BACKEND=cpu, then compiled-in accelerators that accept.
 const KernelTable& ActiveKernels();
 
+// The process-wide baseline-only table (name "CPU"), for callers that force
+// the portable kernels per model (Config::force_baseline_kernels).
+const KernelTable& BaselineKernels();
+
 }  // namespace waste::kernels

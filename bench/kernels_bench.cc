@@ -1,0 +1,278 @@
+// Kernel microbenchmarks, every slot that matters per ISA this machine runs,
+// at Kimi-Linear shapes, reported as bytes of weights (or indices) read per
+// second beside a plain streaming sum over buffers of the same sizes (what
+// the memory system delivers to one core). Single-threaded: the engine
+// splits rows over threads, so per-core throughput is the figure to compare.
+// Results and their interpretation live in docs/KERNELS.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+#include "kernels/numerics.h"
+
+namespace waste::kernels {
+namespace {
+
+std::mt19937& Rng() {
+  static std::mt19937 rng(1);
+  return rng;
+}
+
+std::vector<uint8_t> RandomBytes(size_t n) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; i += 4) {
+    const uint32_t r = Rng()();
+    std::memcpy(v.data() + i, &r, std::min<size_t>(4, n - i));
+  }
+  return v;
+}
+
+std::vector<float> RandomFloats(size_t n, float lo, float hi) {
+  std::vector<float> v(n);
+  for (auto& e : v) e = lo + (hi - lo) * static_cast<float>(Rng()() / 4294967296.0);
+  return v;
+}
+
+std::vector<uint16_t> RandomScales(size_t n) {
+  std::vector<uint16_t> v(n);
+  for (auto& e : v) e = F32ToF16(0.001f + 0.01f * static_cast<float>(Rng()() / 4294967296.0));
+  return v;
+}
+
+// ---- streaming sum: the read-bandwidth yardstick ---------------------------
+
+void StreamSum(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0)) / sizeof(float);
+  std::vector<float> buf = RandomFloats(n, -1, 1);
+  for (auto _ : state) {
+    // Eight independent accumulators: bound by loads, not by add latency; the
+    // compiler vectorises this at the baseline ISA (SSE2 on x86-64).
+    float acc[8] = {0};
+    for (size_t i = 0; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) acc[j] += buf[i + j];
+    float s = 0;
+    for (float a : acc) s += a;
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+}
+
+// ---- trunk matvec -------------------------------------------------------------
+
+struct TrunkShape {
+  const char* name;
+  size_t rows, cols;
+  int bits;  // 8 = Q8G, 4 = Q4G, 3 = Q3G
+};
+
+// `copies` > 1 cycles through that many distinct matrices so the working set
+// exceeds the last-level cache: the decode situation, where every trunk
+// matrix of the model streams from DRAM once per token.
+void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies) {
+  const KernelTable t = BuildKernelTable(isa);
+  const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
+  const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
+  const size_t mat_bytes = sh.rows * row_bytes;
+  std::vector<uint8_t> w = RandomBytes(mat_bytes * copies);
+  std::vector<uint16_t> s = RandomScales(sh.rows * groups * copies);
+  std::vector<float> x = RandomFloats(sh.cols, -1, 1), y(sh.rows);
+  MatVecArgs a;
+  a.weights = w.data();
+  a.row_bytes = row_bytes;
+  a.scales = s.data();
+  a.groups = groups;
+  a.group = group;
+  a.cols = sh.cols;
+  a.x = x.data();
+  a.y = y.data();
+  const MatVecFn fn = sh.bits == 8 ? t.matvec_q8g : sh.bits == 4 ? t.matvec_q4g : t.matvec_q3g;
+  size_t c = 0;
+  for (auto _ : state) {
+    a.weights = w.data() + c * mat_bytes;
+    a.scales = s.data() + c * sh.rows * groups;
+    fn(a, 0, sh.rows);
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
+  state.SetLabel(t.name);
+}
+
+void TrunkMatMul(benchmark::State& state, Isa isa, TrunkShape sh, size_t tokens) {
+  const KernelTable t = BuildKernelTable(isa);
+  const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
+  const size_t row_bytes = sh.bits == 8 ? np : np / 2;
+  std::vector<uint8_t> w = RandomBytes(sh.rows * row_bytes);
+  std::vector<uint16_t> s = RandomScales(sh.rows * groups);
+  std::vector<float> x = RandomFloats(sh.cols * tokens, -1, 1), y(sh.rows * tokens);
+  MatMulArgs m;
+  m.w.weights = w.data();
+  m.w.row_bytes = row_bytes;
+  m.w.scales = s.data();
+  m.w.groups = groups;
+  m.w.group = group;
+  m.w.cols = sh.cols;
+  m.tokens = tokens;
+  m.x = x.data();
+  m.x_stride = sh.cols;
+  m.y = y.data();
+  m.y_stride = sh.rows;
+  const MatMulFn fn = sh.bits == 8 ? t.matmul_q8g : t.matmul_q4g;
+  for (auto _ : state) {
+    fn(m, 0, sh.rows);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * 2 * sh.rows * sh.cols * tokens));
+  state.SetLabel(t.name + " (items = flops)");
+}
+
+// ---- VQ -----------------------------------------------------------------------
+
+struct VqShape {
+  const char* name;
+  size_t rows, cols;
+};
+
+void VqApply(benchmark::State& state, Isa isa, VqShape sh, bool six_bit) {
+  const KernelTable t = BuildKernelTable(isa);
+  const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64;
+  std::vector<uint8_t> idx = RandomBytes(nb * nv * 64 * 3);
+  std::vector<uint16_t> s = RandomScales(sh.rows);
+  std::vector<float> y(sh.rows);
+  std::vector<float> table = RandomFloats(nv * 768, -1, 1);
+  std::vector<uint8_t> tq = RandomBytes(nv * 256);
+  std::vector<float> tau = RandomFloats((nv + 31) / 32, 0.001f, 0.01f);
+  for (auto _ : state) {
+    if (six_bit) {
+      VqApply6Args a;
+      a.indices = idx.data();
+      a.nv = nv;
+      a.table = reinterpret_cast<const int8_t*>(tq.data());
+      a.tau = tau.data();
+      a.scales = s.data();
+      a.y = y.data();
+      t.vq_apply6(a, 0, sh.rows);
+    } else {
+      VqApply8Args a;
+      a.indices = idx.data();
+      a.nv = nv;
+      a.stages = 3;
+      a.entries = 256;
+      a.table = table.data();
+      a.scales = s.data();
+      a.y = y.data();
+      t.vq_apply8(a, 0, sh.rows);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * idx.size()));
+  state.SetLabel(t.name + " (bytes = index bytes)");
+}
+
+void LutBuildBench(benchmark::State& state, Isa isa, size_t stages, size_t entries, size_t nv) {
+  const KernelTable t = BuildKernelTable(isa);
+  std::vector<std::vector<float>> books;
+  std::vector<const float*> ptrs;
+  for (size_t s = 0; s < stages; ++s) {
+    books.push_back(RandomFloats(entries * 8, -0.3f, 0.3f));
+    ptrs.push_back(books.back().data());
+  }
+  std::vector<float> x = RandomFloats(nv * 8, -1, 1), table(nv * stages * entries);
+  LutBuildArgs a;
+  a.x = x.data();
+  a.books = ptrs.data();
+  a.stages = stages;
+  a.entries = entries;
+  a.vec_dim = 8;
+  a.table = table.data();
+  for (auto _ : state) {
+    t.lut_build(a, 0, nv);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * nv * stages * entries));
+  state.SetLabel(t.name + " (items = table entries)");
+}
+
+void LutQuantizeBench(benchmark::State& state, Isa isa, size_t nv) {
+  const KernelTable t = BuildKernelTable(isa);
+  std::vector<float> table = RandomFloats(nv * 256, -3, 3), tau((nv + 31) / 32);
+  std::vector<int8_t> out(nv * 256);
+  LutQuantizeArgs a;
+  a.table = table.data();
+  a.nv = nv;
+  a.per_v = 256;
+  a.out = out.data();
+  a.tau = tau.data();
+  for (auto _ : state) {
+    t.lut_quantize(a, 0, tau.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * table.size() * 4));
+  state.SetLabel(t.name);
+}
+
+void KdaBench(benchmark::State& state, Isa isa, size_t heads, size_t dim) {
+  const KernelTable t = BuildKernelTable(isa);
+  std::vector<float> st = RandomFloats(heads * dim * dim, -1, 1);
+  std::vector<float> q = RandomFloats(heads * dim, -0.1f, 0.1f), k = RandomFloats(heads * dim, -0.1f, 0.1f);
+  std::vector<float> v = RandomFloats(heads * dim, -1, 1), g = RandomFloats(heads * dim, -1e-4f, 0);
+  std::vector<float> beta = RandomFloats(heads, 0, 0.01f), out(heads * dim);
+  KdaStepArgs a;
+  a.state = st.data();
+  a.q = q.data();
+  a.k = k.data();
+  a.v = v.data();
+  a.g = g.data();
+  a.beta = beta.data();
+  a.out = out.data();
+  a.dim = dim;
+  for (auto _ : state) {
+    t.kda_step(a, 0, heads);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * st.size() * 4));
+  state.SetLabel(t.name + " (bytes = state)");
+}
+
+void RegisterAll() {
+  benchmark::RegisterBenchmark("StreamSum/bytes", StreamSum)->Arg(int64_t{2654208})->Arg(int64_t{384} << 20);
+  const TrunkShape trunk_q4{"q4g_2304x2304", 2304, 2304, 4};
+  const TrunkShape trunk_q8{"q8g_2304x2304", 2304, 2304, 8};
+  const TrunkShape trunk_q3{"q3g_2304x2304", 2304, 2304, 3};
+  const TrunkShape head_q8{"q8g_lm_head_163840x2304", 163840, 2304, 8};
+  const VqShape gate{"gate_1024x2304", 1024, 2304};
+  const VqShape down{"down_2304x1024", 2304, 1024};
+  for (Isa isa : SupportedIsas()) {
+    const std::string p = std::string(IsaName(isa)) + "/";
+    for (const TrunkShape& sh : {trunk_q4, trunk_q8, trunk_q3}) {
+      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_cached").c_str(), TrunkMatVec, isa, sh, 1);
+      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_dram").c_str(), TrunkMatVec, isa, sh, 24);
+    }
+    benchmark::RegisterBenchmark((p + "matvec_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1);
+    benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
+    for (const VqShape& sh : {gate, down}) {
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_" + sh.name).c_str(), VqApply, isa, sh, false);
+      benchmark::RegisterBenchmark((p + "vq_apply6_vq4p_" + sh.name).c_str(), VqApply, isa, sh, true);
+    }
+    benchmark::RegisterBenchmark((p + "lut_build_vq3r_nv288").c_str(), LutBuildBench, isa, 3, 256, 288);
+    benchmark::RegisterBenchmark((p + "lut_build_vq4p_nv288").c_str(), LutBuildBench, isa, 4, 64, 288);
+    benchmark::RegisterBenchmark((p + "lut_quantize_nv288").c_str(), LutQuantizeBench, isa, 288);
+    benchmark::RegisterBenchmark((p + "kda_step_32x128").c_str(), KdaBench, isa, 32, 128);
+  }
+}
+
+}  // namespace
+}  // namespace waste::kernels
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  waste::kernels::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

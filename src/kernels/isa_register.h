@@ -1,0 +1,28 @@
+// Registration entry points of the per-ISA kernel files. Each overwrites only
+// the slots it implements and appends to nothing else; dispatch.cc calls them
+// after checking the CPU and OS. On an architecture a file does not target
+// its function still exists and does nothing, so every build links.
+#pragma once
+
+#include "kernels/kernel_table.h"
+
+namespace waste::kernels {
+
+namespace avx2 {
+void RegisterAvx2(KernelTable& table);  // needs AVX2 + FMA + F16C, OS YMM state
+}  // namespace avx2
+
+namespace avx512 {
+void RegisterAvx512(KernelTable& table);  // needs AVX512F/BW/VL/DQ, OS ZMM state
+}  // namespace avx512
+
+namespace avx512_vbmi {
+// On top of RegisterAvx512; needs AVX512VBMI. Sets the "+VBMI" name suffix.
+void RegisterAvx512Vbmi(KernelTable& table);
+}  // namespace avx512_vbmi
+
+namespace neon {
+void RegisterNeon(KernelTable& table);  // aarch64: Advanced SIMD is mandatory
+}  // namespace neon
+
+}  // namespace waste::kernels
