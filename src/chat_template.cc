@@ -1,1 +1,133 @@
-// placeholder: being written
+#include "chat_template.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "tokenizer_files.h"
+
+namespace waste {
+namespace {
+
+Status ReadPair(const nlohmann::json& doc, const char* key, std::string_view name,
+                std::string* prefix, std::string* suffix) {
+  const auto it = doc.find(key);
+  if (it == doc.end()) return Status::Ok();
+  if (!it->is_array() || it->size() != 2 || !(*it)[0].is_string() || !(*it)[1].is_string()) {
+    return FormatError(std::string(name) + ": \"" + key +
+                       "\" must be a [prefix, suffix] pair of strings");
+  }
+  *prefix = (*it)[0].get<std::string>();
+  *suffix = (*it)[1].get<std::string>();
+  return Status::Ok();
+}
+
+void Add(std::vector<PromptSegment>* segments, SegmentMode mode, std::string_view text) {
+  if (!text.empty()) segments->push_back({mode, std::string(text)});
+}
+
+void AddMedia(std::vector<PromptSegment>* segments, std::span<const std::string> media_blocks) {
+  for (const std::string& block : media_blocks) Add(segments, SegmentMode::kMarkup, block);
+}
+
+bool Templated(const ChatTemplate* tmpl) { return tmpl != nullptr && tmpl->usable(); }
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view name) {
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return FormatError(std::string(name) + ": not valid JSON");
+  if (!doc.is_object()) return FormatError(std::string(name) + ": expected a JSON object");
+  ChatTemplate t;
+  WASTE_TRY(ReadPair(doc, "system", name, &t.system_prefix, &t.system_suffix));
+  WASTE_TRY(ReadPair(doc, "user", name, &t.user_prefix, &t.user_suffix));
+  WASTE_TRY(ReadPair(doc, "assistant", name, &t.assistant_prefix, &t.assistant_suffix));
+  if (const auto open = doc.find("open"); open != doc.end()) {
+    if (!open->is_string()) return FormatError(std::string(name) + ": \"open\" must be a string");
+    t.open = open->get<std::string>();
+  }
+  return t;
+}
+
+Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& container_dir) {
+  const std::string path = (container_dir.empty() ? "." : container_dir) + "/chat.json";
+  bool missing = false;
+  Result<std::string> text = ReadWholeFile(path, &missing);
+  if (!text) {
+    if (missing) return std::optional<ChatTemplate>();
+    return text.error();
+  }
+  WASTE_ASSIGN_OR_RETURN(ChatTemplate t, Parse(*text, path));
+  return std::optional<ChatTemplate>(std::move(t));
+}
+
+PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view system,
+                          std::span<const std::string> media_blocks, std::string_view prompt) {
+  PromptPlan plan;
+  if (raw || !Templated(tmpl)) {
+    AddMedia(&plan.segments, media_blocks);
+    Add(&plan.segments, SegmentMode::kMarkup, prompt);
+    plan.echo_prompt = true;
+    return plan;
+  }
+  plan.segments = BuildChatSystemTurn(tmpl, system);
+  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_prefix);
+  AddMedia(&plan.segments, media_blocks);
+  Add(&plan.segments, SegmentMode::kPlain, prompt);
+  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
+  Add(&plan.segments, SegmentMode::kMarkup, tmpl->open);
+  plan.default_stop = tmpl->assistant_suffix;
+  return plan;
+}
+
+std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl, std::string_view system) {
+  std::vector<PromptSegment> segments;
+  if (!Templated(tmpl) || system.empty()) return segments;
+  Add(&segments, SegmentMode::kMarkup, tmpl->system_prefix);
+  Add(&segments, SegmentMode::kPlain, system);
+  Add(&segments, SegmentMode::kMarkup, tmpl->system_suffix);
+  return segments;
+}
+
+PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> media_blocks,
+                         std::string_view line) {
+  PromptPlan plan;
+  if (!Templated(tmpl)) {
+    AddMedia(&plan.segments, media_blocks);
+    Add(&plan.segments, SegmentMode::kMarkup, line);
+    plan.echo_prompt = true;
+    return plan;
+  }
+  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_prefix);
+  AddMedia(&plan.segments, media_blocks);
+  Add(&plan.segments, SegmentMode::kPlain, line);
+  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
+  Add(&plan.segments, SegmentMode::kMarkup,
+      tmpl->open.empty() ? tmpl->assistant_prefix : tmpl->open);
+  plan.default_stop = tmpl->assistant_suffix;
+  return plan;
+}
+
+std::vector<PromptSegment> BuildEvalPrompt(std::string_view prompt) {
+  std::vector<PromptSegment> segments;
+  Add(&segments, SegmentMode::kMarkup, prompt);
+  return segments;
+}
+
+std::string MediaBlock(int width, int height) {
+  std::string block = "<|media_begin|>image";
+  if (width > 0 && height > 0) {
+    block.append(" ").append(std::to_string(width)).append("x").append(std::to_string(height));
+  }
+  return block + "<|media_content|><|media_pad|><|media_end|>";
+}
+
+std::vector<int> TokenizeSegments(const Tokenizer& tokenizer,
+                                  std::span<const PromptSegment> segments) {
+  std::vector<int> ids;
+  for (const PromptSegment& s : segments) {
+    tokenizer.EncodeTo(s.text, s.mode == SegmentMode::kMarkup, &ids);
+  }
+  return ids;
+}
+
+}  // namespace waste
