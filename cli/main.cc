@@ -1,1 +1,64 @@
-int main() { return 1; }
+// waste: the command table. Parses the command line (options.cc), prints
+// help or a usage error, and hands the options to one command.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "help.h"
+#include "options.h"
+
+namespace waste::cli {
+namespace {
+
+struct Entry {
+  Command command;
+  int (*fn)(const Options&);
+};
+
+constexpr Entry kTable[] = {
+    {Command::kRun, RunCommand},
+    {Command::kChat, ChatCommand},
+    {Command::kEval, EvalCommand},
+    {Command::kTokenize, TokenizeCommand},
+    {Command::kDetokenize, DetokenizeCommand},
+    {Command::kBench, BenchCommand},
+    {Command::kPlan, PlanCommand},
+    {Command::kInfo, InfoCommand},
+    {Command::kVersion, VersionCommand},
+};
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  ParseOutcome parsed = ParseCommandLine(args);
+  switch (parsed.kind) {
+    case ParseOutcome::Kind::kHelp: {
+      std::string text = parsed.options.command == Command::kNone
+                             ? GlobalHelp()
+                             : CommandHelp(parsed.options.command);
+      std::fputs(text.c_str(), stdout);
+      return 0;
+    }
+    case ParseOutcome::Kind::kUsageError:
+      if (parsed.message.empty()) {  // no arguments at all
+        std::fputs(GlobalHelp().c_str(), stderr);
+      } else if (parsed.options.command == Command::kNone) {
+        std::fprintf(stderr, "%s\n", parsed.message.c_str());  // already says "try --help"
+      } else {
+        std::fprintf(stderr, "%s\n%s\n", parsed.message.c_str(),
+                     UsageHint(parsed.options.command).c_str());
+      }
+      return 2;
+    case ParseOutcome::Kind::kOk:
+      break;
+  }
+  for (const Entry& e : kTable) {
+    if (e.command == parsed.options.command) return e.fn(parsed.options);
+  }
+  return 2;
+}
+
+}  // namespace
+}  // namespace waste::cli
+
+int main(int argc, char** argv) { return waste::cli::Main(argc, argv); }

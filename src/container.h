@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format.h"
 #include "model_config.h"
 #include "platform/platform.h"
 #include "waste/status.h"
@@ -117,6 +118,15 @@ class Container {
                                        bool verify_crc) const;
   bool verify_crc() const { return options_.verify_crc; }
 
+  // Geometry shared by every record of every bank (offsets, blocks, sizes).
+  const format::RecordLayout& record_layout() const;
+
+  // Reference reconstruction (FORMAT.md §6.4) of row `row` of matrix `kind`
+  // (format::kGate/kUp/kDown) of a parsed record: f32 [cols] where cols is
+  // expert_in for gate/up and moe_inter for down. For tests and oracles;
+  // the forward pass uses the LUT kernels instead.
+  void DequantizeExpertRow(const ExpertRecordView& rec, int kind, int row, float* out) const;
+
   // Bytes of every resident trunk tensor (what plan calls trunk_bytes).
   uint64_t resident_trunk_bytes() const { return resident_trunk_bytes_; }
 
@@ -144,5 +154,33 @@ struct Manifest {
   int index_block = 64;
 };
 Result<Manifest> ParseManifest(std::string_view json_text, std::string_view origin = "manifest.json");
+// Only format_version, tensor_prefix, expert_quant and config (banks and
+// trunk left empty): for writers, which need the shapes before an index
+// exists.
+Result<Manifest> ParseManifestConfig(std::string_view json_text,
+                                     std::string_view origin = "manifest.json");
+
+// Parameter counts of MODEL.md §12 (what `waste info` prints).
+struct ParamCounts {
+  uint64_t total = 0;
+  uint64_t active = 0;
+};
+ParamCounts CountParameters(const Manifest& m);
+
+// "experts VQ3R, trunk Q4G/Q8G/F32" (ENGINE.md §1.6): trunk formats of the
+// language model in the order Q3G, Q4G, Q8G, F16, F32.
+std::string QuantizationSummary(const Manifest& m);
+
+// Open keeps a tensor resident when its name carries the prefix, except a
+// quantized embed_tokens, whose rows are read from disk per token.
+bool IsResidentTensor(const ModelConfig& config, const TensorInfo& t);
+bool IsOnDiskEmbedding(const ModelConfig& config, const TensorInfo& t);
+
+// Every resident payload and scale array starts on this boundary.
+inline constexpr size_t kTrunkAlignment = 64;
+// Bytes Open allocates for resident tensors (payload and scales of each,
+// each rounded up to kTrunkAlignment; the first entry of a name only).
+// Equals Container::resident_trunk_bytes() and the plan's trunk_bytes.
+uint64_t ResidentTrunkBytes(const Manifest& m);
 
 }  // namespace waste

@@ -28,6 +28,16 @@ class ThreadPool {
   void ParallelFor(size_t n, size_t min_chunk,
                    const std::function<void(size_t begin, size_t end)>& fn);
 
+  // The chunk length ParallelFor uses: ceil(n / threads) rounded up to a
+  // multiple of min_chunk (min_chunk 0 counts as 1). Chunk i covers
+  // [i * chunk, min(n, (i + 1) * chunk)). Exposed so tests and callers can
+  // reason about the split.
+  static size_t ChunkSize(size_t n, size_t min_chunk, int threads);
+
+  // Microseconds an idle worker polls for the next job before parking
+  // (WASTE_SPIN, read at Create; docs/PLATFORM.md has the measurement).
+  int spin_us() const;
+
   struct Impl;
 
  private:

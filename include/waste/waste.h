@@ -25,5 +25,7 @@ std::string BuildInfo();
 std::string BackendName();
 uint64_t PhysicalRam();
 uint64_t UsableRam();
+// Peak resident set size of this process so far (0 if unknown).
+uint64_t PeakRssBytes();
 
 }  // namespace waste

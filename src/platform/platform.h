@@ -93,6 +93,9 @@ inline constexpr bool kHaveAffinity =
 #endif
 Status BindCurrentThread(const std::vector<int>& cpus);
 // CPUs the calling process may run on (sched_getaffinity); empty if unknown.
+// A snapshot taken on first use, so threads bound later do not narrow it.
 std::vector<int> AllowedCpus();
+// The calling thread's current affinity, read now; empty if unknown.
+std::vector<int> CurrentThreadCpus();
 
 }  // namespace waste::platform

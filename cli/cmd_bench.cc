@@ -1,0 +1,157 @@
+// bench: a fixed prompt, greedy unless --temp, -n tokens (default 64),
+// then throughput and cache counters (ENGINE.md §1.6, §1.7). tok_per_s
+// keeps the reference's definition (tokens / generate wall time, prefill
+// included) for comparability; prefill and decode are also reported apart.
+// Under --json stdout carries exactly one JSON object.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "engine_setup.h"
+#include "generation.h"
+#include "host.h"
+#include "report.h"
+#include "waste/waste.h"
+
+namespace waste::cli {
+namespace {
+
+constexpr char kBenchPrompt[] =
+    "Write a C function that parses a JSON array of integers and explain its edge cases.";
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double Rate(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+double Round(double v, double scale) { return std::round(v * scale) / scale; }
+
+// The prompt ids: --ids, else the fixed prompt (repeated or cut to
+// --prompt-tokens). Without a tokenizer only --prompt-tokens can make one:
+// synthetic ids, so a tokenizer-less container can still be measured.
+bool BenchPrompt(const Engine& engine, const Options& o, std::vector<int>* ids) {
+  if (o.ids_given) {
+    *ids = o.ids;
+    return !ids->empty();
+  }
+  Result<std::vector<int>> base = engine.Tokenize(kBenchPrompt, /*markup=*/false, false);
+  if (!base.has_value() || base->empty()) {
+    if (o.prompt_tokens == 0 || engine.info().vocab <= 0) {
+      Status why = base.has_value() ? ArgError("empty prompt") : base.error();
+      ReportFailure("tokenize", why, DetailOf(why, engine), o);
+      return false;
+    }
+    ids->resize(o.prompt_tokens);
+    const uint32_t vocab = static_cast<uint32_t>(engine.info().vocab);
+    for (uint32_t i = 0; i < o.prompt_tokens; ++i) (*ids)[i] = int((i * 7919u + 13u) % vocab);
+    return true;
+  }
+  *ids = *base;
+  if (o.prompt_tokens > 0) {
+    ids->clear();
+    while (ids->size() < o.prompt_tokens) ids->insert(ids->end(), base->begin(), base->end());
+    ids->resize(o.prompt_tokens);
+  }
+  return true;
+}
+
+}  // namespace
+
+int BenchCommand(const Options& o) {
+  std::unique_ptr<Engine> engine = OpenEngine(o);
+  if (!engine) return 1;
+  if (!o.json) {
+    std::printf("%s\n  expert cache %s, %u tokens\n\n", BuildInfo().c_str(),
+                FormatSize(engine->memory_used().expert_cache_bytes).c_str(), o.n_tokens);
+    std::fflush(stdout);
+  }
+  std::vector<int> prompt;
+  if (!BenchPrompt(*engine, o, &prompt)) return 1;
+
+  const Stats before = engine->stats();
+  TokenTally tally;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point first_token = start;
+  double first_token_ms = 0;
+  Status status = engine->Generate(prompt, ParamsFromOptions(o), [&](const TokenEvent& e) {
+    if (tally.tokens == 0) {
+      first_token = Clock::now();
+      first_token_ms = e.ms_total;
+    }
+    tally.Add(e);
+    return true;
+  });
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!status.ok()) {
+    ReportFailure("generate", status, DetailOf(status, *engine), o);
+    return 1;
+  }
+  const Stats after = engine->stats();
+
+  const uint64_t tokens = after.tokens_generated - before.tokens_generated;
+  double sec_total = after.sec_total - before.sec_total;
+  if (sec_total <= 0) sec_total = wall;
+  // Prefill and decode apart: the engine's own timers when it keeps them,
+  // else ours (prefill = until the first token, minus that token's step).
+  double prefill_s = after.prefill_s - before.prefill_s;
+  double decode_s = after.decode_s - before.decode_s;
+  if (prefill_s <= 0 && decode_s <= 0) {
+    prefill_s = std::chrono::duration<double>(first_token - start).count() - first_token_ms / 1000;
+    if (prefill_s < 0) prefill_s = 0;
+    decode_s = tally.ms / 1000;
+  }
+  uint64_t prefill_tokens = after.prefill_tokens - before.prefill_tokens;
+  if (prefill_tokens == 0) prefill_tokens = prompt.size();
+
+  const double tok_per_s = Rate(double(tokens), sec_total);
+  const uint64_t lookups = after.experts_hit + after.experts_missed;
+  const double hit_rate = lookups > 0 ? double(after.experts_hit) / double(lookups) : 0.0;
+  const double read_gbps = Rate(double(after.bytes_read) / 1e9, after.sec_io);
+
+  if (o.json) {
+    Json j;
+    j["tokens"] = tokens;
+    j["tok_per_s"] = Round(tok_per_s, 1e4);
+    j["experts_hit"] = after.experts_hit;
+    j["experts_missed"] = after.experts_missed;
+    j["bytes_read"] = after.bytes_read;
+    j["direct_io"] = after.direct_io;
+    j["prefill_tokens"] = prefill_tokens;
+    j["prefill_s"] = Round(prefill_s, 1e6);
+    j["decode_s"] = Round(decode_s, 1e6);
+    j["prefill_tok_s"] = Round(Rate(double(prefill_tokens), prefill_s), 1e4);
+    j["decode_tok_s"] = Round(Rate(double(tokens), decode_s), 1e4);
+    j["hit_rate"] = Round(hit_rate, 1e6);
+    j["read_seconds"] = Round(after.sec_io, 1e6);
+    j["read_gbps"] = Round(read_gbps, 1e4);
+    j["evictions"] = after.evictions;
+    j["prefetched"] = after.prefetched;
+    j["spec_reads"] = after.spec_reads;
+    j["backend"] = engine->backend_name();
+    j["threads"] = engine->threads();
+    j["peak_rss_bytes"] = PeakRssBytes();
+    std::printf("%s\n", DumpJson(j).c_str());
+    return 0;
+  }
+  std::printf("  %.2f tok/s (%.0f ms/token)\n", tok_per_s,
+              tok_per_s > 0 ? 1000.0 / tok_per_s : 0.0);
+  if (!after.direct_io) std::printf("  note      %s\n", kPageCacheNote);
+  std::printf("  experts   %llu hit / %llu miss = %.1f%% hit\n",
+              static_cast<unsigned long long>(after.experts_hit),
+              static_cast<unsigned long long>(after.experts_missed), 100.0 * hit_rate);
+  std::printf("  disk      %.2f GB total, %.3f GB/token\n", double(after.bytes_read) / kGiB,
+              tokens > 0 ? double(after.bytes_read) / kGiB / double(tokens) : 0.0);
+  std::printf("  prefill   %llu tokens, %.2f tok/s\n",
+              static_cast<unsigned long long>(prefill_tokens),
+              Rate(double(prefill_tokens), prefill_s));
+  std::printf("  decode    %.2f tok/s (%.0f ms/token)\n", Rate(double(tokens), decode_s),
+              tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0);
+  if (after.sec_io > 0) {
+    std::printf("  reads     %.2f s blocked, %.2f GB/s\n", after.sec_io, read_gbps);
+  }
+  return 0;
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,121 @@
+// eval: the next-token distribution after the prompt, no sampling
+// (ENGINE.md §1.6). Rows are the most likely ids, probabilities a softmax
+// over the whole vocabulary at temperature 1. --logits-out writes every
+// logit as raw little-endian f32.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "chat_format.h"
+#include "commands.h"
+#include "engine_setup.h"
+#include "prompt.h"
+#include "report.h"
+#include "waste/waste.h"
+
+namespace waste::cli {
+namespace {
+
+constexpr int kDefaultRows = 10;
+
+// Rounded so the JSON shows 4 / 6 decimals (§1.7): the shortest text of
+// the rounded double is the rounded decimal.
+double Round(double v, double scale) { return std::round(v * scale) / scale; }
+
+bool WriteLogits(const std::string& path, std::span<const float> logits) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  bool ok = true;
+  for (float v : logits) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    if constexpr (std::endian::native == std::endian::big) {
+      bits = (bits >> 24) | ((bits >> 8) & 0xff00u) | ((bits << 8) & 0xff0000u) | (bits << 24);
+    }
+    ok = ok && std::fwrite(&bits, sizeof bits, 1, f) == 1;
+  }
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+int EvalCommand(const Options& o) {
+  std::string prompt;
+  if (o.ids_given) {
+    if (o.ids.empty()) return UsageFailure(o, "no prompt");
+  } else {
+    PromptText p = ReadPrompt(o, "no prompt");
+    if (!p.ok) return UsageFailure(o, p.error);
+    prompt = std::move(p.text);
+  }
+
+  std::unique_ptr<Engine> engine = OpenEngine(o);
+  if (!engine) return 1;
+  if (!CheckNoImages(o)) return 1;
+
+  // Always the untemplated markup form; --system and --stop do not apply.
+  std::vector<int> ids = o.ids;
+  if (!o.ids_given && !TokenizeSegments(*engine, RawPrompt(prompt), o, &ids)) return 1;
+
+  Result<std::span<const float>> evaluated = engine->Eval(ids);
+  if (!evaluated.has_value()) {
+    ReportFailure("eval", evaluated.error(), DetailOf(evaluated.error(), *engine), o);
+    return 1;
+  }
+  std::span<const float> logits = *evaluated;
+  if (!o.logits_out.empty() && !WriteLogits(o.logits_out, logits)) {
+    std::fprintf(stderr, "cannot write %s\n", o.logits_out.c_str());
+    return 1;
+  }
+
+  const size_t vocab = logits.size();
+  double max_logit = -INFINITY;
+  for (float v : logits) max_logit = std::max(max_logit, double(v));
+  double sum = 0;
+  for (float v : logits) sum += std::exp(double(v) - max_logit);
+
+  size_t rows = o.top_k_given && o.top_k > 0 ? size_t(o.top_k) : size_t(kDefaultRows);
+  rows = std::min(rows, vocab);
+  auto logit = [&](int id) { return logits[static_cast<size_t>(id)]; };
+  std::vector<int> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(rows), order.end(),
+                    [&](int a, int b) {
+                      // NaN sorts last, so the order stays a strict weak one.
+                      float la = std::isnan(logit(a)) ? -INFINITY : logit(a);
+                      float lb = std::isnan(logit(b)) ? -INFINITY : logit(b);
+                      if (la != lb) return la > lb;
+                      return a < b;
+                    });
+  auto prob = [&](int id) { return std::exp(double(logit(id)) - max_logit) / sum; };
+
+  if (o.json) {
+    Json top = Json::array();
+    for (size_t i = 0; i < rows; ++i) {
+      int id = order[i];
+      Json row;
+      row["id"] = id;
+      row["logit"] = Round(logit(id), 1e4);
+      row["prob"] = Round(prob(id), 1e6);
+      top.push_back(std::move(row));
+    }
+    Json j;
+    j["prompt_tokens"] = ids.size();
+    j["vocab"] = vocab;
+    j["top"] = std::move(top);
+    std::printf("%s\n", DumpJson(j).c_str());
+    return 0;
+  }
+  for (size_t i = 0; i < rows; ++i) {
+    int id = order[i];
+    std::printf("%s\n", EvalRow(id, logit(id), prob(id), engine->TokenPiece(id)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace waste::cli

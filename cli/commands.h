@@ -1,0 +1,19 @@
+// One function per command; each returns the process exit status
+// (0 success, 1 the engine refused or failed, 2 usage; ENGINE.md §1.8).
+#pragma once
+
+#include "options.h"
+
+namespace waste::cli {
+
+int RunCommand(const Options& options);
+int ChatCommand(const Options& options);
+int EvalCommand(const Options& options);
+int TokenizeCommand(const Options& options);
+int DetokenizeCommand(const Options& options);
+int BenchCommand(const Options& options);
+int PlanCommand(const Options& options);
+int InfoCommand(const Options& options);
+int VersionCommand(const Options& options);
+
+}  // namespace waste::cli

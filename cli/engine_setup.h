@@ -1,0 +1,49 @@
+// Opening the engine from the command line and reporting its failures in
+// the shapes of ENGINE.md §1.8. Shared by every command that opens a model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat_format.h"
+#include "options.h"
+#include "waste/waste.h"
+
+namespace waste::cli {
+
+Config ConfigFromOptions(const Options& options);
+
+// Opens MODEL. On failure prints the messages and returns nullptr (exit 1).
+// Prints the over-budget warning (§4.3) unless -q.
+std::unique_ptr<Engine> OpenEngine(const Options& options);
+
+// "<what>: <strerror>" plus the lines §1.8 adds for the code and `detail`.
+void ReportFailure(const std::string& what, const Status& status, const std::string& detail,
+                   const Options& options);
+// The detail of a failed engine call: the Status message, else the
+// engine's error_detail().
+std::string DetailOf(const Status& status, const Engine& engine);
+
+// run/chat notes after a successful open: the page-cache note, and for run
+// the "no --budget" line (`budget_note`). Nothing under -q.
+void PrintOpenNotes(const Engine& engine, const Options& options, bool budget_note);
+
+// Tokenizes each segment in its own mode and concatenates the ids. On
+// failure prints "tokenize: ..." and returns false.
+bool TokenizeSegments(const Engine& engine, const std::vector<Segment>& segments,
+                      const Options& options, std::vector<int>* ids);
+
+// Refuses --image: no engine in this build has a vision tower. Prints
+// "PATH: this container has no vision tower"; false when images were given.
+bool CheckNoImages(const Options& options);
+
+// Usage error of a command after parsing (no prompt, bad ids): prints the
+// message and the usage hint; returns 2.
+int UsageFailure(const Options& options, const std::string& message);
+
+// Writes bytes to stdout unbuffered-enough for streaming.
+void WriteOut(std::string_view bytes);
+
+}  // namespace waste::cli

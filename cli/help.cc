@@ -1,0 +1,117 @@
+// CLI11 builds the subcommand table and formats the help; the values it
+// would bind are never used (options.cc parses).
+#include "help.h"
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "waste/waste.h"
+
+namespace waste::cli {
+namespace {
+
+struct CommandDoc {
+  Command command;
+  const char* positionals;  // for the usage line
+  const char* summary;
+};
+
+const CommandDoc kDocs[] = {
+    {Command::kRun, "MODEL [PROMPT]",
+     "generate a continuation (chat template from MODEL/chat.json unless --raw)"},
+    {Command::kChat, "MODEL", "interactive conversation: /reset /stats /save F /load F /help"},
+    {Command::kEval, "MODEL [PROMPT]", "most likely next tokens after the prompt (no sampling)"},
+    {Command::kTokenize, "MODEL [TEXT]", "text to token ids (special tokens recognised)"},
+    {Command::kDetokenize, "MODEL [IDS]", "token ids to text"},
+    {Command::kBench, "MODEL", "fixed prompt, greedy: throughput and expert-cache counters"},
+    {Command::kPlan, "MODEL", "memory floor and recommended budget; reads manifest.json only"},
+    {Command::kInfo, "MODEL", "open the model and describe it"},
+    {Command::kVersion, "", "one line of build details"},
+};
+
+const CommandDoc& DocFor(Command c) {
+  for (const CommandDoc& d : kDocs) {
+    if (d.command == c) return d;
+  }
+  return kDocs[0];
+}
+
+std::string Banner() {
+  return std::string("waste ") + WASTE_VERSION_STRING +
+         " — run huge Mixture-of-Experts models on ordinary machines: the dense trunk in RAM, "
+         "routed experts streamed from NVMe";
+}
+
+// Sinks for CLI11's bindings; never read.
+struct Sinks {
+  std::string text;
+  bool flag = false;
+};
+
+void AddOptions(CLI::App* sub, Command command, Sinks* sinks) {
+  std::string ignored = std::string("Accepted and ignored by ") + CommandName(command);
+  for (const OptionSpec& spec : OptionTable()) {
+    std::string names =
+        spec.alias != nullptr ? std::string(spec.alias) + "," + spec.name : std::string(spec.name);
+    CLI::Option* opt;
+    if (spec.value_name != nullptr) {
+      opt = sub->add_option(names, sinks->text, spec.help)->type_name(spec.value_name);
+    } else {
+      opt = sub->add_flag(names, sinks->flag, spec.help);
+    }
+    opt->group((spec.used_by & Bit(command)) != 0 ? "Options" : ignored);
+  }
+}
+
+}  // namespace
+
+std::string GlobalHelp() try {
+  CLI::App app(Banner(), "waste");
+  app.require_subcommand(1);
+  for (const CommandDoc& d : kDocs) app.add_subcommand(CommandName(d.command), d.summary);
+  app.footer(
+      "Options and positionals may follow the command in any order; every command accepts "
+      "every option. `waste COMMAND --help` lists them.\n"
+      "Environment variables (WASTE_THREADS, WASTE_CPUS, WASTE_DIRECT, ...): docs/ENV.md.\n"
+      "Exit status: 0 success, 1 the engine refused or failed, 2 usage error.");
+  return app.help();
+} catch (const std::exception&) {
+  // CLI11 throws only for a malformed table, which the tests would catch.
+  return Banner() + "\n" + UsageHint(Command::kNone) + "\n";
+}
+
+std::string CommandHelp(Command command) try {
+  const CommandDoc& doc = DocFor(command);
+  CLI::App app(Banner(), "waste");
+  CLI::App* sub = app.add_subcommand(CommandName(command), doc.summary);
+  Sinks sinks;
+  std::string model, argument;
+  std::string positionals = doc.positionals;
+  if (positionals.rfind("MODEL", 0) == 0) {
+    sub->add_option("MODEL", model, "container directory")->type_name("");
+  }
+  size_t open = positionals.find('[');
+  if (open != std::string::npos) {
+    std::string name = positionals.substr(open + 1, positionals.find(']') - open - 1);
+    const char* what = command == Command::kDetokenize
+                           ? "ids separated by blanks or commas; - = stdin (default when piped)"
+                           : "text; - = stdin (default when piped); --file takes precedence";
+    sub->add_option(name, argument, what)->type_name("");
+  }
+  AddOptions(sub, command, &sinks);
+  return sub->help("waste");
+} catch (const std::exception&) {
+  return UsageHint(command) + "\n";
+}
+
+std::string UsageHint(Command command) {
+  if (command == Command::kNone) {
+    return "usage: waste COMMAND MODEL [ARG] [options]   (waste --help for the commands)";
+  }
+  const CommandDoc& doc = DocFor(command);
+  std::string line = std::string("usage: waste ") + CommandName(command);
+  if (*doc.positionals != '\0') line += std::string(" ") + doc.positionals;
+  return line + " [options]   (waste " + CommandName(command) + " --help for more)";
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,24 @@
+#include "host.h"
+
+#include <cstdio>
+
+#include "waste/waste.h"
+
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#define WASTE_CLI_HAVE_UNISTD 1
+#endif
+
+namespace waste::cli {
+
+bool StdinIsTerminal() {
+#ifdef WASTE_CLI_HAVE_UNISTD
+  return ::isatty(STDIN_FILENO) != 0;
+#else
+  return false;
+#endif
+}
+
+uint64_t PeakRssBytes() { return waste::PeakRssBytes(); }
+
+}  // namespace waste::cli

@@ -1,0 +1,28 @@
+// Where a prompt comes from (ENGINE.md §1.4): --file F (or --file - for
+// stdin) beats the second positional, which beats stdin; stdin is read when
+// the positional is "-" or when none was given and stdin is not a terminal.
+// Text from a file or stdin loses its trailing CR/LF; an argument is used
+// verbatim. Read before the model is opened, so these errors are cheap.
+#pragma once
+
+#include <string>
+
+#include "options.h"
+
+namespace waste::cli {
+
+struct PromptText {
+  bool ok = false;
+  std::string text;
+  std::string error;  // usage error (exit 2) when !ok
+};
+
+// `empty_error` is the command's message for "nothing there".
+PromptText ReadPrompt(const Options& options, const std::string& empty_error);
+
+// Reads a whole stream/file; false when it cannot be opened or read.
+bool ReadFileText(const std::string& path, std::string* out);
+bool ReadStdinText(std::string* out);
+void StripTrailingNewlines(std::string* text);
+
+}  // namespace waste::cli

@@ -1,0 +1,248 @@
+#include "report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace waste::cli {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Length of the valid UTF-8 sequence at the start of `s`, 0 if invalid.
+size_t ValidUtf8Prefix(std::string_view s) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  unsigned char c = byte(0);
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < need) return 0;
+  if (byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t i = 2; i < need; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  }
+  return need;
+}
+
+}  // namespace
+
+const char kPageCacheNote[] =
+    "page cache not bypassed on this filesystem — the hit\n"
+    "            rate below is partly the kernel's, not the engine's";
+
+std::string DumpJson(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string FormatGb(uint64_t bytes) { return fmt::format("{:.2f} GB", double(bytes) / kGiB); }
+
+std::string FormatSize(uint64_t bytes) {
+  if (double(bytes) >= kGiB) return FormatGb(bytes);
+  return fmt::format("{:.0f} MB", double(bytes) / kMiB);
+}
+
+int HitPercent(uint64_t hit, uint64_t miss) {
+  uint64_t total = hit + miss;
+  if (total == 0) return 0;
+  return static_cast<int>(std::floor(100.0 * double(hit) / double(total) + 0.5));
+}
+
+std::string StatsLine(uint64_t tokens, double seconds, uint64_t hit, uint64_t miss) {
+  double rate = seconds > 0 ? double(tokens) / seconds : 0.0;
+  return fmt::format("[{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {}%]", tokens,
+                     seconds, rate, hit, miss, HitPercent(hit, miss));
+}
+
+std::string BudgetNote(const MemoryUsage& used, uint64_t usable) {
+  uint64_t total =
+      used.trunk_bytes + used.state_bytes + used.scratch_bytes + used.expert_cache_bytes;
+  std::string of = usable > 0 ? " of " + FormatGb(usable) : "";
+  return fmt::format("waste: no --budget, using {}{} (expert cache {})", FormatGb(total), of,
+                     FormatGb(used.expert_cache_bytes));
+}
+
+std::string OverCapWarning(uint64_t budget, uint64_t usable) {
+  if (usable == 0) return "";
+  uint64_t cap = usable - usable / 4;
+  if (budget <= cap) return "";
+  return fmt::format(
+      "waste: budget {} leaves under 25% of the {} this process may use\n"
+      "waste: the OS will page the expert cache and throughput will collapse; "
+      "`waste plan MODEL` shows the floor",
+      FormatGb(budget), FormatGb(usable));
+}
+
+std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBudget& budget) {
+  auto row = [](const char* label, uint64_t bytes) {
+    return fmt::format("  {:<22}{:>12}\n", label, FormatSize(bytes));
+  };
+  std::string out = fmt::format("memory plan for {} (ctx {})\n\n", name, plan.ctx);
+  out += row("resident trunk", plan.trunk_bytes);
+  out += row("KDA state + KV cache", plan.state_bytes);
+  out += row("scratch", plan.scratch_bytes);
+  out += row("minimum expert cache", plan.min_expert_cache);
+  out += "  ---------------------------------\n";
+  out += row("FLOOR", plan.floor_bytes);
+  std::string rec = row("recommended", plan.recommended_bytes);
+  rec.pop_back();
+  const std::string pad(38, ' ');
+  out += rec + "   (floor + 3x a token's working set,\n" + pad + "capped at every expert the\n" +
+         pad + "container holds; below one\n" + pad + "working set the cache keeps\n" + pad +
+         "nothing alive between tokens)\n";
+  out += "\n";
+  if (plan.usable_ram_bytes > 0) {
+    out += fmt::format("  usable RAM {} ({})\n", FormatGb(plan.usable_ram_bytes),
+                       plan.usable_ram_source.empty() ? "physical" : plan.usable_ram_source);
+  }
+  if (budget.below_floor) {
+    out += fmt::format("  budget {} is BELOW the floor — open would fail\n",
+                       FormatSize(budget.budget));
+  } else if (budget.given) {
+    out += fmt::format("  budget {} -> expert cache {}\n", FormatSize(budget.budget),
+                       FormatSize(budget.expert_cache));
+  } else {
+    out += fmt::format("  default budget {} -> expert cache {}\n", FormatSize(budget.budget),
+                       FormatSize(budget.expert_cache));
+  }
+  return out;
+}
+
+Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
+  Json j;
+  j["ctx"] = plan.ctx;
+  j["trunk_bytes"] = plan.trunk_bytes;
+  j["state_bytes"] = plan.state_bytes;
+  j["scratch_bytes"] = plan.scratch_bytes;
+  j["min_expert_cache"] = plan.min_expert_cache;
+  j["floor_bytes"] = plan.floor_bytes;
+  j["recommended_bytes"] = plan.recommended_bytes;
+  j["working_set_bytes"] = plan.working_set_bytes;
+  j["physical_ram_bytes"] = plan.physical_ram_bytes;
+  j["usable_ram_bytes"] = plan.usable_ram_bytes;
+  if (budget.given) {
+    j["budget_bytes"] = budget.budget;
+    if (budget.below_floor) {
+      j["expert_cache_bytes"] = -1;
+    } else {
+      j["expert_cache_bytes"] = budget.expert_cache;
+    }
+  }
+  // waste additions (new keys only; §1.7 W)
+  j["record_bytes"] = plan.record_bytes;
+  j["usable_ram_source"] = plan.usable_ram_source;
+  if (!budget.given) {
+    j["default_budget_bytes"] = budget.budget;
+    j["default_expert_cache_bytes"] = budget.expert_cache;
+  }
+  return j;
+}
+
+std::string FormatParams(uint64_t params) {
+  if (double(params) >= 1e12) return fmt::format("{:.2f} T", double(params) / 1e12);
+  return fmt::format("{:.2f} B", double(params) / 1e9);
+}
+
+std::string InfoText(const std::string& build_line, const ModelInfo& info, const MemoryUsage& used,
+                     const std::string& backend, int threads, bool direct_io) {
+  auto row = [](const char* label, const std::string& value) {
+    return fmt::format("  {:<14}{}\n", label, value);
+  };
+  std::string out = build_line + "\n\n";
+  out += row("arch", info.arch.empty() ? "unknown" : info.arch);
+  out += row("layers", std::to_string(info.layers));
+  out += row("experts", fmt::format("{} (top-{})", info.experts, info.top_k));
+  out += row("hidden", std::to_string(info.hidden));
+  out += row("parameters", FormatParams(info.params_total) + " total, " +
+                               FormatParams(info.params_active) + " active/token");
+  out += row("quantization", info.quantization);
+  out += row("expert cache", FormatSize(used.expert_cache_bytes));
+  // waste additions below the reference's lines
+  out += row("vocab", std::to_string(info.vocab));
+  out += row("context", info.bounded_context ? std::to_string(info.ctx_tokens) + " tokens"
+                                             : std::string("unbounded (no per-position KV)"));
+  out += row("threads", std::to_string(threads));
+  out += row("backend", backend);
+  if (!direct_io) {
+    out += row("note",
+               "page cache not bypassed on this filesystem: expert hit rates\n"
+               "                include the kernel's cache");
+  }
+  return out;
+}
+
+Json InfoJson(const std::string& engine_version, const ModelInfo& info, const MemoryUsage& used,
+              const std::string& backend, int threads, bool direct_io) {
+  Json j;
+  j["engine"] = engine_version;
+  j["arch"] = info.arch.empty() ? "unknown" : info.arch;
+  j["layers"] = info.layers;
+  j["experts"] = info.experts;
+  j["top_k"] = info.top_k;
+  j["hidden"] = info.hidden;
+  j["params_total"] = info.params_total;
+  j["params_active"] = info.params_active;
+  j["quantization"] = info.quantization;
+  j["expert_cache_bytes"] = used.expert_cache_bytes;
+  j["vocab"] = info.vocab;
+  j["ctx"] = info.ctx_tokens;
+  j["expert_cache_slots"] = used.slots;
+  j["budget_bytes"] = used.budget_bytes;
+  j["trunk_bytes"] = used.trunk_bytes;
+  j["state_bytes"] = used.state_bytes;
+  j["scratch_bytes"] = used.scratch_bytes;
+  j["backend"] = backend;
+  j["threads"] = threads;
+  j["direct_io"] = direct_io;
+  return j;
+}
+
+std::string DisplayPiece(std::string_view bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("<byte 0x{:02X}>", c);
+      ++i;
+    } else {
+      size_t n = ValidUtf8Prefix(bytes.substr(i));
+      if (n == 0) {
+        out += fmt::format("<byte 0x{:02X}>", c);
+        ++i;
+      } else {
+        out.append(bytes.substr(i, n));
+        i += n;
+      }
+    }
+  }
+  return out;
+}
+
+std::string EvalRow(int id, float logit, double prob, std::string_view piece) {
+  return fmt::format("  {:6d}  {:8.4f}  {:7.4f}  {}", id, logit, prob, DisplayPiece(piece));
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,340 @@
+// Windows: the whole shim on Win32 calls. FILE_FLAG_NO_BUFFERING plus a
+// probe read for cache bypass, SetThreadAffinityMask within one processor
+// group (a CPU >= 64 cannot be expressed, so binding to it is refused).
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef PSAPI_VERSION
+#define PSAPI_VERSION 2  // K32GetProcessMemoryInfo lives in kernel32
+#endif
+#include <malloc.h>
+#include <psapi.h>
+#include <windows.h>
+
+#include <atomic>
+#include <string>
+#include <system_error>
+
+#include "platform/platform.h"
+
+namespace waste::platform {
+namespace {
+
+constexpr DWORD kMaxReadChunk = DWORD{1} << 30;
+
+std::string LastErrorText(DWORD err) {
+  return std::error_code(static_cast<int>(err), std::system_category()).message();
+}
+
+Status Win32Status(const std::string& what, const std::string& path, DWORD err) {
+  return IoError(what + " " + path + ": " + LastErrorText(err));
+}
+
+std::wstring Widen(const std::string& utf8) {
+  if (utf8.empty()) return std::wstring();
+  int n = ::MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), nullptr, 0);
+  std::wstring out(static_cast<size_t>(n > 0 ? n : 0), L'\0');
+  if (n > 0) {
+    ::MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), out.data(), n);
+  }
+  return out;
+}
+
+HANDLE AsHandle(intptr_t h) { return reinterpret_cast<HANDLE>(h); }
+
+bool Aligned(uint64_t v) { return v % kBypassAlignment == 0; }
+
+HANDLE OpenForRead(const std::string& path, DWORD flags) {
+  return ::CreateFileW(Widen(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE,
+                       nullptr, OPEN_EXISTING, flags, nullptr);
+}
+
+uint64_t MaskOf(const std::vector<int>& cpus) {
+  uint64_t mask = 0;
+  for (int cpu : cpus) mask |= uint64_t{1} << cpu;
+  return mask;
+}
+
+std::vector<int> CpusOf(uint64_t mask) {
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < 64; ++cpu) {
+    if (mask & (uint64_t{1} << cpu)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+}  // namespace
+
+File::~File() {
+  if (handle_ >= 0) ::CloseHandle(AsHandle(handle_));
+}
+
+File::File(File&& other) noexcept
+    : handle_(other.handle_),
+      bypass_(other.bypass_),
+      size_(other.size_),
+      path_(std::move(other.path_)) {
+  other.handle_ = -1;
+}
+
+File& File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    if (handle_ >= 0) ::CloseHandle(AsHandle(handle_));
+    handle_ = other.handle_;
+    bypass_ = other.bypass_;
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    other.handle_ = -1;
+  }
+  return *this;
+}
+
+Result<File> File::Open(const std::string& path) {
+  HANDLE h = OpenForRead(path, FILE_ATTRIBUTE_NORMAL);
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("open", path, ::GetLastError());
+  LARGE_INTEGER size;
+  if (!::GetFileSizeEx(h, &size)) {
+    DWORD err = ::GetLastError();
+    ::CloseHandle(h);
+    return Win32Status("size of", path, err);
+  }
+  File f;
+  f.handle_ = reinterpret_cast<intptr_t>(h);
+  f.size_ = static_cast<uint64_t>(size.QuadPart);
+  f.path_ = path;
+  return f;
+}
+
+Result<File> File::OpenBypass(const std::string& path, size_t probe_bytes) {
+  if (probe_bytes % kBypassAlignment != 0) {
+    return ArgError("bypass probe of " + std::to_string(probe_bytes) +
+                    " bytes is not a multiple of 4096");
+  }
+  HANDLE h = OpenForRead(path, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_NO_BUFFERING);
+  if (h == INVALID_HANDLE_VALUE) {
+    DWORD err = ::GetLastError();
+    if (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND || err == ERROR_ACCESS_DENIED) {
+      return Win32Status("open", path, err);
+    }
+  } else {
+    bool ok = true;
+    if (probe_bytes > 0) {
+      void* buf = AlignedAlloc(kBypassAlignment, probe_bytes);
+      if (buf == nullptr) {
+        ::CloseHandle(h);
+        return OomError("bypass probe buffer for " + path);
+      }
+      OVERLAPPED ov = {};
+      DWORD got = 0;
+      if (!::ReadFile(h, buf, static_cast<DWORD>(probe_bytes), &got, &ov) &&
+          ::GetLastError() != ERROR_HANDLE_EOF) {
+        ok = false;
+      }
+      AlignedFree(buf);
+    }
+    LARGE_INTEGER size;
+    if (ok && ::GetFileSizeEx(h, &size)) {
+      File f;
+      f.handle_ = reinterpret_cast<intptr_t>(h);
+      f.bypass_ = true;
+      f.size_ = static_cast<uint64_t>(size.QuadPart);
+      f.path_ = path;
+      return f;
+    }
+    ::CloseHandle(h);
+  }
+  // Refused: buffered with the random-access hint (no read-ahead).
+  h = OpenForRead(path, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_RANDOM_ACCESS);
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("open", path, ::GetLastError());
+  LARGE_INTEGER size;
+  if (!::GetFileSizeEx(h, &size)) {
+    DWORD err = ::GetLastError();
+    ::CloseHandle(h);
+    return Win32Status("size of", path, err);
+  }
+  File f;
+  f.handle_ = reinterpret_cast<intptr_t>(h);
+  f.size_ = static_cast<uint64_t>(size.QuadPart);
+  f.path_ = path;
+  return f;
+}
+
+Result<size_t> File::TryReadAt(uint64_t offset, void* dst, size_t n) const {
+  if (handle_ < 0) return ArgError("read from a file that is not open");
+  if (bypass_ && (!Aligned(offset) || !Aligned(n) || !Aligned(reinterpret_cast<uintptr_t>(dst)))) {
+    return ArgError("unaligned read on a cache-bypass file " + path_ + ": offset " +
+                    std::to_string(offset) + ", " + std::to_string(n) +
+                    " bytes (buffer, offset and length must be multiples of 4096)");
+  }
+  auto* out = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    DWORD want = n - done < kMaxReadChunk ? static_cast<DWORD>(n - done) : kMaxReadChunk;
+    uint64_t at = offset + done;
+    OVERLAPPED ov = {};
+    ov.Offset = static_cast<DWORD>(at & 0xffffffffu);
+    ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+    DWORD got = 0;
+    if (!::ReadFile(AsHandle(handle_), out + done, want, &got, &ov)) {
+      DWORD err = ::GetLastError();
+      if (err == ERROR_HANDLE_EOF) break;
+      return IoError("read " + path_ + " at offset " + std::to_string(at) + ": " +
+                     LastErrorText(err));
+    }
+    if (got == 0) break;
+    done += got;
+    if (bypass_ && !Aligned(got)) break;  // end of file inside a sector
+  }
+  return done;
+}
+
+Status File::ReadAt(uint64_t offset, void* dst, size_t n) const {
+  Result<size_t> got = TryReadAt(offset, dst, n);
+  if (!got) return got.error();
+  if (*got != n) {
+    return IoError("short read: " + path_ + " at offset " + std::to_string(offset) + ": got " +
+                   std::to_string(*got) + " of " + std::to_string(n) + " bytes");
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> FileSize(const std::string& path) {
+  WIN32_FILE_ATTRIBUTE_DATA data;
+  if (!::GetFileAttributesExW(Widen(path).c_str(), GetFileExInfoStandard, &data)) {
+    return Win32Status("stat", path, ::GetLastError());
+  }
+  return (static_cast<uint64_t>(data.nFileSizeHigh) << 32) | data.nFileSizeLow;
+}
+
+bool PathExists(const std::string& path) {
+  return ::GetFileAttributesW(Widen(path).c_str()) != INVALID_FILE_ATTRIBUTES;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  HANDLE h = OpenForRead(path, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN);
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("open", path, ::GetLastError());
+  std::string data;
+  char buf[16384];
+  for (;;) {
+    DWORD got = 0;
+    if (!::ReadFile(h, buf, sizeof buf, &got, nullptr)) {
+      DWORD err = ::GetLastError();
+      if (err == ERROR_HANDLE_EOF) break;
+      ::CloseHandle(h);
+      return Win32Status("read", path, err);
+    }
+    if (got == 0) break;
+    data.append(buf, got);
+  }
+  ::CloseHandle(h);
+  return data;
+}
+
+Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
+  static std::atomic<uint64_t> seq{0};
+  std::string tmp = path + ".tmp." + std::to_string(::GetCurrentProcessId()) + "." +
+                    std::to_string(seq.fetch_add(1, std::memory_order_relaxed));
+  std::wstring wtmp = Widen(tmp);
+  HANDLE h = ::CreateFileW(wtmp.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
+                           FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("create", tmp, ::GetLastError());
+  auto fail = [&](const char* what, DWORD err) {
+    ::CloseHandle(h);
+    ::DeleteFileW(wtmp.c_str());
+    return Win32Status(what, tmp, err);
+  };
+  const auto* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < n) {
+    DWORD want = n - done < kMaxReadChunk ? static_cast<DWORD>(n - done) : kMaxReadChunk;
+    DWORD put = 0;
+    if (!::WriteFile(h, p + done, want, &put, nullptr)) return fail("write", ::GetLastError());
+    done += put;
+  }
+  if (!::FlushFileBuffers(h)) return fail("flush", ::GetLastError());
+  ::CloseHandle(h);
+  if (!::MoveFileExW(wtmp.c_str(), Widen(path).c_str(),
+                     MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    DWORD err = ::GetLastError();
+    ::DeleteFileW(wtmp.c_str());
+    return IoError("rename " + tmp + " to " + path + ": " + LastErrorText(err));
+  }
+  return Status::Ok();
+}
+
+void* AlignedAlloc(size_t alignment, size_t bytes) {
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  if ((alignment & (alignment - 1)) != 0) return nullptr;
+  return ::_aligned_malloc(bytes == 0 ? 1 : bytes, alignment);
+}
+
+void AlignedFree(void* p) { ::_aligned_free(p); }
+
+std::vector<int> AllowedCpus() {
+  DWORD_PTR process_mask = 0, system_mask = 0;
+  if (!::GetProcessAffinityMask(::GetCurrentProcess(), &process_mask, &system_mask)) return {};
+  return CpusOf(static_cast<uint64_t>(process_mask));
+}
+
+std::vector<int> CurrentThreadCpus() {
+  // There is no GetThreadAffinityMask: setting a mask returns the old one,
+  // so set the process mask and put the old value straight back.
+  DWORD_PTR process_mask = 0, system_mask = 0;
+  if (!::GetProcessAffinityMask(::GetCurrentProcess(), &process_mask, &system_mask)) return {};
+  DWORD_PTR old = ::SetThreadAffinityMask(::GetCurrentThread(), process_mask);
+  if (old == 0) return {};
+  ::SetThreadAffinityMask(::GetCurrentThread(), old);
+  return CpusOf(static_cast<uint64_t>(old));
+}
+
+int CpuCount() {
+  std::vector<int> cpus = AllowedCpus();
+  if (!cpus.empty()) return static_cast<int>(cpus.size());
+  SYSTEM_INFO info;
+  ::GetSystemInfo(&info);
+  return info.dwNumberOfProcessors > 0 ? static_cast<int>(info.dwNumberOfProcessors) : 1;
+}
+
+uint64_t PhysicalRam() {
+  MEMORYSTATUSEX status;
+  status.dwLength = sizeof status;
+  if (!::GlobalMemoryStatusEx(&status)) return 0;
+  return status.ullTotalPhys;
+}
+
+UsableRam GetUsableRam() {
+  UsableRam usable;
+  usable.bytes = PhysicalRam();
+  usable.source = "physical";
+  return usable;
+}
+
+uint64_t PeakRssBytes() {
+  PROCESS_MEMORY_COUNTERS counters;
+  if (!::K32GetProcessMemoryInfo(::GetCurrentProcess(), &counters, sizeof counters)) return 0;
+  return counters.PeakWorkingSetSize;
+}
+
+Status BindCurrentThread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return ArgError("empty cpu set");
+  std::vector<int> allowed = AllowedCpus();
+  uint64_t allowed_mask = MaskOf(allowed);
+  for (int cpu : cpus) {
+    // One processor group: a mask is 64 bits wide.
+    if (cpu < 0 || cpu >= 64) {
+      return ArgError("CPU " + std::to_string(cpu) + " is outside this thread's processor group");
+    }
+    if (!allowed.empty() && (allowed_mask & (uint64_t{1} << cpu)) == 0) {
+      return ArgError("CPU " + std::to_string(cpu) + " is not available to this process");
+    }
+  }
+  if (::SetThreadAffinityMask(::GetCurrentThread(), static_cast<DWORD_PTR>(MaskOf(cpus))) == 0) {
+    return ArgError("SetThreadAffinityMask: " + LastErrorText(::GetLastError()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace waste::platform

@@ -1,0 +1,582 @@
+// The CLI's grammar (ENGINE.md §1.2-§1.4) and the text it prints (§1.6,
+// §1.7, §7.4), tested without an engine through waste_cli_options.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "chat_format.h"
+#include "help.h"
+#include "options.h"
+#include "prompt.h"
+#include "report.h"
+#include "text_stream.h"
+
+namespace waste::cli {
+namespace {
+
+ParseOutcome Parse(std::vector<std::string> args) { return ParseCommandLine(args); }
+
+std::string ErrorOf(std::vector<std::string> args) {
+  ParseOutcome p = Parse(std::move(args));
+  EXPECT_EQ(p.kind, ParseOutcome::Kind::kUsageError);
+  return p.message;
+}
+
+Options Ok(std::vector<std::string> args) {
+  ParseOutcome p = Parse(args);
+  EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << p.message;
+  return p.options;
+}
+
+// --- §1.1 commands -----------------------------------------------------------
+
+TEST(CliGrammar, NoArgumentsIsUsageErrorWithoutMessage) {
+  ParseOutcome p = Parse({});
+  EXPECT_EQ(p.kind, ParseOutcome::Kind::kUsageError);
+  EXPECT_TRUE(p.message.empty());
+}
+
+TEST(CliGrammar, GlobalHelp) {
+  for (const char* h : {"-h", "--help"}) {
+    ParseOutcome p = Parse({h});
+    EXPECT_EQ(p.kind, ParseOutcome::Kind::kHelp);
+    EXPECT_EQ(p.options.command, Command::kNone);
+  }
+}
+
+TEST(CliGrammar, UnknownCommand) {
+  EXPECT_EQ(ErrorOf({"serve", "m"}), "unknown command 'serve' (try --help)");
+  EXPECT_EQ(ErrorOf({"--version"}), "unknown command '--version' (try --help)");
+}
+
+TEST(CliGrammar, EveryCommandIsKnown) {
+  for (const char* name :
+       {"run", "chat", "eval", "tokenize", "detokenize", "bench", "plan", "info", "version"}) {
+    std::optional<Command> c = CommandFromName(name);
+    ASSERT_TRUE(c.has_value()) << name;
+    EXPECT_STREQ(CommandName(*c), name);
+  }
+  EXPECT_EQ(AllCommands().size(), 9u);
+}
+
+// --- §1.2 grammar ------------------------------------------------------------
+
+TEST(CliGrammar, OptionsAndPositionalsInAnyOrder) {
+  Options o = Ok({"run", "--temp", "0.5", "model", "-n", "7", "hello", "--raw"});
+  EXPECT_EQ(o.command, Command::kRun);
+  ASSERT_EQ(o.positionals.size(), 2u);
+  EXPECT_EQ(o.model(), "model");
+  EXPECT_EQ(o.argument(), "hello");
+  EXPECT_FLOAT_EQ(o.temp, 0.5f);
+  EXPECT_EQ(o.n_tokens, 7u);
+  EXPECT_TRUE(o.raw);
+}
+
+TEST(CliGrammar, ThirdPositionalIsUnexpected) {
+  EXPECT_EQ(ErrorOf({"run", "m", "a", "b"}), "unexpected argument \"b\"");
+}
+
+TEST(CliGrammar, LoneDashIsPositional) {
+  Options o = Ok({"run", "m", "-"});
+  EXPECT_EQ(o.argument(), "-");
+}
+
+TEST(CliGrammar, UnknownOptions) {
+  EXPECT_EQ(ErrorOf({"run", "m", "-5"}), "unknown option -5");
+  EXPECT_EQ(ErrorOf({"run", "m", "--"}), "unknown option --");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp=1"}), "unknown option --temp=1");
+  EXPECT_EQ(ErrorOf({"info", "m", "--frobnicate"}), "unknown option --frobnicate");
+}
+
+TEST(CliGrammar, HelpAfterACommand) {
+  for (const char* h : {"-h", "--help"}) {
+    ParseOutcome p = Parse({"run", h});
+    EXPECT_EQ(p.kind, ParseOutcome::Kind::kHelp);
+    EXPECT_EQ(p.options.command, Command::kRun);
+  }
+  EXPECT_EQ(Parse({"plan", "m", "--budget", "1G", "--help"}).kind, ParseOutcome::Kind::kHelp);
+}
+
+TEST(CliGrammar, MissingValue) {
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp"}), "--temp needs a value");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "--budget", "8G"}), "--temp needs a value");
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "-q"}), "-n needs a value");
+  // '-' then a digit or '.' is a value and reaches the checks.
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "-1"}), "--temp must be >= 0");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "-.5"}), "--temp must be >= 0");
+  // A lone '-' is a value too (--file - = stdin).
+  EXPECT_TRUE(Ok({"run", "m", "--file", "-"}).file_given);
+}
+
+TEST(CliGrammar, LastRepeatWins) {
+  Options o = Ok({"run", "m", "--temp", "1", "--temp", "0.25", "--stop", "a", "--stop", "b"});
+  EXPECT_FLOAT_EQ(o.temp, 0.25f);
+  EXPECT_EQ(o.stop, "b");
+}
+
+TEST(CliGrammar, ImagesAccumulateUpTo32) {
+  std::vector<std::string> args = {"run", "m"};
+  for (int i = 0; i < 32; ++i) {
+    args.push_back("--image");
+    args.push_back("img" + std::to_string(i));
+  }
+  EXPECT_EQ(Ok(args).images.size(), 32u);
+  args.push_back("--image");
+  args.push_back("one-too-many");
+  EXPECT_EQ(ErrorOf(args), "at most 32 images");
+}
+
+TEST(CliGrammar, EveryCommandAcceptsEveryOption) {
+  for (Command c : AllCommands()) {
+    std::vector<std::string> args = {CommandName(c), "m"};
+    for (const OptionSpec& spec : OptionTable()) {
+      args.push_back(spec.name);
+      if (spec.value_name == nullptr) continue;
+      std::string name = spec.name;
+      if (name == "--budget")
+        args.push_back("1G");
+      else if (name == "--cache")
+        args.push_back("lru");
+      else if (name == "--ids")
+        args.push_back("1 2 3");
+      else if (name == "--temp" || name == "--top-p")
+        args.push_back("0.5");
+      else if (name == "--cpus")
+        args.push_back("0");
+      else
+        args.push_back("3");
+    }
+    ParseOutcome p = Parse(args);
+    EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << CommandName(c) << ": " << p.message;
+  }
+}
+
+TEST(CliGrammar, MissingModel) {
+  EXPECT_EQ(ErrorOf({"run"}), "missing MODEL (the container directory)");
+  EXPECT_EQ(ErrorOf({"plan", "--json"}), "missing MODEL (the container directory)");
+  EXPECT_EQ(Parse({"version"}).kind, ParseOutcome::Kind::kOk);
+}
+
+// --- §1.3 values and range checks --------------------------------------------
+
+TEST(CliValues, Budget) {
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "1.5g"}).budget_bytes, 1610612736u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "1.5GB"}).budget_bytes, 1610612736u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "2 G"}).budget_bytes, 2147483648u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "512M"}).budget_bytes, 536870912u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "4096"}).budget_bytes, 4096u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "0"}).budget_bytes, 0u);
+  EXPECT_TRUE(Ok({"plan", "m", "--budget", "8k"}).budget_given);
+  EXPECT_EQ(ErrorOf({"plan", "m", "--budget", "lots"}), "invalid value for --budget: lots");
+  EXPECT_EQ(ErrorOf({"plan", "m", "--budget", "-1"}), "invalid value for --budget: -1");
+}
+
+TEST(CliValues, SizeGrammar) {
+  EXPECT_EQ(ParseSize("1k"), 1024u);
+  EXPECT_EQ(ParseSize("1K"), 1024u);
+  EXPECT_EQ(ParseSize("1 kb"), 1024u);
+  EXPECT_EQ(ParseSize(" 3m "), 3u * 1024 * 1024);
+  EXPECT_EQ(ParseSize(".5G"), 536870912u);
+  EXPECT_EQ(ParseSize("100b"), 100u);
+  EXPECT_EQ(ParseSize("1e3"), 1000u);
+  for (const char* bad : {"", "G", "1x", "1GG", "1 G B", "1.5.5", "nan", "inf", "0x10", "-1",
+                          "1e30G", "99999999999999999999999", "1T"}) {
+    EXPECT_FALSE(ParseSize(bad).has_value()) << bad;
+  }
+}
+
+TEST(CliValues, Integers) {
+  EXPECT_EQ(Ok({"run", "m", "--ctx", "4294967295"}).ctx, 4294967295u);
+  EXPECT_EQ(ErrorOf({"run", "m", "--ctx", "4294967296"}), "invalid value for --ctx: 4294967296");
+  EXPECT_EQ(ErrorOf({"run", "m", "--ctx", "+5"}), "invalid value for --ctx: +5");
+  EXPECT_EQ(ErrorOf({"run", "m", "--top-k", "-1"}), "invalid value for --top-k: -1");
+  EXPECT_EQ(ErrorOf({"run", "m", "--top-k", "1.5"}), "invalid value for --top-k: 1.5");
+  EXPECT_EQ(ErrorOf({"run", "m", "--top-k", "2147483648"}),
+            "invalid value for --top-k: 2147483648");
+  EXPECT_EQ(Ok({"run", "m", "--top-k", "2147483647"}).top_k, 2147483647);
+  EXPECT_EQ(Ok({"run", "m", "--seed", "18446744073709551615"}).seed, 18446744073709551615u);
+  EXPECT_EQ(ErrorOf({"run", "m", "--seed", "-3"}), "invalid value for --seed: -3");
+  EXPECT_EQ(ErrorOf({"run", "m", "--threads", "-1"}), "invalid value for --threads: -1");
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "x"}), "invalid value for -n: x");
+}
+
+TEST(CliValues, Floats) {
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "nan"}), "invalid value for --temp: nan");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "inf"}), "invalid value for --temp: inf");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "1e40"}), "invalid value for --temp: 1e40");
+  EXPECT_EQ(ErrorOf({"run", "m", "--temp", "0.5x"}), "invalid value for --temp: 0.5x");
+  EXPECT_FLOAT_EQ(Ok({"run", "m", "--top-p", "1"}).top_p, 1.0f);
+  EXPECT_FLOAT_EQ(Ok({"run", "m", "--top-p", ".9"}).top_p, 0.9f);
+}
+
+TEST(CliValues, RangeChecksInSpecOrder) {
+  EXPECT_EQ(ErrorOf({"run", "m", "--top-p", "0"}), "--top-p must be in (0, 1]");
+  EXPECT_EQ(ErrorOf({"run", "m", "--top-p", "1.01"}), "--top-p must be in (0, 1]");
+  EXPECT_EQ(ErrorOf({"run", "m", "--ctx", "0"}), "--ctx must be > 0");
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "0"}), "-n must be > 0");
+  // temp first, then top-p, then ctx, then -n, whatever the order given.
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "0", "--ctx", "0", "--top-p", "2", "--temp", "-1"}),
+            "--temp must be >= 0");
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "0", "--ctx", "0", "--top-p", "2"}),
+            "--top-p must be in (0, 1]");
+  EXPECT_EQ(ErrorOf({"run", "m", "-n", "0", "--ctx", "0"}), "--ctx must be > 0");
+}
+
+TEST(CliValues, BenchDefaultsTo64Tokens) {
+  EXPECT_EQ(Ok({"bench", "m"}).n_tokens, 64u);
+  EXPECT_EQ(Ok({"bench", "m", "-n", "5"}).n_tokens, 5u);
+  EXPECT_EQ(Ok({"run", "m", "x"}).n_tokens, 128u);
+}
+
+TEST(CliValues, Extensions) {
+  Options o = Ok({"run", "m", "--no-direct-io", "--usage", "u.waste", "--cache", "lru",
+                  "--logits-out", "l.f32", "--ids", "1, 2\t3", "--prompt-tokens", "9", "-q"});
+  EXPECT_TRUE(o.no_direct_io);
+  EXPECT_EQ(o.usage_path, "u.waste");
+  EXPECT_EQ(o.cache_policy, CachePolicy::kLru);
+  EXPECT_EQ(o.logits_out, "l.f32");
+  EXPECT_EQ(o.ids, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(o.prompt_tokens, 9u);
+  EXPECT_TRUE(o.quiet);
+  EXPECT_EQ(ErrorOf({"run", "m", "--cache", "fifo"}), "invalid value for --cache: fifo");
+  EXPECT_EQ(ErrorOf({"run", "m", "--ids", "1 x 3"}), "invalid token id: x");
+  EXPECT_TRUE(Ok({"tokenize", "m", "--plain"}).plain);
+  EXPECT_FALSE(Ok({"tokenize", "m", "--plain", "--markup"}).plain);
+}
+
+TEST(CliValues, IdList) {
+  std::string bad;
+  EXPECT_EQ(*ParseIdList("1 2,3\t4\n5\r\n", &bad), (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(ParseIdList("  ,, ", &bad)->empty());
+  EXPECT_FALSE(ParseIdList("1 -2", &bad).has_value());
+  EXPECT_EQ(bad, "-2");
+  EXPECT_FALSE(ParseIdList("99999999999", &bad).has_value());
+}
+
+// --- §1.4 prompt sources -------------------------------------------------------
+
+class PromptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("waste_prompt_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed())))
+                .string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_;
+};
+
+TEST_F(PromptTest, FileBeatsPositionalAndLosesTrailingNewlines) {
+  std::ofstream(path_, std::ios::binary) << "from file\r\n\n";
+  Options o = Ok({"run", "m", "positional", "--file", path_});
+  PromptText p = ReadPrompt(o, "no prompt");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.text, "from file");
+}
+
+TEST_F(PromptTest, ArgumentIsVerbatim) {
+  Options o = Ok({"run", "m", "keep me\n"});
+  PromptText p = ReadPrompt(o, "no prompt");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.text, "keep me\n");
+}
+
+TEST_F(PromptTest, UnreadableFile) {
+  Options o = Ok({"run", "m", "--file", "/nonexistent/waste/prompt"});
+  PromptText p = ReadPrompt(o, "no prompt");
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "cannot read /nonexistent/waste/prompt");
+}
+
+TEST_F(PromptTest, EmptyFileIsTheCommandsMessage) {
+  std::ofstream(path_, std::ios::binary) << "\n\n";
+  Options o = Ok({"tokenize", "m", "--file", path_});
+  PromptText p = ReadPrompt(o, "nothing to read");
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "nothing to read");
+}
+
+// --- help ------------------------------------------------------------------------
+
+TEST(CliHelp, EveryCommandListsEveryOption) {
+  std::string global = GlobalHelp();
+  EXPECT_EQ(global.rfind(std::string("waste ") + "0.", 0), 0u) << global;
+  for (Command c : AllCommands()) {
+    EXPECT_NE(global.find(CommandName(c)), std::string::npos);
+    std::string help = CommandHelp(c);
+    for (const OptionSpec& spec : OptionTable()) {
+      EXPECT_NE(help.find(spec.name), std::string::npos) << CommandName(c) << " " << spec.name;
+    }
+  }
+  EXPECT_NE(UsageHint(Command::kRun).find("waste run MODEL [PROMPT]"), std::string::npos);
+}
+
+// --- §7.4 stop strings and UTF-8 hold-back ---------------------------------------
+
+std::string Stream(const std::string& stop, const std::vector<std::string>& pieces,
+                   bool* stopped = nullptr, std::vector<std::string>* writes = nullptr) {
+  std::string out;
+  TextStream s(stop, [&](std::string_view b) {
+    out.append(b);
+    if (writes) writes->emplace_back(b);
+  });
+  for (const std::string& p : pieces) {
+    if (!s.Push(p)) break;
+  }
+  s.Finish();
+  if (stopped) *stopped = s.stopped();
+  return out;
+}
+
+TEST(CliStream, StopStringSplitAcrossPieces) {
+  bool stopped = false;
+  EXPECT_EQ(Stream("<|im_end|>", {"Hello", " world<|im", "_end|>tail", "more"}, &stopped),
+            "Hello world");
+  EXPECT_TRUE(stopped);
+}
+
+TEST(CliStream, NoStopFlushesEverything) {
+  bool stopped = true;
+  EXPECT_EQ(Stream("STOP", {"a", "b", "STO", "c"}, &stopped), "abSTOc");
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(Stream("", {"x", "y"}), "xy");
+}
+
+TEST(CliStream, StopNeverPartlyPrinted) {
+  std::vector<std::string> writes;
+  Stream("END", {"abc", "E", "N", "D"}, nullptr, &writes);
+  for (const std::string& w : writes) EXPECT_EQ(w.find('E'), std::string::npos) << w;
+}
+
+TEST(CliStream, Utf8CharacterHeldUntilComplete) {
+  // "é" = C3 A9, "€" = E2 82 AC, split across pieces.
+  std::vector<std::string> writes;
+  std::string out = Stream("", {"caf\xC3", "\xA9 ", "\xE2\x82", "\xAC!"}, nullptr, &writes);
+  EXPECT_EQ(out, "caf\xC3\xA9 \xE2\x82\xAC!");
+  for (const std::string& w : writes) EXPECT_EQ(IncompleteUtf8Tail(w), 0u) << w;
+}
+
+TEST(CliStream, IncompleteTail) {
+  EXPECT_EQ(IncompleteUtf8Tail("abc"), 0u);
+  EXPECT_EQ(IncompleteUtf8Tail("ab\xC3"), 1u);
+  EXPECT_EQ(IncompleteUtf8Tail("\xE2\x82"), 2u);
+  EXPECT_EQ(IncompleteUtf8Tail("\xF0\x9F\x98"), 3u);
+  EXPECT_EQ(IncompleteUtf8Tail("\xF0\x9F\x98\x80"), 0u);
+  EXPECT_EQ(IncompleteUtf8Tail("\xFF"), 0u);      // invalid lead: never completes
+  EXPECT_EQ(IncompleteUtf8Tail("\x80\x80"), 0u);  // stray continuations
+  EXPECT_EQ(IncompleteUtf8Tail(""), 0u);
+}
+
+// --- §1.5 chat.json and segments -------------------------------------------------
+
+TEST(CliChatFormat, ParsesRealJson) {
+  std::string error;
+  ChatFormat f =
+      ParseChatFormat(R"({"system":["<|sys|>","<|end|>"],"user":["<|user|>\n","<|end|>"],)"
+                      R"("assistant":["<|asst|>","<|end_of_msg|>"],"open":"<|asst|>"})",
+                      &error);
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_TRUE(f.usable());
+  EXPECT_EQ(f.user_prefix, "<|user|>\n");
+  EXPECT_EQ(f.assistant_suffix, "<|end_of_msg|>");
+  std::vector<Segment> s = TemplatedPrompt(f, "be brief", "hi <|end|>");
+  ASSERT_EQ(s.size(), 7u);
+  EXPECT_EQ(s[0].text, "<|sys|>");
+  EXPECT_TRUE(s[0].markup);
+  EXPECT_EQ(s[1].text, "be brief");
+  EXPECT_FALSE(s[1].markup);
+  EXPECT_EQ(s[4].text, "hi <|end|>");
+  EXPECT_FALSE(s[4].markup);  // user text can never forge a control token
+  EXPECT_EQ(s[6].text, "<|asst|>");
+  EXPECT_TRUE(s[6].markup);
+}
+
+TEST(CliChatFormat, NoSystemTurnWithoutSystemText) {
+  std::string error;
+  ChatFormat f = ParseChatFormat(R"({"user":["U",""],"open":"A"})", &error);
+  std::vector<Segment> s = TemplatedPrompt(f, "", "hi");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].text, "U");
+  EXPECT_EQ(s[2].text, "A");
+}
+
+TEST(CliChatFormat, ChatTurnFallsBackToAssistantPrefix) {
+  std::string error;
+  ChatFormat f = ParseChatFormat(R"({"user":["U","/U"],"assistant":["A","/A"]})", &error);
+  std::vector<Segment> s = ChatTurn(f, "line");
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[3].text, "A");
+}
+
+TEST(CliChatFormat, RawPromptIsMarkup) {
+  std::vector<Segment> s = RawPrompt("<|x|>text");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(s[0].markup);
+}
+
+TEST(CliChatFormat, MalformedOrUnusable) {
+  std::string error;
+  EXPECT_FALSE(ParseChatFormat("not json", &error).usable());
+  EXPECT_FALSE(error.empty());
+  error.clear();
+  EXPECT_FALSE(ParseChatFormat(R"({"user":"oops"})", &error).present);
+  EXPECT_FALSE(error.empty());
+  error.clear();
+  ChatFormat only_system = ParseChatFormat(R"({"system":["S","/S"]})", &error);
+  EXPECT_TRUE(only_system.present);
+  EXPECT_FALSE(only_system.usable());
+  error.clear();
+  EXPECT_FALSE(LoadChatFormat("/nonexistent/container", &error).present);
+  EXPECT_TRUE(error.empty());
+}
+
+// --- §1.6 / §1.7 report shapes ---------------------------------------------------
+
+TEST(CliReport, Sizes) {
+  EXPECT_EQ(FormatSize(0), "0 MB");
+  EXPECT_EQ(FormatSize(10702040), "10 MB");
+  EXPECT_EQ(FormatSize(uint64_t{4} << 30), "4.00 GB");
+  EXPECT_EQ(FormatGb(uint64_t{3} << 29), "1.50 GB");
+  EXPECT_EQ(FormatParams(1113764), "0.00 B");
+  EXPECT_EQ(FormatParams(2780000000000ull), "2.78 T");
+}
+
+TEST(CliReport, StatsLine) {
+  EXPECT_EQ(StatsLine(16, 26.87, 9000, 14552),
+            "[16 tokens, 26.87 s, 0.60 tok/s | experts 9000 hit / 14552 miss = 38%]");
+  EXPECT_EQ(StatsLine(3, 0, 0, 0), "[3 tokens, 0.00 s, 0.00 tok/s | experts 0 hit / 0 miss = 0%]");
+  EXPECT_EQ(HitPercent(2965, 363), 89);
+}
+
+TEST(CliReport, BudgetNoteAndWarning) {
+  MemoryUsage u;
+  u.trunk_bytes = uint64_t{20} << 30;
+  u.expert_cache_bytes = uint64_t{10} << 30;
+  EXPECT_EQ(BudgetNote(u, uint64_t{64} << 30),
+            "waste: no --budget, using 30.00 GB of 64.00 GB (expert cache 10.00 GB)");
+  EXPECT_EQ(BudgetNote(u, 0), "waste: no --budget, using 30.00 GB (expert cache 10.00 GB)");
+  EXPECT_TRUE(OverCapWarning(uint64_t{48} << 30, uint64_t{64} << 30).empty());
+  std::string w = OverCapWarning(uint64_t{50} << 30, uint64_t{64} << 30);
+  EXPECT_EQ(
+      w.rfind("waste: budget 50.00 GB leaves under 25% of the 64.00 GB this process may use", 0),
+      0u);
+  EXPECT_TRUE(OverCapWarning(uint64_t{50} << 30, 0).empty());
+}
+
+MemPlan TinyPlan() {
+  MemPlan p;
+  p.ctx = 4096;
+  p.trunk_bytes = 352872;
+  p.state_bytes = 718336;
+  p.scratch_bytes = 9581680;
+  p.min_expert_cache = 49152;
+  p.floor_bytes = 10702040;
+  p.recommended_bytes = 10996952;
+  p.working_set_bytes = 98304;
+  p.physical_ram_bytes = 25276502016;
+  p.usable_ram_bytes = 25276502016;
+  p.usable_ram_source = "physical";
+  return p;
+}
+
+TEST(CliReport, PlanTextMatchesTheReferenceLayout) {
+  PlanBudget b;
+  b.given = true;
+  b.budget = uint64_t{4} << 30;
+  b.expert_cache = 4284237912;
+  std::string text = PlanText("tiny.waste", TinyPlan(), b);
+  const char* expected_head =
+      "memory plan for tiny.waste (ctx 4096)\n"
+      "\n"
+      "  resident trunk                0 MB\n"
+      "  KDA state + KV cache          1 MB\n"
+      "  scratch                       9 MB\n"
+      "  minimum expert cache          0 MB\n"
+      "  ---------------------------------\n"
+      "  FLOOR                        10 MB\n"
+      "  recommended                  10 MB   (floor + 3x a token's working set,\n"
+      "                                      capped at every expert the\n"
+      "                                      container holds; below one\n"
+      "                                      working set the cache keeps\n"
+      "                                      nothing alive between tokens)\n"
+      "\n";
+  EXPECT_EQ(text.substr(0, std::string(expected_head).size()), expected_head);
+  EXPECT_NE(text.find("  budget 4.00 GB -> expert cache 3.99 GB\n"), std::string::npos) << text;
+  b.below_floor = true;
+  b.budget = 1 << 20;
+  EXPECT_NE(PlanText("tiny.waste", TinyPlan(), b)
+                .find("  budget 1 MB is BELOW the floor — open would fail\n"),
+            std::string::npos);
+}
+
+TEST(CliReport, PlanJsonKeysInReferenceOrder) {
+  PlanBudget b;
+  b.given = true;
+  b.budget = uint64_t{4} << 30;
+  b.expert_cache = 123;
+  std::string j = DumpJson(PlanJson(TinyPlan(), b));
+  EXPECT_EQ(j.rfind("{\"ctx\":4096,\"trunk_bytes\":352872,\"state_bytes\":718336,"
+                    "\"scratch_bytes\":9581680,\"min_expert_cache\":49152,"
+                    "\"floor_bytes\":10702040,\"recommended_bytes\":10996952,"
+                    "\"working_set_bytes\":98304,\"physical_ram_bytes\":25276502016,"
+                    "\"usable_ram_bytes\":25276502016,\"budget_bytes\":4294967296,"
+                    "\"expert_cache_bytes\":123",
+                    0),
+            0u)
+      << j;
+  b.below_floor = true;
+  EXPECT_NE(DumpJson(PlanJson(TinyPlan(), b)).find("\"expert_cache_bytes\":-1"), std::string::npos);
+  b.given = false;
+  EXPECT_EQ(DumpJson(PlanJson(TinyPlan(), b)).find("\"budget_bytes\""), std::string::npos);
+}
+
+TEST(CliReport, InfoShapes) {
+  ModelInfo info;
+  info.arch = "kimi-linear";
+  info.layers = 4;
+  info.experts = 8;
+  info.top_k = 2;
+  info.hidden = 128;
+  info.params_total = 1113764;
+  info.params_active = 638628;
+  info.quantization = "experts VQ3R, trunk Q4G/Q8G/F32";
+  MemoryUsage used;
+  used.expert_cache_bytes = 344064;
+  std::string text = InfoText("WASTE 0.1.0 (container v0, backend CPU, crc32 zlib, x86_64)", info,
+                              used, "CPU", 2, true);
+  EXPECT_NE(text.find("\n\n  arch          kimi-linear\n  layers        4\n"
+                      "  experts       8 (top-2)\n  hidden        128\n"
+                      "  parameters    0.00 B total, 0.00 B active/token\n"
+                      "  quantization  experts VQ3R, trunk Q4G/Q8G/F32\n"
+                      "  expert cache  0 MB\n"),
+            std::string::npos)
+      << text;
+  std::string j = DumpJson(InfoJson("0.1.0", info, used, "CPU", 2, true));
+  EXPECT_EQ(j.rfind("{\"engine\":\"0.1.0\",\"arch\":\"kimi-linear\",\"layers\":4,\"experts\":8,"
+                    "\"top_k\":2,\"hidden\":128,\"params_total\":1113764,"
+                    "\"params_active\":638628,\"quantization\":\"experts VQ3R, trunk "
+                    "Q4G/Q8G/F32\",\"expert_cache_bytes\":344064",
+                    0),
+            0u)
+      << j;
+}
+
+TEST(CliReport, EvalRows) {
+  EXPECT_EQ(EvalRow(199, 12.6764f, 0.7086, "\xC7"), "     199   12.6764   0.7086  <byte 0xC7>");
+  EXPECT_EQ(EvalRow(43, 11.2884f, 0.1768, "+"), "      43   11.2884   0.1768  +");
+  EXPECT_EQ(DisplayPiece("caf\xC3\xA9\n"), "caf\xC3\xA9\\n");
+  EXPECT_EQ(DisplayPiece("\xED\xA0\x80"), "<byte 0xED><byte 0xA0><byte 0x80>");  // surrogate
+}
+
+TEST(CliReport, JsonSurvivesInvalidUtf8) {
+  Json j;
+  j["text"] = std::string("ok\xC3");
+  EXPECT_NE(DumpJson(j).find("ok"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace waste::cli

@@ -1,0 +1,40 @@
+// The synthetic container generator behind `waste-gen`: a preset's shapes,
+// deterministic values from a seed (random codebooks and indices written
+// directly, no k-means), optional tokenizer, router biases fitted to a
+// routing trace. Everything goes through ContainerWriter.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "container.h"
+#include "waste/status.h"
+
+namespace waste::gen {
+
+struct GenOptions {
+  std::string out_dir;
+  std::string preset = "tiny";
+  uint64_t seed = 0;
+  bool tokenizer = false;            // tokenizer.model, specials.json, chat.json
+  bool vq4p = false;                 // 4 stages x 64 entries, 6-bit packed indices
+  // Routing trace for the router biases: "" = the built-in default path for
+  // presets with skewed routing (skipped if missing), "none" = never.
+  std::string trace;
+  bool manifest_only = false;        // dry run: manifest.json alone, exact offsets
+  std::function<void(const std::string&)> log;  // progress lines; may be empty
+};
+
+struct GenReport {
+  ParamCounts params;
+  uint64_t bytes = 0;                // every file written (or planned, dry run)
+  std::string routing;               // how the router biases were made
+};
+
+Result<GenReport> Generate(const GenOptions& options);
+
+// Where the default routing trace is looked for (set at build time).
+const char* DefaultTracePath();
+
+}  // namespace waste::gen
