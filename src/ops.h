@@ -37,7 +37,7 @@ class Ops {
   }
 
  private:
-  const kernels::KernelTable& k_;
+  kernels::KernelTable k_;  // a copy: immutable, and no lifetime to get wrong
   ThreadPool* pool_;
 };
 

@@ -37,7 +37,7 @@ Model OpenModel(const std::string& set) {
   auto w = ResolveWeights(*m.c);
   EXPECT_TRUE(w.has_value());
   m.w = std::move(*w);
-  m.cache = std::move(*ExpertCache::Create(*m.c, 64, CachePolicy::kLfru, true));
+  m.cache = std::move(ExpertCache::Create(*m.c, 64, CachePolicy::kLfru, true).value());
   m.state = std::make_unique<SessionState>(m.c->config(), 256);
   m.fwd = std::make_unique<Forward>(*m.c, m.w, *m.state, *m.cache, 256);
   return m;
