@@ -131,7 +131,7 @@ int BenchCommand(const Options& o) {
     j["spec_reads"] = after.spec_reads;
     j["backend"] = engine->backend_name();
     j["threads"] = engine->threads();
-    j["peak_rss_bytes"] = PeakRssBytes();
+    j["peak_rss_bytes"] = waste::PeakRssBytes();
     std::printf("%s\n", DumpJson(j).c_str());
     return 0;
   }

@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "waste/waste.h"
-
 #if __has_include(<unistd.h>)
 #include <unistd.h>
 #define WASTE_CLI_HAVE_UNISTD 1
@@ -18,7 +16,5 @@ bool StdinIsTerminal() {
   return false;
 #endif
 }
-
-uint64_t PeakRssBytes() { return waste::PeakRssBytes(); }
 
 }  // namespace waste::cli

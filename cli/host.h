@@ -1,5 +1,5 @@
 // Facts about this process that the CLI needs and the public API does not
-// offer (yet): whether stdin is a terminal, peak resident memory. Kept to
+// offer (yet): whether stdin is a terminal. Kept to
 // the C and POSIX calls MinGW also provides, so there is no per-OS #ifdef.
 #pragma once
 
@@ -8,7 +8,5 @@
 namespace waste::cli {
 
 bool StdinIsTerminal();
-// Peak resident set of this process in bytes; 0 where unknown.
-uint64_t PeakRssBytes();
 
 }  // namespace waste::cli

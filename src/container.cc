@@ -261,22 +261,19 @@ Status Container::ReadEmbeddingRow(int token, float* out) const {
   // One row and its scales, read on demand (§4.7).
   const TensorView& e = impl_->embed;
   const TensorInfo& t = *e.info;
-  std::vector<uint8_t> buf(e.row_bytes + 2 * e.groups);
+  std::vector<uint8_t> row_bytes(e.row_bytes);
+  std::vector<uint16_t> scales(e.groups);
   uint64_t row = static_cast<uint64_t>(token);
-  Status st = impl_->trunk_file.ReadAt(t.off + row * e.row_bytes, buf.data(), e.row_bytes);
+  Status st = impl_->trunk_file.ReadAt(t.off + row * e.row_bytes, row_bytes.data(), e.row_bytes);
   if (st.ok()) {
-    st = impl_->trunk_file.ReadAt(t.scale_off + 2 * row * e.groups, buf.data() + e.row_bytes,
-                                  2 * e.groups);
+    st = impl_->trunk_file.ReadAt(t.scale_off + 2 * row * e.groups, scales.data(), 2 * e.groups);
   }
   if (!st.ok()) {
     return IoError(fmt::format("trunk.bin: embedding row {}: {}", token, st.message()));
   }
   TensorView one = e;
   one.rows = 1;
-  one.data = buf.data();
-  // The scales were read right after the row; copy out to keep alignment.
-  std::vector<uint16_t> scales(e.groups);
-  std::memcpy(scales.data(), buf.data() + e.row_bytes, 2 * e.groups);
+  one.data = row_bytes.data();
   one.scales = scales.data();
   DequantizeRow(one, 0, out);
   return Status::Ok();

@@ -92,6 +92,8 @@ class Container {
 
   // Resident tensor by name WITHOUT the tensor prefix ("model.norm.weight");
   // nullptr when absent. Shapes of every required tensor were checked at open.
+  // A quantized model.embed_tokens.weight stays on disk: its view has shape,
+  // format and strides but data == scales == nullptr (use ReadEmbeddingRow).
   const TensorView* Find(std::string_view name) const;
   // "model.layers.{layer}.{suffix}".
   const TensorView* FindLayer(int layer, std::string_view suffix) const;

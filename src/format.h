@@ -242,9 +242,10 @@ struct RecordExpectation {
   const RecordLayout* layout = nullptr;
 };
 
-// Every check of FORMAT.md §8.2, plus the exact offset spacing and the
-// manifest's codebook_base. `record` holds record_bytes bytes. The message
-// is the reason alone; callers prefix "expert E of layer L: ".
+// Every check of FORMAT.md §8.2, plus the exact offset spacing, the
+// manifest's codebook_base, and (8-bit indices with fewer than 256 entries)
+// every index below `entries`. `record` holds record_bytes bytes. The
+// message is the reason alone; callers prefix "expert E of layer L: ".
 Status ValidateRecordHeader(const uint8_t* record, const RecordExpectation& want);
 
 // crc32 of the covered range [48, payload_end) compared with the header.

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,15 +123,20 @@ Written WriteOdd(const std::string& dir, const ExpertQuant& quant, uint32_t seed
     }
     w.books.insert(w.books.end(), books.begin(), books.end());
     EXPECT_TRUE(cw.BeginBank(layer).ok());
+    const int base = static_cast<int>(w.books.size() / per_book) - 3 * quant.stages;
     for (int e = 0; e < c.n_experts; ++e) {
       ExpertRecordBuilder& b = cw.record();
+      ExpertRecordBuilder twin(l);  // the same record built apart: the bytes to expect
       for (int kind = 0; kind < 3; ++kind) {
         const format::MatrixLayout& m = l.m[kind];
         std::vector<float> mat(static_cast<size_t>(m.rows) * m.cols);
         for (float& v : mat) v = 0.05f * uni(rng);
-        b.EncodeMatrix(kind, mat.data(),
-                       books.data() + static_cast<size_t>(kind) * quant.stages * per_book);
+        const float* kind_books = books.data() + static_cast<size_t>(kind) * quant.stages * per_book;
+        b.EncodeMatrix(kind, mat.data(), kind_books);
+        twin.EncodeMatrix(kind, mat.data(), kind_books);
       }
+      twin.Finish(layer, e, base);
+      w.records.emplace_back(twin.data(), twin.data() + twin.size());
       EXPECT_TRUE(cw.AddRecord().ok());
     }
     EXPECT_TRUE(cw.EndBank().ok());
@@ -185,6 +192,9 @@ void CheckRoundTrip(const ExpertQuant& quant) {
       ASSERT_TRUE(c.bank_file(layer).ReadAt(e * l.record_bytes, buf.data(), buf.size()).ok());
       Result<ExpertRecordView> v = c.ParseRecord(layer, e, buf.data(), true);
       ASSERT_TRUE(v.has_value()) << v.error().ToString();
+      const std::vector<uint8_t>& want = w.records[static_cast<size_t>((layer - 1) * 4 + e)];
+      ASSERT_EQ(want.size(), buf.size());
+      ASSERT_EQ(std::memcmp(want.data(), buf.data(), buf.size()), 0) << "record " << layer << "/" << e;
       const format::MatrixLayout& down = l.m[format::kDown];  // 136 rows: 64 + 64 + 8
       ASSERT_EQ(down.nb, 3);
       for (int r = down.rows; r < down.nb * 64; ++r) {
