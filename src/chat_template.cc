@@ -1,9 +1,15 @@
-#include "chat_template.h"
-
+// chat.json and the ENGINE.md §1.5 segment lists (include/waste/chat.h).
+// Needs no tokenizer: segment lists become ids in Engine::TokenizeSegments.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "tokenizer_files.h"
+#include "waste/chat.h"
 
 namespace waste {
 namespace {
@@ -21,19 +27,7 @@ Status ReadPair(const nlohmann::json& doc, const char* key, std::string_view nam
   return Status::Ok();
 }
 
-void Add(std::vector<PromptSegment>* segments, SegmentMode mode, std::string_view text) {
-  if (!text.empty()) segments->push_back({mode, std::string(text)});
-}
-
-void AddMedia(std::vector<PromptSegment>* segments, std::span<const std::string> media_blocks) {
-  for (const std::string& block : media_blocks) Add(segments, SegmentMode::kMarkup, block);
-}
-
-bool Templated(const ChatTemplate* tmpl) { return tmpl != nullptr && tmpl->usable(); }
-
-}  // namespace
-
-Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view name) {
+Result<ChatTemplate> ParseImpl(std::string_view json, std::string_view name) {
   const nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return FormatError(std::string(name) + ": not valid JSON");
   if (!doc.is_object()) return FormatError(std::string(name) + ": expected a JSON object");
@@ -48,20 +42,64 @@ Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view
   return t;
 }
 
-Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& container_dir) {
-  const std::string path = (container_dir.empty() ? "." : container_dir) + "/chat.json";
-  bool missing = false;
-  Result<std::string> text = ReadWholeFile(path, &missing);
-  if (!text) {
-    if (missing) return std::optional<ChatTemplate>();
-    return text.error();
+// The whole file; `missing` when it does not exist.
+Result<std::string> ReadFile(const std::string& path, bool* missing) {
+  *missing = false;
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    *missing = (err == ENOENT || err == ENOTDIR);
+    return IoError(path + ": " + std::strerror(err));
   }
-  WASTE_ASSIGN_OR_RETURN(ChatTemplate t, Parse(*text, path));
-  return std::optional<ChatTemplate>(std::move(t));
+  std::string content;
+  char buf[1 << 14];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) content.append(buf, got);
+  if (std::ferror(f.get())) return IoError(path + ": read failed");
+  return content;
+}
+
+void Add(std::vector<PromptSegment>* segments, SegmentMode mode, std::string_view text) {
+  if (!text.empty()) segments->push_back({mode, std::string(text)});
+}
+
+void AddMedia(std::vector<PromptSegment>* segments, std::span<const std::string> media_blocks) {
+  for (const std::string& block : media_blocks) Add(segments, SegmentMode::kMarkup, block);
+}
+
+bool Templated(const ChatTemplate* tmpl) { return tmpl != nullptr && tmpl->usable(); }
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view name) noexcept {
+  try {
+    return ParseImpl(json, name);
+  } catch (const std::bad_alloc&) {
+    return OomError(std::string(name) + ": out of memory");
+  } catch (const std::exception& e) {
+    return FormatError(std::string(name) + ": " + e.what());
+  }
+}
+
+Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& container_dir) noexcept {
+  try {
+    const std::string path = (container_dir.empty() ? "." : container_dir) + "/chat.json";
+    bool missing = false;
+    Result<std::string> text = ReadFile(path, &missing);
+    if (!text) {
+      if (missing) return std::optional<ChatTemplate>();
+      return text.error();
+    }
+    WASTE_ASSIGN_OR_RETURN(ChatTemplate t, Parse(*text, path));
+    return std::optional<ChatTemplate>(std::move(t));
+  } catch (const std::exception&) {
+    return OomError(container_dir + "/chat.json: out of memory");
+  }
 }
 
 PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view system,
-                          std::span<const std::string> media_blocks, std::string_view prompt) {
+                          std::span<const std::string> media_blocks,
+                          std::string_view prompt) noexcept {
   PromptPlan plan;
   if (raw || !Templated(tmpl)) {
     AddMedia(&plan.segments, media_blocks);
@@ -79,7 +117,8 @@ PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view s
   return plan;
 }
 
-std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl, std::string_view system) {
+std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl,
+                                               std::string_view system) noexcept {
   std::vector<PromptSegment> segments;
   if (!Templated(tmpl) || system.empty()) return segments;
   Add(&segments, SegmentMode::kMarkup, tmpl->system_prefix);
@@ -89,7 +128,7 @@ std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl, std::st
 }
 
 PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> media_blocks,
-                         std::string_view line) {
+                         std::string_view line) noexcept {
   PromptPlan plan;
   if (!Templated(tmpl)) {
     AddMedia(&plan.segments, media_blocks);
@@ -107,27 +146,18 @@ PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> 
   return plan;
 }
 
-std::vector<PromptSegment> BuildEvalPrompt(std::string_view prompt) {
+std::vector<PromptSegment> BuildEvalPrompt(std::string_view prompt) noexcept {
   std::vector<PromptSegment> segments;
   Add(&segments, SegmentMode::kMarkup, prompt);
   return segments;
 }
 
-std::string MediaBlock(int width, int height) {
+std::string MediaBlock(int width, int height) noexcept {
   std::string block = "<|media_begin|>image";
   if (width > 0 && height > 0) {
     block.append(" ").append(std::to_string(width)).append("x").append(std::to_string(height));
   }
   return block + "<|media_content|><|media_pad|><|media_end|>";
-}
-
-std::vector<int> TokenizeSegments(const Tokenizer& tokenizer,
-                                  std::span<const PromptSegment> segments) {
-  std::vector<int> ids;
-  for (const PromptSegment& s : segments) {
-    tokenizer.EncodeTo(s.text, s.mode == SegmentMode::kMarkup, &ids);
-  }
-  return ids;
 }
 
 }  // namespace waste

@@ -167,11 +167,15 @@ struct ParamCounts {
   uint64_t total = 0;
   uint64_t active = 0;
 };
-ParamCounts CountParameters(const Manifest& m);
+ParamCounts CountParameters(const ModelConfig& config, const std::vector<TensorInfo>& trunk);
+inline ParamCounts CountParameters(const Manifest& m) { return CountParameters(m.config, m.trunk); }
 
 // "experts VQ3R, trunk Q4G/Q8G/F32" (ENGINE.md §1.6): trunk formats of the
 // language model in the order Q3G, Q4G, Q8G, F16, F32.
-std::string QuantizationSummary(const Manifest& m);
+std::string QuantizationSummary(const ModelConfig& config, const std::vector<TensorInfo>& trunk);
+inline std::string QuantizationSummary(const Manifest& m) {
+  return QuantizationSummary(m.config, m.trunk);
+}
 
 // Open keeps a tensor resident when its name carries the prefix, except a
 // quantized embed_tokens, whose rows are read from disk per token.

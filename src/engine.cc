@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "chat_template.h"
 #include "container.h"
 #include "engine_env.h"
 #include "expert_cache.h"
@@ -221,6 +222,19 @@ Result<std::vector<int>> Engine::Tokenize(std::string_view text, bool markup,
     if (add_bos) ids.push_back(impl_->tokenizer->bos_id());
     std::vector<int> body = impl_->tokenizer->Encode(text, markup);
     ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+Result<std::vector<int>> Engine::TokenizeSegments(std::span<const PromptSegment> segments,
+                                                  bool add_bos) const noexcept {
+  if (!impl_->tokenizer) return UnsupportedError("this container has no tokenizer");
+  try {
+    std::vector<int> ids;
+    if (add_bos) ids.push_back(impl_->tokenizer->bos_id());
+    AppendSegmentTokens(*impl_->tokenizer, segments, &ids);
     return ids;
   } catch (const std::exception& e) {
     return OomError(e.what());

@@ -1,13 +1,15 @@
-#include "stop_string.h"
-
+// StopStringFilter (include/waste/text.h): the §7.4 byte-level stop-string
+// matcher. See docs/TOKENIZER.md §5.
 #include <algorithm>
 #include <utility>
 
+#include "waste/text.h"
+
 namespace waste {
 
-StopStringFilter::StopStringFilter(std::string stop) : stop_(std::move(stop)) {}
+StopStringFilter::StopStringFilter(std::string stop) noexcept : stop_(std::move(stop)) {}
 
-std::string StopStringFilter::Push(std::string_view piece) {
+std::string StopStringFilter::Push(std::string_view piece) noexcept {
   if (stopped_) return {};
   if (stop_.empty()) return std::string(piece);
   pending_.append(piece);
@@ -25,13 +27,13 @@ std::string StopStringFilter::Push(std::string_view piece) {
   return out;
 }
 
-std::string StopStringFilter::Finish() {
+std::string StopStringFilter::Finish() noexcept {
   std::string out = std::move(pending_);
   pending_.clear();
   return stopped_ ? std::string() : out;
 }
 
-size_t StopStringFilter::PartialMatchLength() const {
+size_t StopStringFilter::PartialMatchLength() const noexcept {
   const size_t max = std::min(pending_.size(), stop_.size() - 1);
   for (size_t len = max; len > 0; --len) {
     if (std::string_view(pending_).substr(pending_.size() - len) ==

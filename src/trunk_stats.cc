@@ -59,11 +59,10 @@ uint64_t ResidentTrunkBytes(const Manifest& m) {
   return total;
 }
 
-ParamCounts CountParameters(const Manifest& m) {
-  const ModelConfig& c = m.config;
+ParamCounts CountParameters(const ModelConfig& c, const std::vector<TensorInfo>& index) {
   uint64_t trunk = 0;
   uint64_t embed = 0;
-  for (const TensorInfo& t : m.trunk) {
+  for (const TensorInfo& t : index) {
     if (!UnderPrefix(c, t)) continue;
     uint64_t n = Elements(t);
     trunk += n;
@@ -77,10 +76,10 @@ ParamCounts CountParameters(const Manifest& m) {
   return p;
 }
 
-std::string QuantizationSummary(const Manifest& m) {
+std::string QuantizationSummary(const ModelConfig& config, const std::vector<TensorInfo>& index) {
   bool present[8] = {};
-  for (const TensorInfo& t : m.trunk) {
-    if (UnderPrefix(m.config, t)) present[static_cast<int>(t.fmt) & 7] = true;
+  for (const TensorInfo& t : index) {
+    if (UnderPrefix(config, t)) present[static_cast<int>(t.fmt) & 7] = true;
   }
   std::string trunk;
   for (TensorFmt f : {TensorFmt::kQ3G, TensorFmt::kQ4G, TensorFmt::kQ8G, TensorFmt::kF16,
@@ -90,7 +89,7 @@ std::string QuantizationSummary(const Manifest& m) {
     trunk += TensorFmtName(f);
   }
   // The reference prints VQ<stages>R even for VQ4P (4 stages): kept.
-  return fmt::format("experts VQ{}R, trunk {}", m.config.quant.stages, trunk);
+  return fmt::format("experts VQ{}R, trunk {}", config.quant.stages, trunk);
 }
 
 }  // namespace waste

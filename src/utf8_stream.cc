@@ -1,12 +1,13 @@
-#include "utf8_stream.h"
-
+// Utf8Stream (include/waste/text.h): holds back a UTF-8 character cut
+// across pieces. See docs/TOKENIZER.md §4.
 #include <utility>
 
 #include "utf8.h"
+#include "waste/text.h"
 
 namespace waste {
 
-std::string Utf8Stream::Push(std::string_view bytes) {
+std::string Utf8Stream::Push(std::string_view bytes) noexcept {
   std::string out = std::move(pending_);
   pending_.clear();
   out.append(bytes);
@@ -16,7 +17,7 @@ std::string Utf8Stream::Push(std::string_view bytes) {
   return out;
 }
 
-std::string Utf8Stream::Flush() {
+std::string Utf8Stream::Flush() noexcept {
   std::string out = std::move(pending_);
   pending_.clear();
   return out;
