@@ -7,15 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "chat_format.h"
 #include "commands.h"
 #include "engine_setup.h"
 #include "generation.h"
+#include "piece_writer.h"
 #include "report.h"
-#include "text_stream.h"
+#include "waste/chat.h"
 #include "waste/waste.h"
 
 namespace waste::cli {
@@ -73,13 +74,9 @@ void PrintStats(const Engine& engine) {
 }  // namespace
 
 int ChatCommand(const Options& o) {
-  std::string format_error;
-  ChatFormat format = o.raw ? ChatFormat() : LoadChatFormat(o.model(), &format_error);
-  if (!format_error.empty()) {
-    std::fprintf(stderr, "waste: %s/%s; continuing without a template\n", o.model().c_str(),
-                 format_error.c_str());
-  }
-  const bool templated = format.usable();
+  const std::optional<ChatTemplate> loaded = LoadTemplate(o, /*quiet=*/false);
+  const ChatTemplate* tmpl = loaded && loaded->usable() ? &*loaded : nullptr;
+  const bool templated = tmpl != nullptr;
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
@@ -96,9 +93,10 @@ int ChatCommand(const Options& o) {
   }
   Say(kCommandsLine);
 
-  if (templated && !o.system.empty()) {
+  if (const std::vector<PromptSegment> system = BuildChatSystemTurn(tmpl, o.system);
+      !system.empty()) {
     std::vector<int> ids;
-    if (!TokenizeSegments(*engine, SystemTurn(format, o.system), o, &ids)) return 1;
+    if (!TokenizeSegments(*engine, system, o, &ids)) return 1;
     Result<std::span<const float>> logits = engine->Eval(ids);
     if (!logits.has_value()) {
       ReportFailure("system prompt", logits.error(), DetailOf(logits.error(), *engine), o);
@@ -106,8 +104,6 @@ int ChatCommand(const Options& o) {
     }
   }
 
-  const std::string stop =
-      o.stop_given ? o.stop : (templated ? format.assistant_suffix : std::string());
   const GenParams params = ParamsFromOptions(o);
   std::signal(SIGINT, OnSigint);
 
@@ -152,13 +148,12 @@ int ChatCommand(const Options& o) {
       continue;
     }
 
+    const PromptPlan turn = BuildChatTurn(tmpl, {}, line);
     std::vector<int> ids;
-    if (!TokenizeSegments(*engine, templated ? ChatTurn(format, line) : RawPrompt(line), o, &ids)) {
-      continue;
-    }
-    if (!templated) WriteOut(line);  // raw continuation shows what it continues
+    if (!TokenizeSegments(*engine, turn.segments, o, &ids)) continue;
+    if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
 
-    TextStream stream(stop, [](std::string_view bytes) { WriteOut(bytes); });
+    PieceWriter stream(StopFor(o, turn), [](std::string_view bytes) { WriteOut(bytes); });
     g_interrupted.store(false);
     g_generating.store(true);
     Status status = engine->Generate(ids, params, [&](const TokenEvent& e) {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "chat_format.h"
 #include "commands.h"
 #include "engine_setup.h"
 #include "prompt.h"
 #include "report.h"
+#include "waste/chat.h"
 #include "waste/waste.h"
 
 namespace waste::cli {
@@ -60,7 +60,7 @@ int EvalCommand(const Options& o) {
 
   // Always the untemplated markup form; --system and --stop do not apply.
   std::vector<int> ids = o.ids;
-  if (!o.ids_given && !TokenizeSegments(*engine, RawPrompt(prompt), o, &ids)) return 1;
+  if (!o.ids_given && !TokenizeSegments(*engine, BuildEvalPrompt(prompt), o, &ids)) return 1;
 
   Result<std::span<const float>> evaluated = engine->Eval(ids);
   if (!evaluated.has_value()) {

@@ -4,17 +4,18 @@
 // the stats line to stderr. --json (W) prints one object at the end instead:
 // generated ids, text (after stop-string handling) and the stats.
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "chat_format.h"
 #include "commands.h"
 #include "engine_setup.h"
 #include "generation.h"
+#include "piece_writer.h"
 #include "prompt.h"
 #include "report.h"
-#include "text_stream.h"
+#include "waste/chat.h"
 #include "waste/waste.h"
 
 namespace waste::cli {
@@ -31,31 +32,26 @@ int RunCommand(const Options& o) {
     if (!p.ok) return UsageFailure(o, p.error);
     prompt = std::move(p.text);
   }
-  std::string format_error;
-  ChatFormat format = o.raw ? ChatFormat() : LoadChatFormat(o.model(), &format_error);
-  if (!format_error.empty() && !o.quiet) {
-    std::fprintf(stderr, "waste: %s/%s; continuing without a template\n", o.model().c_str(),
-                 format_error.c_str());
-  }
-  const bool templated = !o.ids_given && format.usable();
+  // --ids are fed as they are: no template.
+  const std::optional<ChatTemplate> tmpl =
+      o.ids_given ? std::nullopt : LoadTemplate(o, /*quiet=*/o.quiet);
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
   if (!CheckNoImages(o)) return 1;
   PrintOpenNotes(*engine, o, /*budget_note=*/true);
 
+  // ENGINE.md §1.5: templated = system turn, user turn, hand-over; else the
+  // prompt as markup, echoed. (No media blocks: CheckNoImages refused them.)
+  const PromptPlan plan = BuildRunPrompt(tmpl ? &*tmpl : nullptr, o.raw, o.system, {}, prompt);
   std::vector<int> ids = o.ids;
-  if (!o.ids_given) {
-    std::vector<Segment> segments =
-        templated ? TemplatedPrompt(format, o.system, prompt) : RawPrompt(prompt);
-    if (!TokenizeSegments(*engine, segments, o, &ids)) return 1;
-  }
-  const std::string stop =
-      o.stop_given ? o.stop : (templated ? format.assistant_suffix : std::string());
+  if (!o.ids_given && !TokenizeSegments(*engine, plan.segments, o, &ids)) return 1;
+  const bool echo = o.ids_given || plan.echo_prompt;
+  const std::string stop = StopFor(o, plan);
 
   // Raw continuation: the user sees their text, then what follows it.
   const bool stream_out = !o.quiet && !o.json;
-  if (!templated && stream_out) {
+  if (echo && stream_out) {
     if (o.ids_given) {
       Result<std::string> text = engine->Detokenize(ids);
       if (text.has_value()) WriteOut(*text);
@@ -65,7 +61,7 @@ int RunCommand(const Options& o) {
   }
 
   std::string text;  // what the user got, for --json
-  TextStream stream(stop, [&](std::string_view bytes) {
+  PieceWriter stream(stop, [&](std::string_view bytes) {
     if (o.json) text.append(bytes);
     if (stream_out) WriteOut(bytes);  // -q: nothing but the final newline (R)
   });

@@ -111,18 +111,29 @@ void PrintOpenNotes(const Engine& engine, const Options& o, bool budget_note) {
   }
 }
 
-bool TokenizeSegments(const Engine& engine, const std::vector<Segment>& segments, const Options& o,
-                      std::vector<int>* ids) {
-  ids->clear();
-  for (const Segment& seg : segments) {
-    Result<std::vector<int>> part = engine.Tokenize(seg.text, seg.markup, /*add_bos=*/false);
-    if (!part.has_value()) {
-      ReportFailure("tokenize", part.error(), DetailOf(part.error(), engine), o);
-      return false;
-    }
-    ids->insert(ids->end(), part->begin(), part->end());
+bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segments,
+                      const Options& o, std::vector<int>* ids) {
+  Result<std::vector<int>> tokens = engine.TokenizeSegments(segments, /*add_bos=*/false);
+  if (!tokens.has_value()) {
+    ReportFailure("tokenize", tokens.error(), DetailOf(tokens.error(), engine), o);
+    return false;
   }
+  *ids = std::move(tokens).value();
   return true;
+}
+
+std::optional<ChatTemplate> LoadTemplate(const Options& o, bool quiet) {
+  if (o.raw) return std::nullopt;
+  Result<std::optional<ChatTemplate>> loaded = ChatTemplate::Load(o.model());
+  if (!loaded.has_value()) {
+    if (!quiet) Line("waste: " + loaded.error().message() + "; continuing without a template");
+    return std::nullopt;
+  }
+  return std::move(loaded).value();
+}
+
+std::string StopFor(const Options& o, const PromptPlan& plan) {
+  return o.stop_given ? o.stop : plan.default_stop;
 }
 
 bool CheckNoImages(const Options& o) {

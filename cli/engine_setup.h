@@ -3,12 +3,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "chat_format.h"
 #include "options.h"
+#include "waste/chat.h"
 #include "waste/waste.h"
 
 namespace waste::cli {
@@ -30,10 +32,18 @@ std::string DetailOf(const Status& status, const Engine& engine);
 // the "no --budget" line (`budget_note`). Nothing under -q.
 void PrintOpenNotes(const Engine& engine, const Options& options, bool budget_note);
 
-// Tokenizes each segment in its own mode and concatenates the ids. On
-// failure prints "tokenize: ..." and returns false.
-bool TokenizeSegments(const Engine& engine, const std::vector<Segment>& segments,
+// Engine::TokenizeSegments (each segment in its own mode, ids
+// concatenated). On failure prints "tokenize: ..." and returns false.
+bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segments,
                       const Options& options, std::vector<int>* ids);
+
+// MODEL/chat.json for run and chat: nullopt with --raw, when there is none,
+// or when it cannot be used (then a note on stderr unless `quiet`, and the
+// command continues untemplated).
+std::optional<ChatTemplate> LoadTemplate(const Options& options, bool quiet);
+
+// The stop string in force: --stop when given, else the plan's default.
+std::string StopFor(const Options& options, const PromptPlan& plan);
 
 // Refuses --image: no engine in this build has a vision tower. Prints
 // "PATH: this container has no vision tower"; false when images were given.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "waste/chat.h"
 #include "waste/config.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
@@ -98,6 +99,10 @@ class Engine {
 
   // Tokenizer (kUnsupported when the container has none).
   Result<std::vector<int>> Tokenize(std::string_view text, bool markup, bool add_bos) const noexcept;
+  // A prompt built by waste/chat.h: each segment encoded on its own in its
+  // own mode (markup or plain), the ids concatenated, BOS first if asked.
+  Result<std::vector<int>> TokenizeSegments(std::span<const PromptSegment> segments,
+                                            bool add_bos) const noexcept;
   Result<std::string> Detokenize(std::span<const int> ids) const noexcept;
   std::string TokenPiece(int id) const noexcept;  // raw bytes, "" when unknown
 

@@ -1,5 +1,7 @@
-// Chat templates: chat.json parsing and ENGINE.md §1.5 prompt assembly,
-// including that user text cannot forge a control token.
+// Chat templates (public: waste/chat.h): chat.json parsing and ENGINE.md
+// §1.5 prompt assembly, including that user text cannot forge a control
+// token (segments tokenized through the internal bridge chat_template.h,
+// the same code Engine::TokenizeSegments runs).
 #include "chat_template.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +91,25 @@ TEST(ChatTemplateLoad, AbsentIsNoTemplate) {
   fs::remove_all(dir, ec);
   ASSERT_TRUE(t.has_value() && t->has_value());
   EXPECT_EQ((*t)->open, "<|open|>");
+}
+
+TEST(ChatTemplateLoad, NoContainerIsNoTemplateAndErrorsNameTheFile) {
+  for (const char* dir : {"/nonexistent/container", "/dev/null"}) {
+    Result<std::optional<ChatTemplate>> t = ChatTemplate::Load(dir);
+    ASSERT_TRUE(t.has_value()) << dir << ": " << t.error().ToString();
+    EXPECT_FALSE(t->has_value()) << dir;
+  }
+  const fs::path dir =
+      fs::path(testing::TempDir()) / ("waste_chat_template_bad_" + std::to_string(getpid()));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream(dir / "chat.json") << R"({"user": "oops"})";
+  Result<std::optional<ChatTemplate>> t = ChatTemplate::Load(dir.string());
+  fs::remove_all(dir, ec);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().code(), Errc::kFormat);
+  EXPECT_NE(t.error().message().find("chat.json"), std::string::npos) << t.error().message();
+  EXPECT_NE(t.error().message().find("\"user\""), std::string::npos) << t.error().message();
 }
 
 TEST(PromptAssembly, TemplatedRun) {

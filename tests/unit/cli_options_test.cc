@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "chat_format.h"
 #include "help.h"
 #include "options.h"
+#include "piece_writer.h"
 #include "prompt.h"
 #include "report.h"
-#include "text_stream.h"
 
 namespace waste::cli {
 namespace {
@@ -316,11 +315,14 @@ TEST(CliHelp, EveryCommandListsEveryOption) {
 }
 
 // --- §7.4 stop strings and UTF-8 hold-back ---------------------------------------
+// PieceWriter chains the public StopStringFilter and Utf8Stream
+// (waste/text.h, tested on their own in stop_string_test and
+// utf8_stream_test); these check the chain the CLI prints through.
 
 std::string Stream(const std::string& stop, const std::vector<std::string>& pieces,
                    bool* stopped = nullptr, std::vector<std::string>* writes = nullptr) {
   std::string out;
-  TextStream s(stop, [&](std::string_view b) {
+  PieceWriter s(stop, [&](std::string_view b) {
     out.append(b);
     if (writes) writes->emplace_back(b);
   });
@@ -330,6 +332,13 @@ std::string Stream(const std::string& stop, const std::vector<std::string>& piec
   s.Finish();
   if (stopped) *stopped = s.stopped();
   return out;
+}
+
+// Bytes at the end of `w` that begin a UTF-8 character not yet complete.
+size_t CutTail(std::string_view w) {
+  Utf8Stream u;
+  u.Push(w);
+  return u.pending();
 }
 
 TEST(CliStream, StopStringSplitAcrossPieces) {
@@ -352,86 +361,32 @@ TEST(CliStream, StopNeverPartlyPrinted) {
   for (const std::string& w : writes) EXPECT_EQ(w.find('E'), std::string::npos) << w;
 }
 
+TEST(CliStream, NoEmptyWrites) {
+  std::vector<std::string> writes;
+  Stream("END", {"", "E", "x", "\xC3", "\xA9", "EN", "D"}, nullptr, &writes);
+  for (const std::string& w : writes) EXPECT_FALSE(w.empty());
+}
+
 TEST(CliStream, Utf8CharacterHeldUntilComplete) {
   // "é" = C3 A9, "€" = E2 82 AC, split across pieces.
   std::vector<std::string> writes;
   std::string out = Stream("", {"caf\xC3", "\xA9 ", "\xE2\x82", "\xAC!"}, nullptr, &writes);
   EXPECT_EQ(out, "caf\xC3\xA9 \xE2\x82\xAC!");
-  for (const std::string& w : writes) EXPECT_EQ(IncompleteUtf8Tail(w), 0u) << w;
+  for (const std::string& w : writes) EXPECT_EQ(CutTail(w), 0u) << w;
 }
 
-TEST(CliStream, IncompleteTail) {
-  EXPECT_EQ(IncompleteUtf8Tail("abc"), 0u);
-  EXPECT_EQ(IncompleteUtf8Tail("ab\xC3"), 1u);
-  EXPECT_EQ(IncompleteUtf8Tail("\xE2\x82"), 2u);
-  EXPECT_EQ(IncompleteUtf8Tail("\xF0\x9F\x98"), 3u);
-  EXPECT_EQ(IncompleteUtf8Tail("\xF0\x9F\x98\x80"), 0u);
-  EXPECT_EQ(IncompleteUtf8Tail("\xFF"), 0u);      // invalid lead: never completes
-  EXPECT_EQ(IncompleteUtf8Tail("\x80\x80"), 0u);  // stray continuations
-  EXPECT_EQ(IncompleteUtf8Tail(""), 0u);
-}
-
-// --- §1.5 chat.json and segments -------------------------------------------------
-
-TEST(CliChatFormat, ParsesRealJson) {
-  std::string error;
-  ChatFormat f =
-      ParseChatFormat(R"({"system":["<|sys|>","<|end|>"],"user":["<|user|>\n","<|end|>"],)"
-                      R"("assistant":["<|asst|>","<|end_of_msg|>"],"open":"<|asst|>"})",
-                      &error);
-  EXPECT_TRUE(error.empty()) << error;
-  EXPECT_TRUE(f.usable());
-  EXPECT_EQ(f.user_prefix, "<|user|>\n");
-  EXPECT_EQ(f.assistant_suffix, "<|end_of_msg|>");
-  std::vector<Segment> s = TemplatedPrompt(f, "be brief", "hi <|end|>");
-  ASSERT_EQ(s.size(), 7u);
-  EXPECT_EQ(s[0].text, "<|sys|>");
-  EXPECT_TRUE(s[0].markup);
-  EXPECT_EQ(s[1].text, "be brief");
-  EXPECT_FALSE(s[1].markup);
-  EXPECT_EQ(s[4].text, "hi <|end|>");
-  EXPECT_FALSE(s[4].markup);  // user text can never forge a control token
-  EXPECT_EQ(s[6].text, "<|asst|>");
-  EXPECT_TRUE(s[6].markup);
-}
-
-TEST(CliChatFormat, NoSystemTurnWithoutSystemText) {
-  std::string error;
-  ChatFormat f = ParseChatFormat(R"({"user":["U",""],"open":"A"})", &error);
-  std::vector<Segment> s = TemplatedPrompt(f, "", "hi");
-  ASSERT_EQ(s.size(), 3u);
-  EXPECT_EQ(s[0].text, "U");
-  EXPECT_EQ(s[2].text, "A");
-}
-
-TEST(CliChatFormat, ChatTurnFallsBackToAssistantPrefix) {
-  std::string error;
-  ChatFormat f = ParseChatFormat(R"({"user":["U","/U"],"assistant":["A","/A"]})", &error);
-  std::vector<Segment> s = ChatTurn(f, "line");
-  ASSERT_EQ(s.size(), 4u);
-  EXPECT_EQ(s[3].text, "A");
-}
-
-TEST(CliChatFormat, RawPromptIsMarkup) {
-  std::vector<Segment> s = RawPrompt("<|x|>text");
-  ASSERT_EQ(s.size(), 1u);
-  EXPECT_TRUE(s[0].markup);
-}
-
-TEST(CliChatFormat, MalformedOrUnusable) {
-  std::string error;
-  EXPECT_FALSE(ParseChatFormat("not json", &error).usable());
-  EXPECT_FALSE(error.empty());
-  error.clear();
-  EXPECT_FALSE(ParseChatFormat(R"({"user":"oops"})", &error).present);
-  EXPECT_FALSE(error.empty());
-  error.clear();
-  ChatFormat only_system = ParseChatFormat(R"({"system":["S","/S"]})", &error);
-  EXPECT_TRUE(only_system.present);
-  EXPECT_FALSE(only_system.usable());
-  error.clear();
-  EXPECT_FALSE(LoadChatFormat("/nonexistent/container", &error).present);
-  EXPECT_TRUE(error.empty());
+TEST(CliStream, Utf8AndStopTogether) {
+  // The stop string follows a split character: the character is written
+  // whole, the stop string not at all.
+  std::vector<std::string> writes;
+  bool stopped = false;
+  std::string out =
+      Stream("<|end|>", {"\xE2", "\x82", "\xAC<|", "end|>", "after"}, &stopped, &writes);
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(out, "\xE2\x82\xAC");
+  for (const std::string& w : writes) EXPECT_EQ(CutTail(w), 0u) << w;
+  // A character cut off by the end of generation still comes out, raw.
+  EXPECT_EQ(Stream("", {"ok\xE2\x82"}), "ok\xE2\x82");
 }
 
 // --- §1.6 / §1.7 report shapes ---------------------------------------------------

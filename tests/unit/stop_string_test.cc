@@ -1,6 +1,7 @@
 // StopStringFilter (ENGINE.md §7.4): fires across pieces, never prints any
 // part of the stop string, prints everything else exactly once.
-#include "stop_string.h"
+#include "utf8.h"
+#include "waste/text.h"
 
 #include <gtest/gtest.h>
 
@@ -102,6 +103,24 @@ TEST(StopString, EveryWayOfCuttingGivesTheSameResult) {
       EXPECT_EQ(o.printed, "one two ") << a << "," << b;
     }
   }
+}
+
+TEST(StopString, ChainedWithUtf8Stream) {
+  // The chain waste/text.h documents: filter, then hold-back.
+  StopStringFilter f("<|end|>");
+  Utf8Stream u;
+  std::string printed;
+  for (const char* p : {"\xe6", "\x97\xa5<", "|end", "|>tail"}) {
+    const std::string chunk = u.Push(f.Push(p));
+    EXPECT_EQ(utf8::IncompleteTailLength(chunk), 0u) << p;
+    printed += chunk;
+    if (f.stopped()) break;
+  }
+  printed += u.Push(f.Finish());
+  printed += u.Flush();
+  EXPECT_TRUE(f.stopped());
+  EXPECT_EQ(printed, "\xe6\x97\xa5");
+  EXPECT_EQ(f.stop(), "<|end|>");
 }
 
 }  // namespace

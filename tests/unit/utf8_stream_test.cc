@@ -1,6 +1,6 @@
 // Utf8Stream: streamed pieces never end inside a character, and the output
 // is byte-for-byte the input.
-#include "utf8_stream.h"
+#include "waste/text.h"
 
 #include <gtest/gtest.h>
 
