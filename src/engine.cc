@@ -46,6 +46,7 @@ struct Engine::Impl {
   std::unique_ptr<ThreadPool> pool;
   kernels::KernelTable table;
   std::unique_ptr<Ops> ops;
+  std::unique_ptr<Profiler> profiler;  // WASTE_PROFILE=1
   std::unique_ptr<ExpertCache> cache;
   std::unique_ptr<SessionState> state;
   std::unique_ptr<Forward> forward;
@@ -134,7 +135,8 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   WASTE_ASSIGN_OR_RETURN(impl->pool, ThreadPool::Create(threads, cpus));
   impl->table = o.force_baseline ? kernels::BuildKernelTable(kernels::Isa::kBaseline)
                                  : kernels::ActiveKernels();
-  impl->ops = std::make_unique<Ops>(impl->table, impl->pool.get());
+  if (o.profile) impl->profiler = std::make_unique<Profiler>();
+  impl->ops = std::make_unique<Ops>(impl->table, impl->pool.get(), impl->profiler.get());
 
   uint64_t slots = impl->budget.slots;
   uint64_t min_slots = static_cast<uint64_t>(std::max(1, cfg.top_k)) * 2;
@@ -144,7 +146,7 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
                                              config.cache_policy, o.verify));
   impl->state = std::make_unique<SessionState>(cfg, impl->config.ctx_tokens);
   impl->forward = std::make_unique<Forward>(*impl->container, impl->weights, *impl->state,
-                                            *impl->cache, impl->config.ctx_tokens);
+                                            *impl->cache, impl->config.ctx_tokens, o.lookahead);
 
   auto tok = Tokenizer::Load(dir);
   if (tok) {
@@ -204,6 +206,7 @@ Stats Engine::stats() const noexcept {
   s.bytes_read = c.bytes_read;
   s.evictions = c.evictions;
   s.sec_io = c.read_seconds;
+  if (impl_->profiler) s.phase_seconds = impl_->profiler->Breakdown();
   return s;
 }
 

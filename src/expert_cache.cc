@@ -130,6 +130,16 @@ void ExpertCache::Release(int slot) {
   if (slot >= 0 && slots_[static_cast<size_t>(slot)].pins > 0) --slots_[static_cast<size_t>(slot)].pins;
 }
 
+void ExpertCache::Hint(int layer, std::span<const int> experts) {
+  (void)layer;
+  (void)experts;  // synchronous reads: Acquire reads on demand
+}
+
+void ExpertCache::Prefetch(int layer, std::span<const int> experts) {
+  (void)layer;
+  (void)experts;  // synchronous reads: speculation would only add latency
+}
+
 bool ExpertCache::Preload(int layer, int expert, uint32_t hits) {
   std::lock_guard<std::mutex> lock(mu_);
   if (index_.count(Key(layer, expert)) != 0) return true;

@@ -44,6 +44,13 @@ class ExpertCache {
   Result<ExpertRef> Acquire(int layer, int expert);
   void Release(int slot);
 
+  // A layer has routed: these records will be Acquired next, in this order.
+  // An asynchronous cache starts their reads now; results never change.
+  void Hint(int layer, std::span<const int> experts);
+  // Router lookahead's guess for the next MoE layer: speculative reads,
+  // unpinned, not counted as misses (bytes are counted).
+  void Prefetch(int layer, std::span<const int> experts);
+
   // Loads (layer, expert) without pinning or counting it as a demand access
   // (hotlist warm-up). Returns false when the cache is full.
   bool Preload(int layer, int expert, uint32_t hits);

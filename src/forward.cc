@@ -6,7 +6,7 @@
 namespace waste {
 
 Forward::Forward(const Container& container, const ModelWeights& weights, SessionState& state,
-                 ExpertCache& cache, uint32_t ctx_tokens)
+                 ExpertCache& cache, uint32_t ctx_tokens, int lookahead)
     : container_(container),
       cfg_(container.config()),
       w_(weights),
@@ -30,6 +30,13 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
   }
   logits_.resize(static_cast<size_t>(cfg_.vocab));
   last_hidden_.resize(h);
+  lookahead_ = lookahead;
+  next_moe_.assign(static_cast<size_t>(cfg_.n_layers), -1);
+  int next = -1;
+  for (int l = cfg_.n_layers - 1; l >= 0; --l) {
+    next_moe_[static_cast<size_t>(l)] = next;
+    if (cfg_.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) next = l;
+  }
 }
 
 uint64_t Forward::scratch_bytes() const {
@@ -92,7 +99,10 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   const bool attn_res = cfg_.attn_res_block > 0;
-  for (size_t t = 0; t < n; ++t) WASTE_TRY(container_.ReadEmbeddingRow(tokens[t], x_.data() + t * h));
+  {
+    ScopedPhase phase(ops.profiler(), Phase::kEmbed);
+    for (size_t t = 0; t < n; ++t) WASTE_TRY(container_.ReadEmbeddingRow(tokens[t], x_.data() + t * h));
+  }
   n_blocks_ = 0;
   std::vector<float> trace;
   if (hidden_trace != nullptr) trace.resize(n * static_cast<size_t>(cfg_.n_layers) * h);
@@ -113,8 +123,10 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
       }
       RmsNorm(x, lw.input_norm, cfg_.rms_eps, h, xn);
       if (kda) {
+        ScopedPhase phase(ops.profiler(), Phase::kKda);
         kda_.Forward(ops, lw.kda, state_.kda(l), xn, a);
       } else {
+        ScopedPhase phase(ops.profiler(), Phase::kMla);
         mla_.Forward(ops, lw.mla, state_.mla(l), pos0 + static_cast<int>(t), xn, a);
       }
       if (attn_res) {
@@ -139,14 +151,21 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
     if (cfg_.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) {
       if (n == 1) {
         Routing r;
-        WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), f_.data(), &r));
+        MoeLayer::Lookahead next;
+        int nl = next_moe_[static_cast<size_t>(l)];
+        if (lookahead_ > 0 && nl >= 0) {
+          next = {nl, &w_.layers[static_cast<size_t>(nl)].moe, lookahead_};
+        }
+        WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), f_.data(), &r, next));
         if (on_route) on_route(pos0, l, r);
       } else {
         WASTE_TRY(moe_->ForwardChunk(ops, lw.moe, l, cache_, xn_.data(), n, f_.data()));
       }
     } else if (n == 1) {
+      ScopedPhase phase(ops.profiler(), Phase::kDense);
       dense_->Forward(ops, lw.dense, xn_.data(), f_.data());
     } else {
+      ScopedPhase phase(ops.profiler(), Phase::kDense);
       dense_->ForwardChunk(ops, lw.dense, xn_.data(), n, f_.data());
     }
     for (size_t t = 0; t < n; ++t) {
@@ -172,6 +191,7 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
   if (attn_res) Mix(n - 1, last, w_.out_res_norm, w_.out_res_proj, last);
   std::memcpy(last_hidden_.data(), last, h * sizeof(float));
   if (want_logits) {
+    ScopedPhase phase(ops.profiler(), Phase::kLmHead);
     RmsNorm(last, w_.final_norm, cfg_.rms_eps, h, xn_.data());
     ops.MatVec(*w_.lm_head, xn_.data(), logits_.data());
   }

@@ -30,7 +30,7 @@ class Forward {
   static constexpr size_t kMaxChunk = 64;
 
   Forward(const Container& container, const ModelWeights& weights, SessionState& state,
-          ExpertCache& cache, uint32_t ctx_tokens);
+          ExpertCache& cache, uint32_t ctx_tokens, int lookahead = 0);
 
   // Feeds `tokens` (ids already validated) at state.pos(); advances the
   // position. With want_logits, logits() holds the last token's logits.
@@ -66,6 +66,8 @@ class Forward {
   std::vector<float> f_;      // [chunk][hidden] sub-layer output
   std::vector<float> blocks_; // AttnRes: [chunk][max_blocks][hidden]
   std::vector<float> mix_s_;  // AttnRes scores
+  std::vector<int> next_moe_;  // [layer] next MoE layer after it, or -1
+  int lookahead_ = 0;
   size_t max_blocks_ = 0;
   size_t n_blocks_ = 0;
   std::vector<float> logits_;

@@ -9,6 +9,12 @@ namespace {
 constexpr size_t kTauBlock = 32;   // VQ4P: one int8 scale per 32 vector positions
 constexpr size_t kApplyRows = 64;  // one index block: the natural unit of work
 
+// Acquire, with the time spent there booked as waiting for reads.
+Result<ExpertRef> AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
+  ScopedPhase phase(ops.profiler(), Phase::kReadWait);
+  return cache.Acquire(layer, expert);
+}
+
 }  // namespace
 
 MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
@@ -89,6 +95,31 @@ void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routin
   for (float& v : r->weights) v *= cfg_.routed_scaling;
 }
 
+void MoeLayer::Predict(const Ops& ops, const MoeWeights& w, const float* x, int count,
+                       std::vector<int>* ids) {
+  const int e_count = cfg_.n_experts;
+  ops.MatVec(*w.router, x, logits_.data());
+  for (int e = 0; e < e_count; ++e) {
+    scores_[static_cast<size_t>(e)] = Sigmoid(logits_[static_cast<size_t>(e)]) +
+                                      (w.router_bias != nullptr ? w.router_bias[e] : 0.0f);
+  }
+  ids->clear();
+  count = std::min(count, e_count);
+  for (int j = 0; j < count; ++j) {
+    int best = -1;
+    float bv = -1e30f;
+    for (int e = 0; e < e_count; ++e) {
+      if (std::find(ids->begin(), ids->end(), e) != ids->end()) continue;
+      if (scores_[static_cast<size_t>(e)] > bv) {
+        bv = scores_[static_cast<size_t>(e)];
+        best = e;
+      }
+    }
+    if (best < 0) break;
+    ids->push_back(best);
+  }
+}
+
 void MoeLayer::BuildTable(const Ops& ops, const float* x, size_t n, int book_base, float* table,
                           int8_t* qtable, float* tau) {
   const size_t stages = static_cast<size_t>(cfg_.quant.stages);
@@ -102,6 +133,7 @@ void MoeLayer::BuildTable(const Ops& ops, const float* x, size_t n, int book_bas
   a.vec_dim = static_cast<size_t>(cfg_.quant.vec_dim);
   a.table = table;
   const size_t nv = n / a.vec_dim;
+  ScopedPhase phase(ops.profiler(), Phase::kLutBuild);
   auto build = ops.k().lut_build;
   ops.For(nv, 16, [&](size_t b, size_t e) { build(a, b, e); });
   if (qtable != nullptr) {
@@ -119,6 +151,7 @@ void MoeLayer::BuildTable(const Ops& ops, const float* x, size_t n, int book_bas
 void MoeLayer::Apply(const Ops& ops, const uint8_t* indices, size_t rows, size_t nv,
                      const float* table, const int8_t* qtable, const float* tau,
                      const uint16_t* scales, float* y) {
+  ScopedPhase phase(ops.profiler(), Phase::kExperts);
   if (six_bit_) {
     kernels::VqApply6Args a;
     a.indices = indices;
@@ -160,14 +193,19 @@ void MoeLayer::ApplyExpert(const Ops& ops, const ExpertRecordView& rec, const fl
 }
 
 Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
-                         const float* x, float* out, Routing* routing) {
+                         const float* x, float* out, Routing* routing, const Lookahead& next) {
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const size_t h = static_cast<size_t>(cfg_.hidden);
   Routing local;
   Routing& r = routing != nullptr ? *routing : local;
-  Route(ops, w, x, &r);
+  {
+    ScopedPhase phase(ops.profiler(), Phase::kRouter);
+    Route(ops, w, x, &r);
+  }
+  cache.Hint(layer, r.ids);
   const float* xe = x;
   if (w.latent_down != nullptr) {
+    ScopedPhase phase(ops.profiler(), Phase::kExperts);
     ops.MatVec(*w.latent_down, x, xe_.data());
     xe = xe_.data();
   }
@@ -179,7 +217,7 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   float* tau_u = six_bit_ ? taus_.data() + tau_in_ : nullptr;
   std::fill(y_.begin(), y_.begin() + static_cast<std::ptrdiff_t>(xw), 0.0f);
   for (size_t j = 0; j < r.ids.size(); ++j) {
-    auto ref = cache.Acquire(layer, r.ids[j]);
+    auto ref = AcquireTimed(ops, cache, layer, r.ids[j]);
     if (!ref) return ref.error();
     if (j == 0) {
       // Gate/up tables depend only on the input and the layer's books
@@ -191,13 +229,24 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
     ApplyExpert(ops, ref->view, tg, qg, tau_g, tu, qu, tau_u, r.weights[j], y_.data());
     cache.Release(ref->slot);
   }
+  if (next.weights != nullptr && next.count > 0) {
+    // The next router on THIS layer's router input (the reference's rule):
+    // its guess starts reads while this layer's shared experts compute.
+    ScopedPhase phase(ops.profiler(), Phase::kRouter);
+    Predict(ops, *next.weights, x, next.count, &predicted_);
+    cache.Prefetch(next.layer, predicted_);
+  }
   const float* routed = y_.data();
   if (w.latent_up != nullptr) {
+    ScopedPhase phase(ops.profiler(), Phase::kExperts);
     if (w.latent_norm != nullptr) RmsNorm(y_.data(), w.latent_norm, cfg_.rms_eps, xw, y_.data());
     ops.MatVec(*w.latent_up, y_.data(), d_.data());
     routed = d_.data();
   }
-  shared_.Forward(ops, w.shared, x, shared_out_.data());
+  {
+    ScopedPhase phase(ops.profiler(), Phase::kShared);
+    shared_.Forward(ops, w.shared, x, shared_out_.data());
+  }
   for (size_t i = 0; i < h; ++i) out[i] = routed[i] + shared_out_[i];
   return Status::Ok();
 }
@@ -206,7 +255,10 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
                               const float* x, size_t tokens, float* out) {
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const size_t h = static_cast<size_t>(cfg_.hidden);
-  for (size_t t = 0; t < tokens; ++t) Route(ops, w, x + t * h, &chunk_routes_[t]);
+  {
+    ScopedPhase phase(ops.profiler(), Phase::kRouter);
+    for (size_t t = 0; t < tokens; ++t) Route(ops, w, x + t * h, &chunk_routes_[t]);
+  }
   const float* xe = x;
   size_t xe_stride = h;
   if (w.latent_down != nullptr) {
@@ -221,10 +273,11 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   std::fill(y_.begin(), y_.begin() + static_cast<std::ptrdiff_t>(tokens * xw), 0.0f);
+  cache.Hint(layer, distinct);
 
   bool tables_built = false;
   for (int e : distinct) {
-    auto ref = cache.Acquire(layer, e);
+    auto ref = AcquireTimed(ops, cache, layer, e);
     if (!ref) return ref.error();
     if (!tables_built) {
       int base = ref->view.codebook_id;
@@ -254,7 +307,10 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     }
     cache.Release(ref->slot);
   }
-  shared_.ForwardChunk(ops, w.shared, x, tokens, shared_out_.data());
+  {
+    ScopedPhase phase(ops.profiler(), Phase::kShared);
+    shared_.ForwardChunk(ops, w.shared, x, tokens, shared_out_.data());
+  }
   for (size_t t = 0; t < tokens; ++t) {
     float* yt = y_.data() + t * xw;
     const float* routed = yt;

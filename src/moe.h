@@ -26,14 +26,25 @@ class MoeLayer {
   MoeLayer(const Container& container, size_t max_tokens);
 
   // Decode: out[hidden] for one token; experts summed in selection order.
+  // `next` (may be null) is the next MoE layer: its router predicts that
+  // layer's experts from this layer's input (router lookahead, ENGINE.md
+  // §5.5) and `lookahead` of them are prefetched. Timing only.
+  struct Lookahead {
+    int layer = -1;
+    const MoeWeights* weights = nullptr;
+    int count = 0;
+  };
   Status Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
-                 const float* x, float* out, Routing* routing);
+                 const float* x, float* out, Routing* routing, const Lookahead& next = {});
   // Chunk: each distinct expert acquired once, in ascending id, applied to
   // every token that chose it; sums in ascending expert id. x, out: [tokens][hidden].
   Status ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
                       const float* x, size_t tokens, float* out);
 
   void Route(const Ops& ops, const MoeWeights& w, const float* x, Routing* r);
+  // Top `count` experts of `w`'s router by biased score (selection order).
+  void Predict(const Ops& ops, const MoeWeights& w, const float* x, int count,
+               std::vector<int>* ids);
   uint64_t scratch_bytes() const;
 
  private:
@@ -60,6 +71,7 @@ class MoeLayer {
   std::vector<int8_t> qtable_mid_;
   std::vector<float> tau_mid_buf_;
   std::vector<Routing> chunk_routes_;
+  std::vector<int> predicted_;
 };
 
 }  // namespace waste

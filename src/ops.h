@@ -9,16 +9,19 @@
 
 #include "container.h"
 #include "kernels/kernel_table.h"
+#include "profile.h"
 #include "thread_pool.h"
 
 namespace waste {
 
 class Ops {
  public:
-  Ops(const kernels::KernelTable& table, ThreadPool* pool) : k_(table), pool_(pool) {}
+  Ops(const kernels::KernelTable& table, ThreadPool* pool, Profiler* profiler = nullptr)
+      : k_(table), pool_(pool), profiler_(profiler) {}
 
   const kernels::KernelTable& k() const { return k_; }
   ThreadPool* pool() const { return pool_; }
+  Profiler* profiler() const { return profiler_; }  // null unless WASTE_PROFILE
 
   // y[r - row_begin] = W[r,:]·x for r in [row_begin, row_end) (default: all rows).
   void MatVec(const TensorView& w, const float* x, float* y, int64_t row_begin = 0,
@@ -39,6 +42,7 @@ class Ops {
  private:
   kernels::KernelTable k_;  // a copy: immutable, and no lifetime to get wrong
   ThreadPool* pool_;
+  Profiler* profiler_;
 };
 
 // Scalar helpers used by every layer (MODEL.md §0), one definition each so

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "waste/chat.h"
@@ -60,6 +61,9 @@ struct Stats {
   uint64_t prefetched = 0;
   uint64_t spec_reads = 0;
   bool direct_io = true;
+  // WASTE_PROFILE=1: seconds per phase (attention, router, experts, read
+  // wait, lm_head, ...), cumulative since open; empty otherwise.
+  std::vector<std::pair<std::string, double>> phase_seconds;
 };
 
 struct GenParams {
