@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/backend.h"
 #include "kernels/baseline.h"
 #include "kernels/dispatch.h"
 #include "kernels/isa_register.h"
@@ -59,9 +60,11 @@ X86Support DetectX86() {
 #endif
 
 // Accelerators compiled into this build, in order CUDA, Metal, BLAS
-// (ENGINE.md §3.2 step 4). None exists yet; each would probe its device,
-// overwrite the slots it accepts and rename the table, or decline.
-void RegisterAccelerators(KernelTable& table) { (void)table; }
+// (ENGINE.md §3.2 step 4): each probes its device and takes slots or
+// declines (src/backends/).
+void RegisterAccelerators(KernelTable& table) {
+  backends::ApplyAccelerators(table, backends::CompiledAccelerators());
+}
 
 }  // namespace
 
