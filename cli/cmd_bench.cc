@@ -108,7 +108,13 @@ int BenchCommand(const Options& o) {
   const double tok_per_s = Rate(double(tokens), sec_total);
   const uint64_t lookups = after.experts_hit + after.experts_missed;
   const double hit_rate = lookups > 0 ? double(after.experts_hit) / double(lookups) : 0.0;
-  const double read_gbps = Rate(double(after.bytes_read) / 1e9, after.sec_io);
+  // Achieved read bandwidth: bytes over the wall time with at least one
+  // read in flight (warm-up reads included in both), not over the time the
+  // compute thread waited (that is read_wait_s).
+  const uint64_t decode_lookups = tally.hit + tally.miss;
+  const double decode_hit_rate =
+      decode_lookups > 0 ? double(tally.hit) / double(decode_lookups) : 0.0;
+  const double read_gbps = Rate(double(after.io_bytes) / 1e9, after.io_busy_s);
 
   if (o.json) {
     Json j;
@@ -124,11 +130,32 @@ int BenchCommand(const Options& o) {
     j["prefill_tok_s"] = Round(Rate(double(prefill_tokens), prefill_s), 1e4);
     j["decode_tok_s"] = Round(Rate(double(tokens), decode_s), 1e4);
     j["hit_rate"] = Round(hit_rate, 1e6);
-    j["read_seconds"] = Round(after.sec_io, 1e6);
+    j["read_seconds"] = Round(after.io_busy_s, 1e6);
     j["read_gbps"] = Round(read_gbps, 1e4);
+    j["read_wait_s"] = Round(after.sec_io, 1e6);
+    j["read_waits"] = after.read_waits;
+    j["reads"] = after.io_reads;
+    j["bytes_per_token"] = tokens > 0 ? after.bytes_read / tokens : 0;
+    // The decode steps alone (prefill's chunk reads excluded).
+    j["decode_hit_rate"] = Round(decode_hit_rate, 1e6);
+    j["decode_bytes_per_token"] = tokens > 0 ? tally.bytes / tokens : 0;
     j["evictions"] = after.evictions;
     j["prefetched"] = after.prefetched;
     j["spec_reads"] = after.spec_reads;
+    j["spec_used"] = after.spec_used;
+    j["warm_reads"] = after.warm_reads;
+    j["io_backend"] = after.io_backend;
+    j["io_threads"] = after.io_threads;
+    j["io_depth"] = after.io_depth;
+    j["io_fixed_buffers"] = after.io_fixed_buffers;
+    j["cache_policy"] = after.cache_policy;
+    j["cache_slots"] = engine->memory_used().slots;
+    j["expert_cache_bytes"] = engine->memory_used().expert_cache_bytes;
+    if (!after.phase_seconds.empty()) {
+      Json phases;
+      for (const auto& [name, seconds] : after.phase_seconds) phases[name] = Round(seconds, 1e6);
+      j["phase_seconds"] = phases;
+    }
     j["backend"] = engine->backend_name();
     j["threads"] = engine->threads();
     j["peak_rss_bytes"] = waste::PeakRssBytes();
@@ -146,10 +173,27 @@ int BenchCommand(const Options& o) {
   std::printf("  prefill   %llu tokens, %.2f tok/s\n",
               static_cast<unsigned long long>(prefill_tokens),
               Rate(double(prefill_tokens), prefill_s));
-  std::printf("  decode    %.2f tok/s (%.0f ms/token)\n", Rate(double(tokens), decode_s),
-              tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0);
-  if (after.sec_io > 0) {
-    std::printf("  reads     %.2f s blocked, %.2f GB/s\n", after.sec_io, read_gbps);
+  std::printf("  decode    %.2f tok/s (%.0f ms/token), %.1f%% hit, %.3f GB/token\n",
+              Rate(double(tokens), decode_s), tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0,
+              100.0 * decode_hit_rate,
+              tokens > 0 ? double(tally.bytes) / kGiB / double(tokens) : 0.0);
+  std::printf("  reads     %s, %d thread%s, depth %d%s, %.2f s busy, %.2f GB/s, %.2f s blocked\n",
+              after.io_backend.c_str(), after.io_threads, after.io_threads == 1 ? "" : "s",
+              after.io_depth, after.io_fixed_buffers ? ", fixed buffers" : "", after.io_busy_s,
+              read_gbps, after.sec_io);
+  std::printf("  cache     %s, %llu slots, lookahead %llu reads / %llu used, %llu warmed\n",
+              after.cache_policy.c_str(),
+              static_cast<unsigned long long>(engine->memory_used().slots),
+              static_cast<unsigned long long>(after.spec_reads),
+              static_cast<unsigned long long>(after.spec_used),
+              static_cast<unsigned long long>(after.warm_reads));
+  std::printf("  memory    peak RSS %.2f GB\n", double(waste::PeakRssBytes()) / kGiB);
+  if (!after.phase_seconds.empty()) {
+    std::printf("  profile  ");
+    for (const auto& [name, seconds] : after.phase_seconds) {
+      if (seconds > 0) std::printf(" %s %.2fs", name.c_str(), seconds);
+    }
+    std::printf("\n");
   }
   return 0;
 }

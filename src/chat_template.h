@@ -12,8 +12,8 @@ namespace waste {
 
 // Appends the ids of `segments` to `ids`, each segment encoded on its own in
 // its own mode (never concatenated first, never merged with a neighbour).
-inline void AppendSegmentTokens(const Tokenizer& tokenizer,
-                                std::span<const PromptSegment> segments, std::vector<int>* ids) {
+inline void AppendSegmentTokens(const Tokenizer& tokenizer, std::span<const PromptSegment> segments,
+                                std::vector<int>* ids) {
   for (const PromptSegment& s : segments) {
     tokenizer.EncodeTo(s.text, s.mode == SegmentMode::kMarkup, ids);
   }
