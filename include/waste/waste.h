@@ -6,6 +6,7 @@
 #include "waste/engine.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
+#include "waste/text.h"
 
 #define WASTE_VERSION_MAJOR 0
 #define WASTE_VERSION_MINOR 1
