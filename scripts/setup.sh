@@ -23,6 +23,26 @@ for p in $PACKAGES; do
   fi
 done
 
+# aarch64 end-to-end under qemu (tools/cross/aarch64_e2e.sh, x86-64 hosts
+# only): the arm64 halves of the engine's dependencies, Debian multiarch,
+# about 12 MB with libc6:arm64. Added only where arm64 is already a foreign
+# architecture or on Debian itself, whose mirrors carry arm64 (Ubuntu's
+# amd64 mirrors do not: adding the architecture there breaks apt-get update);
+# elsewhere the test skips and says what is missing. SETUP_CROSS=0 leaves
+# them out.
+CROSS_PACKAGES=""
+if [ "${SETUP_CROSS:-1}" != 0 ] && [ "$(dpkg --print-architecture)" = amd64 ]; then
+  if dpkg --print-foreign-architectures | grep -qx arm64 ||
+     grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    CROSS_PACKAGES="zlib1g-dev:arm64 libpcre2-dev:arm64 libfmt-dev:arm64 libcpu-features-dev:arm64"
+  fi
+fi
+for p in $CROSS_PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
 if [ -z "$missing" ]; then
   echo "setup.sh: all build dependencies are installed"
   exit 0
@@ -37,6 +57,13 @@ if [ "$(id -u)" != 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+case "$missing" in
+  *:arm64*)
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      $SUDO dpkg --add-architecture arm64
+    fi
+    ;;
+esac
 $SUDO apt-get update
 # shellcheck disable=SC2086  # word splitting of the package list is intended
 $SUDO apt-get install -y --no-install-recommends $missing
