@@ -6,14 +6,19 @@
 // Results and their interpretation live in docs/KERNELS.md.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/numerics.h"
+#include "thread_pool.h"
 
 namespace waste::kernels {
 namespace {
@@ -62,6 +67,55 @@ void StreamSum(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
 }
 
+// The same over the engine's thread pool (rows/bytes split in 2 halves):
+// what two cores pull from DRAM together, the yardstick for the
+// two-thread matvec figures below.
+ThreadPool& Pool2() {
+  static std::unique_ptr<ThreadPool> pool = std::move(ThreadPool::Create(2).value());
+  return *pool;
+}
+
+void StreamSum2T(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0)) / sizeof(float);
+  std::vector<float> buf = RandomFloats(n, -1, 1);
+  float part[2][16];
+  for (auto _ : state) {
+    Pool2().ParallelFor(n / 8, 1024, [&](size_t b, size_t e) {
+      float acc[8] = {0};
+      for (size_t i = b * 8; i < e * 8; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += buf[i + j];
+      float s = 0;
+      for (float a : acc) s += a;
+      part[b == 0 ? 0 : 1][0] = s;
+    });
+    benchmark::DoNotOptimize(part);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+  state.SetLabel("2 threads");
+}
+
+// ---- thread pool ---------------------------------------------------------------
+// Cost of one fork-join with no work (2 chunks of nothing), back to back
+// (the worker is still spinning from the previous job), after a pause longer
+// than the spin (the worker has parked: a futex wake-up), and a job small
+// enough to stay on the caller (n <= min_chunk: no other thread involved).
+void PoolDispatch(benchmark::State& state, int mode) {
+  ThreadPool& pool = Pool2();
+  std::atomic<size_t> sink{0};
+  const auto pause = std::chrono::microseconds(4 * pool.spin_us() + 200);
+  for (auto _ : state) {
+    if (mode == 1) {
+      state.PauseTiming();
+      std::this_thread::sleep_for(pause);
+      state.ResumeTiming();
+    }
+    const size_t n = mode == 2 ? 1 : 2;
+    pool.ParallelFor(n, 1, [&](size_t b, size_t e) { sink.fetch_add(e - b, std::memory_order_relaxed); });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  state.SetLabel(mode == 0 ? "back to back" : mode == 1 ? "after the worker parked" : "serial (n <= min_chunk)");
+}
+
 // ---- trunk matvec -------------------------------------------------------------
 
 struct TrunkShape {
@@ -101,6 +155,35 @@ void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies)
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
   state.SetLabel(t.name);
+}
+
+// Two threads, rows split as Ops::MatVec splits them.
+void TrunkMatVec2T(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies) {
+  const KernelTable t = BuildKernelTable(isa);
+  const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
+  const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
+  const size_t mat_bytes = sh.rows * row_bytes;
+  std::vector<uint8_t> w = RandomBytes(mat_bytes * copies);
+  std::vector<uint16_t> s = RandomScales(sh.rows * groups * copies);
+  std::vector<float> x = RandomFloats(sh.cols, -1, 1), y(sh.rows);
+  MatVecArgs a;
+  a.row_bytes = row_bytes;
+  a.groups = groups;
+  a.group = group;
+  a.cols = sh.cols;
+  a.x = x.data();
+  a.y = y.data();
+  const MatVecFn fn = sh.bits == 8 ? t.matvec_q8g : sh.bits == 4 ? t.matvec_q4g : t.matvec_q3g;
+  size_t c = 0;
+  for (auto _ : state) {
+    a.weights = w.data() + c * mat_bytes;
+    a.scales = s.data() + c * sh.rows * groups;
+    Pool2().ParallelFor(sh.rows, 8, [&](size_t b, size_t e) { fn(a, b, e); });
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
+  state.SetLabel(t.name + " 2 threads");
 }
 
 void TrunkMatMul(benchmark::State& state, Isa isa, TrunkShape sh, size_t tokens) {
@@ -174,6 +257,44 @@ void VqApply(benchmark::State& state, Isa isa, VqShape sh, bool six_bit) {
   state.SetLabel(t.name + " (bytes = index bytes)");
 }
 
+// VQ3R apply on byte-plane tables (LutBuildArgs::planes), the layout the
+// engine uses when the table has vq8_planes. `copies` distinct index
+// matrices (cycled) put the indices in DRAM as in the engine, where every
+// expert record is read once per token; the table stays cache-resident.
+void VqApplyPlanes(benchmark::State& state, Isa isa, VqShape sh, size_t copies, size_t n_tables = 1) {
+  const KernelTable t = BuildKernelTable(isa);
+  const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
+  std::vector<uint8_t> idx = RandomBytes(idx_bytes * copies);
+  std::vector<uint16_t> s = RandomScales(sh.rows);
+  std::vector<float> y(sh.rows);
+  std::vector<float> table = RandomFloats(nv * 768 * n_tables, -1, 1);
+  std::vector<uint8_t> planes(nv * 768 * 4 * n_tables);
+  for (size_t vs = 0; vs < nv * 3 * n_tables; ++vs) {
+    for (size_t c = 0; c < 256; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, &table[vs * 256 + c], 4);
+      for (size_t b = 0; b < 4; ++b) planes[(vs * 4 + b) * 256 + c] = static_cast<uint8_t>(bits >> (8 * b));
+    }
+  }
+  VqApply8Args a;
+  a.nv = nv;
+  a.stages = 3;
+  a.entries = 256;
+  a.planes = planes.data();
+  a.scales = s.data();
+  a.y = y.data();
+  size_t c = 0;
+  for (auto _ : state) {
+    a.indices = idx.data() + c * idx_bytes;
+    a.planes = planes.data() + (c % n_tables) * nv * 768 * 4;
+    t.vq_apply8(a, 0, sh.rows);
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * idx_bytes));
+  state.SetLabel(t.name + (t.vq8_planes ? " planes" : " (f32 from planes)") + " (bytes = index bytes)");
+}
+
 void LutBuildBench(benchmark::State& state, Isa isa, size_t stages, size_t entries, size_t nv) {
   const KernelTable t = BuildKernelTable(isa);
   std::vector<std::vector<float>> books;
@@ -241,6 +362,10 @@ void KdaBench(benchmark::State& state, Isa isa, size_t heads, size_t dim) {
 
 void RegisterAll() {
   benchmark::RegisterBenchmark("StreamSum/bytes", StreamSum)->Arg(int64_t{2654208})->Arg(int64_t{384} << 20);
+  benchmark::RegisterBenchmark("StreamSum2T/bytes", StreamSum2T)->Arg(int64_t{384} << 20)->UseRealTime();
+  benchmark::RegisterBenchmark("ThreadPool/empty_dispatch", PoolDispatch, 0)->UseRealTime();
+  benchmark::RegisterBenchmark("ThreadPool/dispatch_after_park", PoolDispatch, 1)->UseRealTime();
+  benchmark::RegisterBenchmark("ThreadPool/serial_small_job", PoolDispatch, 2)->UseRealTime();
   const TrunkShape trunk_q4{"q4g_2304x2304", 2304, 2304, 4};
   const TrunkShape trunk_q8{"q8g_2304x2304", 2304, 2304, 8};
   const TrunkShape trunk_q3{"q3g_2304x2304", 2304, 2304, 3};
@@ -254,10 +379,18 @@ void RegisterAll() {
       benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_dram").c_str(), TrunkMatVec, isa, sh, 24);
     }
     benchmark::RegisterBenchmark((p + "matvec_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1);
+    for (const TrunkShape& sh : {trunk_q4, trunk_q8}) {
+      benchmark::RegisterBenchmark((p + "matvec2t_" + sh.name + "_dram").c_str(), TrunkMatVec2T, isa, sh, 24)->UseRealTime();
+    }
+    benchmark::RegisterBenchmark((p + "matvec2t_" + head_q8.name).c_str(), TrunkMatVec2T, isa, head_q8, 1)->UseRealTime();
     benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
     for (const VqShape& sh : {gate, down}) {
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_" + sh.name).c_str(), VqApply, isa, sh, false);
       benchmark::RegisterBenchmark((p + "vq_apply6_vq4p_" + sh.name).c_str(), VqApply, isa, sh, true);
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_" + sh.name).c_str(), VqApplyPlanes, isa, sh, 1, 1);
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_" + sh.name + "_dram").c_str(), VqApplyPlanes, isa, sh, 48, 1);
+      // Tables alternating like gate/up of consecutive experts (neither stays in L2).
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_" + sh.name + "_dram_2tables").c_str(), VqApplyPlanes, isa, sh, 48, 2);
     }
     benchmark::RegisterBenchmark((p + "lut_build_vq3r_nv288").c_str(), LutBuildBench, isa, 3, 256, 288);
     benchmark::RegisterBenchmark((p + "lut_build_vq4p_nv288").c_str(), LutBuildBench, isa, 4, 64, 288);

@@ -75,10 +75,12 @@ int BenchCommand(const Options& o) {
   const Clock::time_point start = Clock::now();
   Clock::time_point first_token = start;
   double first_token_ms = 0;
+  Stats at_first;  // the counters when prefill has finished (decode-only figures)
   Status status = engine->Generate(prompt, ParamsFromOptions(o), [&](const TokenEvent& e) {
     if (tally.tokens == 0) {
       first_token = Clock::now();
       first_token_ms = e.ms_total;
+      at_first = engine->stats();
     }
     tally.Add(e);
     return true;
@@ -139,6 +141,10 @@ int BenchCommand(const Options& o) {
     // The decode steps alone (prefill's chunk reads excluded).
     j["decode_hit_rate"] = Round(decode_hit_rate, 1e6);
     j["decode_bytes_per_token"] = tokens > 0 ? tally.bytes / tokens : 0;
+    j["decode_read_wait_s"] = Round(after.sec_io - at_first.sec_io, 1e6);
+    j["decode_read_seconds"] = Round(after.io_busy_s - at_first.io_busy_s, 1e6);
+    j["decode_read_gbps"] = Round(Rate(double(after.io_bytes - at_first.io_bytes) / 1e9,
+                                       after.io_busy_s - at_first.io_busy_s), 1e4);
     j["evictions"] = after.evictions;
     j["prefetched"] = after.prefetched;
     j["spec_reads"] = after.spec_reads;

@@ -2,6 +2,12 @@
 // cache holds only [normalised latent | rotated rope key] per position;
 // kv_b_proj is folded into the query (key half) and the output (value
 // half). Optional rotary (YaRN) and sigmoid output gate.
+//
+// A chunk of n tokens: the projections and o_proj run as matmuls over the
+// chunk; every token's cache row is written first (token t attends only to
+// rows <= pos0 + t, so causality is unchanged); then the heads run in
+// parallel, each dequantising its W_kb block once and attending for every
+// token of the chunk with exactly the per-token arithmetic of decode.
 #pragma once
 
 #include <vector>
@@ -15,10 +21,16 @@ namespace waste {
 
 class MlaLayer {
  public:
-  MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens);
-  // out[hidden] = MLA(x[hidden]) at position `pos`; appends to `state`.
+  MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_tokens = 1);
+  // out[t][hidden] = MLA(x[t][hidden]) at positions pos0 + t, t < n
+  // (n <= max_tokens); appends n rows to `state`.
+  void Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state, int pos0,
+               const float* x, size_t n, float* out);
+  // One token at `pos`.
   void Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state, int pos,
-               const float* x, float* out);
+               const float* x, float* out) {
+    Forward(ops, w, state, pos, x, 1, out);
+  }
   uint64_t scratch_bytes() const;
 
  private:
@@ -26,8 +38,10 @@ class MlaLayer {
 
   const ModelConfig& cfg_;
   uint32_t ctx_;
-  std::vector<float> q_, qa_, kv_, o_, gate_;
-  std::vector<float> head_scratch_;  // per head: q̃ [r], c̄ [r], row [r], scores [ctx]
+  size_t max_tokens_;
+  std::vector<float> q_, qa_, kv_, o_, gate_;  // [max_tokens][...]
+  // Per pool thread: W_kb of one head [d_n][r], then q̃ [r], c̄ [r], scores [ctx].
+  std::vector<std::vector<float>> thread_scratch_;
 };
 
 }  // namespace waste

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -15,6 +16,7 @@
 #include "container.h"
 #include "engine_env.h"
 #include "expert_cache.h"
+#include "expert_reader.h"
 #include "forward.h"
 #include "hotlist.h"
 #include "kernels/kernel_table.h"
@@ -97,6 +99,17 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
+// Config's policy, or WASTE_CACHE_POLICY=lfru|lru|lfu-history when the
+// config leaves the default.
+static Replacement ResolveReplacement(CachePolicy policy) {
+  if (policy == CachePolicy::kLru) return Replacement::kLru;
+  const char* env = std::getenv("WASTE_CACHE_POLICY");
+  std::string want = env != nullptr ? env : "";
+  if (want == "lru") return Replacement::kLru;
+  if (want == "lfu-history" || want == "history") return Replacement::kLfuHistory;
+  return Replacement::kLfru;
+}
+
 static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, const Config& config) {
   auto impl = std::make_unique<Engine::Impl>();
   impl->config = config;
@@ -138,12 +151,23 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   if (o.profile) impl->profiler = std::make_unique<Profiler>();
   impl->ops = std::make_unique<Ops>(impl->table, impl->pool.get(), impl->profiler.get());
 
-  uint64_t slots = impl->budget.slots;
-  uint64_t min_slots = static_cast<uint64_t>(std::max(1, cfg.top_k)) * 2;
-  if (slots < min_slots) slots = min_slots;
-  WASTE_ASSIGN_OR_RETURN(impl->cache,
-                         ExpertCache::Create(*impl->container, cfg.n_experts > 0 ? slots : 0,
-                                             config.cache_policy, o.verify));
+  // The cache gets what the budget leaves after the plan's trunk, state and
+  // scratch, in whole padded slots (ENGINE.md §4.2, §5.1).
+  const uint64_t cache_bytes =
+      impl->budget.budget_bytes - impl->plan.floor_bytes + impl->plan.min_expert_cache;
+  SlotLayout layout = PlanSlots(impl->container->max_record_bytes(), cache_bytes,
+                                static_cast<uint64_t>(std::max(1, cfg.top_k)) + 1);
+  // A slot per record the container holds is all a cache can use.
+  uint64_t records = 0;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (impl->container->is_moe_layer(l)) records += static_cast<uint64_t>(impl->container->bank(l).experts);
+  }
+  layout.slots = std::min(layout.slots, records);
+  ExpertCacheOptions co;
+  co.policy = ResolveReplacement(config.cache_policy);
+  co.verify_crc = o.verify;
+  co.io = ResolveIoChoice(o.io_threads);
+  WASTE_ASSIGN_OR_RETURN(impl->cache, ExpertCache::Create(*impl->container, layout, co));
   impl->state = std::make_unique<SessionState>(cfg, impl->config.ctx_tokens);
   impl->forward = std::make_unique<Forward>(*impl->container, impl->weights, *impl->state,
                                             *impl->cache, impl->config.ctx_tokens, o.lookahead);
@@ -167,7 +191,11 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   impl->stats.direct_io = impl->container->direct_io();
 
   impl->usage_path = config.usage_path.empty() ? dir + "/usage.waste" : config.usage_path;
+  // The hotlist warms through the reader threads while the caller goes on
+  // (ENGINE.md §5.8 W); WASTE_WARM_WAIT=1 waits for it (benchmarks that
+  // want a fully warm cache before the clock starts).
   WarmFromHotlist(impl->usage_path, *impl->container, *impl->cache);
+  if (EnvFlag("WASTE_WARM_WAIT")) impl->cache->Drain();
   return impl;
 }
 
@@ -190,7 +218,8 @@ MemoryUsage Engine::memory_used() const noexcept {
   MemoryUsage m;
   m.trunk_bytes = impl_->container->resident_trunk_bytes();
   m.state_bytes = impl_->state->bytes();
-  m.scratch_bytes = impl_->forward->scratch_bytes();
+  // The cache's own bookkeeping (slot table, index, hint list) is scratch.
+  m.scratch_bytes = impl_->forward->scratch_bytes() + impl_->cache->metadata_bytes();
   m.expert_cache_bytes = impl_->cache->allocated_bytes();
   m.slots = impl_->cache->slots();
   m.budget_bytes = impl_->budget.budget_bytes;
@@ -206,6 +235,19 @@ Stats Engine::stats() const noexcept {
   s.bytes_read = c.bytes_read;
   s.evictions = c.evictions;
   s.sec_io = c.read_seconds;
+  s.prefetched = c.prefetched;
+  s.spec_reads = c.spec_reads;
+  s.spec_used = c.spec_used;
+  s.warm_reads = c.warm_reads;
+  s.read_waits = c.waits;
+  s.io_reads = c.io_reads;
+  s.io_bytes = c.io_bytes;
+  s.io_busy_s = c.io_busy_seconds;
+  s.io_backend = IoBackendName(impl_->cache->backend());
+  s.io_threads = impl_->cache->io_threads();
+  s.io_depth = impl_->cache->io_depth();
+  s.io_fixed_buffers = impl_->cache->fixed_buffers();
+  s.cache_policy = ReplacementName(impl_->cache->policy());
   if (impl_->profiler) s.phase_seconds = impl_->profiler->Breakdown();
   return s;
 }

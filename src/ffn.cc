@@ -22,8 +22,7 @@ Mlp::Mlp(const ModelConfig& cfg, size_t width, size_t max_tokens)
     : cfg_(cfg), width_(width), g_(width * max_tokens), u_(width * max_tokens) {}
 
 void Mlp::Forward(const Ops& ops, const MlpWeights& w, const float* x, float* out) {
-  ops.MatVec(*w.gate, x, g_.data());
-  ops.MatVec(*w.up, x, u_.data());
+  ops.MatVecs({{w.gate, x, g_.data()}, {w.up, x, u_.data()}});
   GatedActivation(cfg_, g_.data(), u_.data(), width_);
   ops.MatVec(*w.down, g_.data(), out);
 }
@@ -31,8 +30,7 @@ void Mlp::Forward(const Ops& ops, const MlpWeights& w, const float* x, float* ou
 void Mlp::ForwardChunk(const Ops& ops, const MlpWeights& w, const float* x, size_t tokens,
                        float* out) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
-  ops.MatMul(*w.gate, x, h, tokens, g_.data(), width_);
-  ops.MatMul(*w.up, x, h, tokens, u_.data(), width_);
+  ops.MatMuls(tokens, {{w.gate, x, h, g_.data(), width_}, {w.up, x, h, u_.data(), width_}});
   GatedActivation(cfg_, g_.data(), u_.data(), width_ * tokens);
   ops.MatMul(*w.down, g_.data(), width_, tokens, out, h);
 }

@@ -12,8 +12,8 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
       w_(weights),
       state_(state),
       cache_(cache),
-      kda_(container.config()),
-      mla_(container.config(), ctx_tokens) {
+      kda_(container.config(), kMaxChunk),
+      mla_(container.config(), ctx_tokens, kMaxChunk) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   bool any_dense = false, any_moe = false;
   for (FfnKind k : cfg_.ffn_kind) (k == FfnKind::kMoe ? any_moe : any_dense) = true;
@@ -111,24 +111,29 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
     const LayerWeights& lw = w_.layers[static_cast<size_t>(l)];
     const bool kda = cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda;
     const bool close_block = attn_res && l % cfg_.attn_res_block == 0;
-    // Attention, token by token.
+    // Attention over the chunk: per-token input (AttnRes mix, norm), then
+    // the layer for all n tokens (projections batched; the recurrence /
+    // causal attention still advances token by token inside), then the
+    // per-token residual bookkeeping.
     for (size_t t = 0; t < n; ++t) {
       float* x = x_.data() + t * h;
-      float* xn = xn_.data() + t * h;
-      float* a = f_.data() + t * h;
       if (attn_res) {
         float* p = p_.data() + t * h;
         std::memcpy(p, x, h * sizeof(float));  // live partial sum
         if (n_blocks_ > 0) Mix(t, p, lw.attn_res.attn_norm, lw.attn_res.attn_proj, x);
       }
-      RmsNorm(x, lw.input_norm, cfg_.rms_eps, h, xn);
-      if (kda) {
-        ScopedPhase phase(ops.profiler(), Phase::kKda);
-        kda_.Forward(ops, lw.kda, state_.kda(l), xn, a);
-      } else {
-        ScopedPhase phase(ops.profiler(), Phase::kMla);
-        mla_.Forward(ops, lw.mla, state_.mla(l), pos0 + static_cast<int>(t), xn, a);
-      }
+      RmsNorm(x, lw.input_norm, cfg_.rms_eps, h, xn_.data() + t * h);
+    }
+    if (kda) {
+      ScopedPhase phase(ops.profiler(), Phase::kKda);
+      kda_.Forward(ops, lw.kda, state_.kda(l), xn_.data(), n, f_.data());
+    } else {
+      ScopedPhase phase(ops.profiler(), Phase::kMla);
+      mla_.Forward(ops, lw.mla, state_.mla(l), pos0, xn_.data(), n, f_.data());
+    }
+    for (size_t t = 0; t < n; ++t) {
+      float* x = x_.data() + t * h;
+      float* a = f_.data() + t * h;
       if (attn_res) {
         float* p = p_.data() + t * h;
         if (close_block) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "platform/platform.h"
@@ -11,6 +13,7 @@ namespace {
 
 constexpr uint32_t kUsageMagic = 0x47535557;  // "WUSG"
 constexpr uint32_t kUsageVersion = 1;
+constexpr size_t kHeaderBytes = 16;
 
 #pragma pack(push, 1)
 struct UsageEntry {
@@ -23,18 +26,65 @@ struct UsageEntry {
 #pragma pack(pop)
 static_assert(sizeof(UsageEntry) == 16, "usage entry is 16 bytes");
 
+// Hits descending, then (layer, expert) ascending (FORMAT.md §9.5).
+bool Hotter(const HotlistEntry& a, const HotlistEntry& b) {
+  if (a.hits != b.hits) return a.hits > b.hits;
+  if (a.layer != b.layer) return a.layer < b.layer;
+  return a.expert < b.expert;
+}
+
 }  // namespace
 
-Status WriteHotlist(const std::string& path, const ExpertCache& cache, uint64_t total_tokens) {
-  std::vector<ExpertCache::SlotUsage> usage = cache.Usage();
-  std::string out(16 + usage.size() * sizeof(UsageEntry), '\0');
+Result<Hotlist> ParseHotlist(std::string_view bytes) {
+  if (bytes.size() < kHeaderBytes) return FormatError("usage.waste: shorter than its header");
+  uint32_t magic;
+  std::memcpy(&magic, bytes.data(), 4);
+  if (magic != kUsageMagic) return FormatError("usage.waste: bad magic");
+  Hotlist h;
+  std::memcpy(&h.total_tokens, bytes.data() + 8, 8);
+  size_t n = (bytes.size() - kHeaderBytes) / sizeof(UsageEntry);
+  h.entries.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    UsageEntry e;
+    std::memcpy(&e, bytes.data() + kHeaderBytes + i * sizeof(UsageEntry), sizeof(e));
+    h.entries.push_back({e.layer, e.expert_id, e.hits, e.last_seen});
+  }
+  return h;
+}
+
+Status WriteHotlist(const std::string& path, const ExpertCache& cache, uint64_t run_tokens) {
+  std::map<std::pair<uint16_t, uint16_t>, HotlistEntry> merged;
+  uint64_t total = run_tokens;
+  if (platform::PathExists(path)) {
+    auto data = platform::ReadWholeFile(path);
+    if (data) {
+      auto old = ParseHotlist(*data);
+      if (old) {
+        total += old->total_tokens;
+        for (const HotlistEntry& e : old->entries) {
+          HotlistEntry& m = merged[{e.layer, e.expert}];
+          if (e.hits >= m.hits) m = e;
+        }
+      }
+    }
+  }
+  for (const ExpertCache::SlotUsage& u : cache.Usage()) {
+    HotlistEntry e{static_cast<uint16_t>(u.layer), static_cast<uint16_t>(u.expert), u.hits, u.last};
+    HotlistEntry& m = merged[{e.layer, e.expert}];
+    if (e.hits >= m.hits) m = e;
+  }
+  std::vector<HotlistEntry> entries;
+  entries.reserve(merged.size());
+  for (const auto& kv : merged) entries.push_back(kv.second);
+  std::sort(entries.begin(), entries.end(), Hotter);
+
+  std::string out(kHeaderBytes + entries.size() * sizeof(UsageEntry), '\0');
   std::memcpy(out.data(), &kUsageMagic, 4);
   std::memcpy(out.data() + 4, &kUsageVersion, 4);
-  std::memcpy(out.data() + 8, &total_tokens, 8);
-  for (size_t i = 0; i < usage.size(); ++i) {
-    UsageEntry e{static_cast<uint16_t>(usage[i].layer), static_cast<uint16_t>(usage[i].expert),
-                 usage[i].hits, usage[i].last, 0};
-    std::memcpy(out.data() + 16 + i * sizeof(UsageEntry), &e, sizeof(e));
+  std::memcpy(out.data() + 8, &total, 8);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    UsageEntry e{entries[i].layer, entries[i].expert, entries[i].hits, entries[i].last_seen, 0};
+    std::memcpy(out.data() + kHeaderBytes + i * sizeof(UsageEntry), &e, sizeof(e));
   }
   return platform::WriteFileAtomic(path, out.data(), out.size());
 }
@@ -42,29 +92,23 @@ Status WriteHotlist(const std::string& path, const ExpertCache& cache, uint64_t 
 int WarmFromHotlist(const std::string& path, const Container& container, ExpertCache& cache) {
   if (!platform::PathExists(path)) return 0;
   auto data = platform::ReadWholeFile(path);
-  if (!data || data->size() < 16) return 0;
-  uint32_t magic;
-  std::memcpy(&magic, data->data(), 4);
-  if (magic != kUsageMagic) return 0;
-  size_t n = (data->size() - 16) / sizeof(UsageEntry);
-  std::vector<UsageEntry> entries(n);
-  if (n > 0) std::memcpy(entries.data(), data->data() + 16, n * sizeof(UsageEntry));
-  std::stable_sort(entries.begin(), entries.end(), [](const UsageEntry& a, const UsageEntry& b) {
-    if (a.hits != b.hits) return a.hits > b.hits;
-    if (a.layer != b.layer) return a.layer < b.layer;
-    return a.expert_id < b.expert_id;
-  });
+  if (!data) return 0;
+  auto hot = ParseHotlist(*data);
+  if (!hot) return 0;  // a bad magic = ignore the file
+  std::vector<HotlistEntry> entries = std::move(hot->entries);
+  std::stable_sort(entries.begin(), entries.end(), Hotter);
   const ModelConfig& cfg = container.config();
-  int loaded = 0;
-  for (const UsageEntry& e : entries) {
+  std::vector<ExpertCache::WarmEntry> warm;
+  warm.reserve(std::min<size_t>(entries.size(), cache.slots()));
+  for (const HotlistEntry& e : entries) {
+    if (warm.size() >= cache.slots()) break;
     if (e.layer >= cfg.n_layers || !container.is_moe_layer(e.layer) ||
-        e.expert_id >= cfg.n_experts) {
+        e.expert >= container.bank(e.layer).experts) {
       continue;
     }
-    if (!cache.Preload(e.layer, e.expert_id, e.hits)) break;
-    ++loaded;
+    warm.push_back({e.layer, e.expert, e.hits});
   }
-  return loaded;
+  return cache.Warm(warm);
 }
 
 }  // namespace waste

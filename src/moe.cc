@@ -6,8 +6,17 @@
 namespace waste {
 namespace {
 
-constexpr size_t kTauBlock = 32;   // VQ4P: one int8 scale per 32 vector positions
-constexpr size_t kApplyRows = 64;  // one index block: the natural unit of work
+constexpr size_t kTauBlock = 32;    // VQ4P: one int8 scale per 32 vector positions
+constexpr size_t kGroup = 4;        // tokens of one item processed together
+constexpr size_t kTableChunk = 32;  // vector positions per table-build task (a tau block)
+constexpr size_t kWindow = 16;      // experts acquired and run per parallel region (chunks)
+
+// Experts pinned at once by one parallel region: up to kWindow, but never
+// more than a quarter of the cache (hints pin records too), so tiny caches
+// still work one or two experts at a time.
+size_t Window(const ExpertCache& cache) {
+  return std::clamp<size_t>(static_cast<size_t>(cache.slots() / 4), 1, kWindow);
+}
 
 // Acquire, with the time spent there booked as waiting for reads.
 Result<ExpertRef> AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
@@ -29,6 +38,7 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
   const size_t per_v = static_cast<size_t>(c.quant.stages * c.quant.entries);
   const size_t x = static_cast<size_t>(c.expert_in());
   const size_t mid = static_cast<size_t>(c.moe_inter);
+  const size_t k = static_cast<size_t>(c.top_k);
   nv_in_ = x / vd;
   nv_mid_ = mid / vd;
   table_in_ = nv_in_ * per_v;
@@ -39,35 +49,47 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
   scores_.resize(static_cast<size_t>(c.n_experts));
   xe_.resize(c.latent_dim > 0 ? max_tokens * x : 0);
   y_.resize(max_tokens * x);
-  g_.resize(mid);
-  u_.resize(mid);
-  d_.resize(std::max(x, static_cast<size_t>(c.hidden)));  // expert output, or latent up-projection
+  d_.resize(std::max(x, static_cast<size_t>(c.hidden)));  // latent up-projection
   shared_out_.resize(max_tokens * static_cast<size_t>(c.hidden));
   tables_.resize(2 * max_tokens * table_in_);
-  table_mid_buf_.resize(table_mid_);
   if (six_bit_) {
     qtables_.resize(2 * max_tokens * table_in_);
     taus_.resize(2 * max_tokens * tau_in_);
-    qtable_mid_.resize(table_mid_);
-    tau_mid_buf_.resize(tau_mid_);
   }
+  outs_.resize(max_tokens * k * x);
+  route_scratch_.resize(max_tokens * 2 * static_cast<size_t>(c.n_experts));
   chunk_routes_.resize(max_tokens);
+  const size_t entries = static_cast<size_t>(c.quant.entries);
+  book_floats_ = entries * vd;
+  books_t_.resize(static_cast<size_t>(container.codebook_count()) * book_floats_);
+  for (int b = 0; b < container.codebook_count(); ++b) {
+    const float* src = container.Codebook(b);
+    float* dst = books_t_.data() + static_cast<size_t>(b) * book_floats_;
+    for (size_t e = 0; e < entries; ++e) {
+      for (size_t t = 0; t < vd; ++t) dst[t * entries + e] = src[e * vd + t];
+    }
+  }
 }
 
 uint64_t MoeLayer::scratch_bytes() const {
-  uint64_t f = logits_.size() + scores_.size() + xe_.size() + y_.size() + g_.size() + u_.size() +
-               d_.size() + shared_out_.size() + tables_.size() + table_mid_buf_.size() +
-               taus_.size() + tau_mid_buf_.size();
-  return f * sizeof(float) + qtables_.size() + qtable_mid_.size() + shared_.scratch_bytes();
+  uint64_t f = books_t_.size() + logits_.size() + scores_.size() + xe_.size() + y_.size() + d_.size() +
+               shared_out_.size() + tables_.size() + taus_.size() + outs_.size() +
+               route_scratch_.size();
+  uint64_t b = f * sizeof(float) + qtables_.size() + shared_.scratch_bytes();
+  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const uint64_t per_thread = (2 * kGroup * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
+                              (six_bit_ ? kGroup * table_mid_ : 0);
+  return b + per_thread * std::max<size_t>(1, scratch_.size());
 }
 
-void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routing* r) {
+void MoeLayer::RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Routing* r,
+                         float* logits, float* scores) {
   const int e_count = cfg_.n_experts, k = cfg_.top_k;
-  ops.MatVec(*w.router, x, logits_.data());
+  ops.MatVec(*w.router, x, logits);
   for (int e = 0; e < e_count; ++e) {
-    float s = Sigmoid(logits_[static_cast<size_t>(e)]);
-    logits_[static_cast<size_t>(e)] = s;  // unbiased score: the weight
-    scores_[static_cast<size_t>(e)] = s + (w.router_bias != nullptr ? w.router_bias[e] : 0.0f);
+    float s = Sigmoid(logits[e]);
+    logits[e] = s;  // unbiased score: the weight
+    scores[e] = s + (w.router_bias != nullptr ? w.router_bias[e] : 0.0f);
   }
   r->ids.assign(static_cast<size_t>(k), -1);
   r->weights.assign(static_cast<size_t>(k), 0.0f);
@@ -78,14 +100,14 @@ void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routin
     float bv = -1e30f;
     for (int e = 0; e < e_count; ++e) {
       if (std::find(r->ids.begin(), r->ids.begin() + j, e) != r->ids.begin() + j) continue;
-      if (scores_[static_cast<size_t>(e)] > bv) {
-        bv = scores_[static_cast<size_t>(e)];
+      if (scores[e] > bv) {
+        bv = scores[e];
         best = e;
       }
     }
     if (best < 0) best = 0;  // only with NaN scores; keeps the id valid
     r->ids[static_cast<size_t>(j)] = best;
-    r->weights[static_cast<size_t>(j)] = logits_[static_cast<size_t>(best)];
+    r->weights[static_cast<size_t>(j)] = logits[best];
   }
   if (cfg_.moe_renormalize && k > 1) {
     float sum = 0.0f;
@@ -93,6 +115,10 @@ void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routin
     for (float& v : r->weights) v = v / (sum + 1e-20f);
   }
   for (float& v : r->weights) v *= cfg_.routed_scaling;
+}
+
+void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routing* r) {
+  RouteWith(ops, w, x, r, logits_.data(), scores_.data());
 }
 
 void MoeLayer::Predict(const Ops& ops, const MoeWeights& w, const float* x, int count,
@@ -120,76 +146,181 @@ void MoeLayer::Predict(const Ops& ops, const MoeWeights& w, const float* x, int 
   }
 }
 
-void MoeLayer::BuildTable(const Ops& ops, const float* x, size_t n, int book_base, float* table,
-                          int8_t* qtable, float* tau) {
+// Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
+// blocks inside the range (callers pass ranges aligned to kTauBlock).
+void MoeLayer::BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n,
+                                int book_base, float* table, int8_t* qtable, float* tau,
+                                size_t v_begin, size_t v_end) {
   const size_t stages = static_cast<size_t>(cfg_.quant.stages);
   const float* books[8];
-  for (size_t s = 0; s < stages; ++s) books[s] = container_.Codebook(book_base + static_cast<int>(s));
+  const float* books_t[8];
+  for (size_t s = 0; s < stages; ++s) {
+    const int id = book_base + static_cast<int>(s);
+    books[s] = container_.Codebook(id);
+    books_t[s] = books_t_.data() + static_cast<size_t>(id) * book_floats_;
+  }
   kernels::LutBuildArgs a;
   a.x = x;
   a.books = books;
+  a.books_t = books_t;
   a.stages = stages;
   a.entries = static_cast<size_t>(cfg_.quant.entries);
   a.vec_dim = static_cast<size_t>(cfg_.quant.vec_dim);
-  a.table = table;
-  const size_t nv = n / a.vec_dim;
-  ScopedPhase phase(ops.profiler(), Phase::kLutBuild);
-  auto build = ops.k().lut_build;
-  ops.For(nv, 16, [&](size_t b, size_t e) { build(a, b, e); });
+  if (planes_) {
+    a.planes = reinterpret_cast<uint8_t*>(table);
+  } else {
+    a.table = table;
+  }
+  k.lut_build(a, v_begin, v_end);
   if (qtable != nullptr) {
     kernels::LutQuantizeArgs q;
     q.table = table;
-    q.nv = nv;
+    q.nv = n / a.vec_dim;
     q.per_v = stages * a.entries;
     q.out = qtable;
     q.tau = tau;
-    auto quant = ops.k().lut_quantize;
-    ops.For((nv + kTauBlock - 1) / kTauBlock, 1, [&](size_t b, size_t e) { quant(q, b, e); });
+    k.lut_quantize(q, v_begin / kTauBlock, (v_end + kTauBlock - 1) / kTauBlock);
   }
 }
 
-void MoeLayer::Apply(const Ops& ops, const uint8_t* indices, size_t rows, size_t nv,
-                     const float* table, const int8_t* qtable, const float* tau,
-                     const uint16_t* scales, float* y) {
-  ScopedPhase phase(ops.profiler(), Phase::kExperts);
-  if (six_bit_) {
-    kernels::VqApply6Args a;
-    a.indices = indices;
-    a.nv = nv;
-    a.table = qtable;
-    a.tau = tau;
-    a.scales = scales;
-    a.y = y;
-    auto fn = ops.k().vq_apply6;
-    ops.For(rows, kApplyRows, [&](size_t b, size_t e) { fn(a, b, e); });
-    return;
-  }
-  kernels::VqApply8Args a;
-  a.indices = indices;
-  a.nv = nv;
-  a.stages = static_cast<size_t>(cfg_.quant.stages);
-  a.entries = static_cast<size_t>(cfg_.quant.entries);
-  a.table = table;
-  a.scales = scales;
-  a.y = y;
-  auto fn = ops.k().vq_apply8;
-  ops.For(rows, kApplyRows, [&](size_t b, size_t e) { fn(a, b, e); });
+void MoeLayer::BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
+                                int book_base) {
+  ScopedPhase phase(ops.profiler(), Phase::kLutBuild);
+  const size_t chunks = (nv_in_ + kTableChunk - 1) / kTableChunk;
+  const size_t units = tokens * 2 * chunks;
+  const size_t xw = static_cast<size_t>(cfg_.expert_in());
+  const kernels::KernelTable& k = ops.k();
+  const size_t per_task = std::max<size_t>(1, units / (4 * static_cast<size_t>(ops.threads())));
+  ops.ForDynamic(units, per_task, [&](size_t b, size_t e) {
+    for (size_t u = b; u < e; ++u) {
+      const size_t t = u / (2 * chunks), which = (u / chunks) % 2, c = u % chunks;
+      const int base = book_base + static_cast<int>(which) * cfg_.quant.stages;
+      BuildTableSerial(k, x + t * x_stride, xw, base, TableIn(t, static_cast<int>(which)),
+                       QTableIn(t, static_cast<int>(which)), TauIn(t, static_cast<int>(which)),
+                       c * kTableChunk, std::min(nv_in_, (c + 1) * kTableChunk));
+    }
+  });
 }
 
-void MoeLayer::ApplyExpert(const Ops& ops, const ExpertRecordView& rec, const float* table_gate,
-                           const int8_t* q_gate, const float* tau_gate, const float* table_up,
-                           const int8_t* q_up, const float* tau_up, float weight, float* y) {
+void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, Scratch& s) {
   const size_t mid = static_cast<size_t>(cfg_.moe_inter);
-  const size_t x = static_cast<size_t>(cfg_.expert_in());
-  Apply(ops, rec.gate, mid, nv_in_, table_gate, q_gate, tau_gate, rec.scale_gate, g_.data());
-  Apply(ops, rec.up, mid, nv_in_, table_up, q_up, tau_up, rec.scale_up, u_.data());
-  GatedActivation(cfg_, g_.data(), u_.data(), mid);
-  BuildTable(ops, g_.data(), mid, rec.codebook_id + 2 * cfg_.quant.stages, table_mid_buf_.data(),
-             six_bit_ ? qtable_mid_.data() : nullptr, tau_mid_buf_.data());
-  Apply(ops, rec.down, x, nv_mid_, table_mid_buf_.data(), qtable_mid_.data(),
-        tau_mid_buf_.data(), rec.scale_down, d_.data());
-  // One expression form everywhere (MODEL.md §5.3) so every path rounds alike.
-  for (size_t i = 0; i < x; ++i) y[i] += weight * d_[i];
+  const size_t xw = static_cast<size_t>(cfg_.expert_in());
+  const ExpertRecordView& rec = item.view;
+  const int down_base = rec.codebook_id + 2 * cfg_.quant.stages;
+  for (size_t g0 = 0; g0 < item.n; g0 += kGroup) {
+    const size_t gn = std::min(kGroup, item.n - g0);
+    size_t tok[kGroup];
+    float* outp[kGroup];
+    float *gp[kGroup], *up[kGroup];
+    for (size_t i = 0; i < gn; ++i) {
+      tok[i] = pair_token_[item.first + g0 + i];
+      outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
+      gp[i] = s.g.data() + i * mid;
+      up[i] = s.u.data() + i * mid;
+    }
+    if (six_bit_) {
+      for (size_t i = 0; i < gn; ++i) {
+        kernels::VqApply6Args a;
+        a.nv = nv_in_;
+        a.indices = rec.gate;
+        a.table = QTableIn(tok[i], 0);
+        a.tau = TauIn(tok[i], 0);
+        a.scales = rec.scale_gate;
+        a.y = gp[i];
+        k.vq_apply6(a, 0, mid);
+        a.indices = rec.up;
+        a.table = QTableIn(tok[i], 1);
+        a.tau = TauIn(tok[i], 1);
+        a.scales = rec.scale_up;
+        a.y = up[i];
+        k.vq_apply6(a, 0, mid);
+      }
+    } else {
+      const float* tabs[kGroup];
+      const uint8_t* planes[kGroup];
+      kernels::VqApply8Args a;
+      a.nv = nv_in_;
+      a.stages = static_cast<size_t>(cfg_.quant.stages);
+      a.entries = static_cast<size_t>(cfg_.quant.entries);
+      a.count = gn;
+      a.tables = planes_ ? nullptr : tabs;
+      a.plane_sets = planes_ ? planes : nullptr;
+      for (int which = 0; which < 2; ++which) {
+        for (size_t i = 0; i < gn; ++i) {
+          tabs[i] = TableIn(tok[i], which);
+          planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
+        }
+        a.indices = which == 0 ? rec.gate : rec.up;
+        a.scales = which == 0 ? rec.scale_gate : rec.scale_up;
+        a.ys = which == 0 ? gp : up;
+        k.vq_apply8(a, 0, mid);
+      }
+    }
+    for (size_t i = 0; i < gn; ++i) {
+      GatedActivation(cfg_, gp[i], up[i], mid);
+      BuildTableSerial(k, gp[i], mid, down_base, s.table_mid.data() + i * table_mid_,
+                       six_bit_ ? s.q_mid.data() + i * table_mid_ : nullptr,
+                       six_bit_ ? s.tau_mid.data() + i * tau_mid_ : nullptr, 0, nv_mid_);
+    }
+    if (six_bit_) {
+      for (size_t i = 0; i < gn; ++i) {
+        kernels::VqApply6Args a;
+        a.indices = rec.down;
+        a.nv = nv_mid_;
+        a.table = s.q_mid.data() + i * table_mid_;
+        a.tau = s.tau_mid.data() + i * tau_mid_;
+        a.scales = rec.scale_down;
+        a.y = outp[i];
+        k.vq_apply6(a, 0, xw);
+      }
+    } else {
+      const float* tabs[kGroup];
+      const uint8_t* planes[kGroup];
+      for (size_t i = 0; i < gn; ++i) {
+        tabs[i] = s.table_mid.data() + i * table_mid_;
+        planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
+      }
+      kernels::VqApply8Args a;
+      a.indices = rec.down;
+      a.nv = nv_mid_;
+      a.stages = static_cast<size_t>(cfg_.quant.stages);
+      a.entries = static_cast<size_t>(cfg_.quant.entries);
+      a.scales = rec.scale_down;
+      a.count = gn;
+      a.tables = planes_ ? nullptr : tabs;
+      a.plane_sets = planes_ ? planes : nullptr;
+      a.ys = outp;
+      k.vq_apply8(a, 0, xw);
+    }
+  }
+}
+
+Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer,
+                          const std::vector<int>& experts, size_t b, size_t e) {
+  Status status = Status::Ok();
+  for (size_t i = b; i < e; ++i) {
+    if (refs_[i].slot >= 0) continue;  // acquired earlier (the codebook probe)
+    auto ref = AcquireTimed(ops, cache, layer, experts[i]);
+    if (!ref) {
+      status = ref.error();
+      break;
+    }
+    refs_[i] = *ref;
+    items_[i].view = ref->view;
+  }
+  if (status.ok()) {
+    ScopedPhase phase(ops.profiler(), Phase::kExperts);
+    const kernels::KernelTable& k = ops.k();
+    ops.ForDynamic(e - b, 1, [&](size_t i0, size_t i1) {
+      Scratch& s = scratch_[static_cast<size_t>(Ops::Worker())];
+      for (size_t i = i0; i < i1; ++i) RunItem(k, items_[b + i], s);
+    });
+  }
+  for (size_t i = b; i < e; ++i) {
+    if (refs_[i].slot >= 0) cache.Release(refs_[i].slot);
+    refs_[i].slot = -1;
+  }
+  return status;
 }
 
 Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
@@ -209,25 +340,40 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
     ops.MatVec(*w.latent_down, x, xe_.data());
     xe = xe_.data();
   }
-  float* tg = tables_.data();
-  float* tu = tables_.data() + table_in_;
-  int8_t* qg = six_bit_ ? qtables_.data() : nullptr;
-  int8_t* qu = six_bit_ ? qtables_.data() + table_in_ : nullptr;
-  float* tau_g = six_bit_ ? taus_.data() : nullptr;
-  float* tau_u = six_bit_ ? taus_.data() + tau_in_ : nullptr;
-  std::fill(y_.begin(), y_.begin() + static_cast<std::ptrdiff_t>(xw), 0.0f);
-  for (size_t j = 0; j < r.ids.size(); ++j) {
-    auto ref = AcquireTimed(ops, cache, layer, r.ids[j]);
+  // One item per routed expert, in selection order; output j = pair j.
+  const size_t k = r.ids.size();
+  PrepareScratch(ops);
+  items_.assign(k, Item{});
+  refs_.assign(k, ExpertRef{});
+  pair_token_.assign(k, 0);
+  pair_out_.resize(k);
+  for (size_t j = 0; j < k; ++j) {
+    items_[j].first = j;
+    items_[j].n = 1;
+    pair_out_[j] = static_cast<uint32_t>(j);
+  }
+  {
+    // Gate/up tables depend only on the input and the layer's books (taken
+    // from the first routed record), shared by all k experts.
+    auto ref = AcquireTimed(ops, cache, layer, r.ids[0]);
     if (!ref) return ref.error();
-    if (j == 0) {
-      // Gate/up tables depend only on the input and the layer's books
-      // (taken from the first routed record), shared by all k experts.
-      int base = ref->view.codebook_id;
-      BuildTable(ops, xe, xw, base, tg, qg, tau_g);
-      BuildTable(ops, xe, xw, base + cfg_.quant.stages, tu, qu, tau_u);
+    refs_[0] = *ref;
+    items_[0].view = ref->view;
+    BuildInputTables(ops, xe, xw, 1, ref->view.codebook_id);
+  }
+  const size_t window = Window(cache);
+  for (size_t b = 0; b < k; b += window) {
+    WASTE_TRY(RunItems(ops, cache, layer, r.ids, b, std::min(k, b + window)));
+  }
+  {
+    // One expression form everywhere (MODEL.md §5.3), in selection order.
+    ScopedPhase phase(ops.profiler(), Phase::kExperts);
+    std::fill(y_.begin(), y_.begin() + static_cast<std::ptrdiff_t>(xw), 0.0f);
+    for (size_t j = 0; j < k; ++j) {
+      const float wj = r.weights[j];
+      const float* d = outs_.data() + j * xw;
+      for (size_t i = 0; i < xw; ++i) y_[i] += wj * d[i];
     }
-    ApplyExpert(ops, ref->view, tg, qg, tau_g, tu, qu, tau_u, r.weights[j], y_.data());
-    cache.Release(ref->slot);
   }
   if (next.weights != nullptr && next.count > 0) {
     // The next router on THIS layer's router input (the reference's rule):
@@ -255,9 +401,20 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
                               const float* x, size_t tokens, float* out) {
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const size_t h = static_cast<size_t>(cfg_.hidden);
+  const size_t ne = static_cast<size_t>(cfg_.n_experts);
+  const size_t topk = static_cast<size_t>(cfg_.top_k);
+  PrepareScratch(ops);
   {
+    // Routing per token with the decode matvec (identical rule), tokens in
+    // parallel, each matvec whole on one thread.
     ScopedPhase phase(ops.profiler(), Phase::kRouter);
-    for (size_t t = 0; t < tokens; ++t) Route(ops, w, x + t * h, &chunk_routes_[t]);
+    const Ops serial(ops.k(), nullptr, nullptr);
+    ops.ForDynamic(tokens, 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) {
+        float* ls = route_scratch_.data() + t * 2 * ne;
+        RouteWith(serial, w, x + t * h, &chunk_routes_[t], ls, ls + ne);
+      }
+    });
   }
   const float* xe = x;
   size_t xe_stride = h;
@@ -266,46 +423,67 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     xe = xe_.data();
     xe_stride = xw;
   }
+  // Distinct experts, ascending; each item lists its (token, selection)
+  // pairs in token order. Pair output slot = t * top_k + j.
   std::vector<int> distinct;
   for (size_t t = 0; t < tokens; ++t) {
     distinct.insert(distinct.end(), chunk_routes_[t].ids.begin(), chunk_routes_[t].ids.end());
   }
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::fill(y_.begin(), y_.begin() + static_cast<std::ptrdiff_t>(tokens * xw), 0.0f);
-  cache.Hint(layer, distinct);
-
-  bool tables_built = false;
-  for (int e : distinct) {
-    auto ref = AcquireTimed(ops, cache, layer, e);
-    if (!ref) return ref.error();
-    if (!tables_built) {
-      int base = ref->view.codebook_id;
-      for (size_t t = 0; t < tokens; ++t) {
-        float* tg = tables_.data() + (2 * t) * table_in_;
-        int8_t* qg = six_bit_ ? qtables_.data() + (2 * t) * table_in_ : nullptr;
-        float* tau_g = six_bit_ ? taus_.data() + (2 * t) * tau_in_ : nullptr;
-        BuildTable(ops, xe + t * xe_stride, xw, base, tg, qg, tau_g);
-        BuildTable(ops, xe + t * xe_stride, xw, base + cfg_.quant.stages, tg + table_in_,
-                   qg != nullptr ? qg + table_in_ : nullptr,
-                   tau_g != nullptr ? tau_g + tau_in_ : nullptr);
-      }
-      tables_built = true;
+  std::vector<uint32_t> count(ne, 0), start(ne + 1, 0);
+  for (size_t t = 0; t < tokens; ++t) {
+    for (int e : chunk_routes_[t].ids) ++count[static_cast<size_t>(e)];
+  }
+  for (size_t e = 0; e < ne; ++e) start[e + 1] = start[e] + count[e];
+  pair_token_.assign(start[ne], 0);
+  pair_out_.assign(start[ne], 0);
+  std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+  for (size_t t = 0; t < tokens; ++t) {
+    const Routing& r = chunk_routes_[t];
+    for (size_t j = 0; j < r.ids.size(); ++j) {
+      const uint32_t p = fill[static_cast<size_t>(r.ids[j])]++;
+      pair_token_[p] = static_cast<uint32_t>(t);
+      pair_out_[p] = static_cast<uint32_t>(t * topk + j);
     }
+  }
+  items_.assign(distinct.size(), Item{});
+  refs_.assign(distinct.size(), ExpertRef{});
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    const size_t e = static_cast<size_t>(distinct[i]);
+    items_[i].first = start[e];
+    items_[i].n = count[e];
+  }
+  cache.Hint(layer, distinct);
+  {
+    auto ref = AcquireTimed(ops, cache, layer, distinct[0]);
+    if (!ref) return ref.error();
+    refs_[0] = *ref;
+    items_[0].view = ref->view;
+    BuildInputTables(ops, xe, xe_stride, tokens, ref->view.codebook_id);
+  }
+  const size_t window = Window(cache);
+  for (size_t b = 0; b < distinct.size(); b += window) {
+    WASTE_TRY(RunItems(ops, cache, layer, distinct, b, std::min(distinct.size(), b + window)));
+  }
+  {
+    // Each token's sum in ascending expert id, one expression form.
+    ScopedPhase phase(ops.profiler(), Phase::kExperts);
     for (size_t t = 0; t < tokens; ++t) {
       const Routing& r = chunk_routes_[t];
-      for (size_t j = 0; j < r.ids.size(); ++j) {
-        if (r.ids[j] != e) continue;
-        const float* tg = tables_.data() + (2 * t) * table_in_;
-        const int8_t* qg = six_bit_ ? qtables_.data() + (2 * t) * table_in_ : nullptr;
-        const float* tau_g = six_bit_ ? taus_.data() + (2 * t) * tau_in_ : nullptr;
-        ApplyExpert(ops, ref->view, tg, qg, tau_g, tg + table_in_,
-                    qg != nullptr ? qg + table_in_ : nullptr,
-                    tau_g != nullptr ? tau_g + tau_in_ : nullptr, r.weights[j],
-                    y_.data() + t * xw);
+      size_t order[64];
+      const size_t kk = std::min<size_t>(r.ids.size(), 64);
+      for (size_t j = 0; j < kk; ++j) order[j] = j;
+      std::sort(order, order + kk, [&](size_t a, size_t b) { return r.ids[a] < r.ids[b]; });
+      float* yt = y_.data() + t * xw;
+      std::fill(yt, yt + xw, 0.0f);
+      for (size_t jj = 0; jj < kk; ++jj) {
+        const size_t j = order[jj];
+        const float wj = r.weights[j];
+        const float* d = outs_.data() + (t * topk + j) * xw;
+        for (size_t i = 0; i < xw; ++i) yt[i] += wj * d[i];
       }
     }
-    cache.Release(ref->slot);
   }
   {
     ScopedPhase phase(ops.profiler(), Phase::kShared);
@@ -322,6 +500,23 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     for (size_t i = 0; i < h; ++i) out[t * h + i] = routed[i] + shared_out_[t * h + i];
   }
   return Status::Ok();
+}
+
+void MoeLayer::PrepareScratch(const Ops& ops) {
+  planes_ = ops.k().vq8_planes && !six_bit_;
+  const size_t threads = static_cast<size_t>(ops.threads());
+  if (scratch_.size() >= threads) return;
+  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  scratch_.resize(threads);
+  for (Scratch& s : scratch_) {
+    s.g.resize(kGroup * mid);
+    s.u.resize(kGroup * mid);
+    s.table_mid.resize(kGroup * table_mid_);
+    if (six_bit_) {
+      s.q_mid.resize(kGroup * table_mid_);
+      s.tau_mid.resize(kGroup * tau_mid_);
+    }
+  }
 }
 
 }  // namespace waste

@@ -3,6 +3,16 @@
 // routed_scaling_factor; routed experts applied through lookup tables built
 // from the input (never dequantised); optional latent projection and norm
 // (K3); shared experts on the full input.
+//
+// Parallel shape (docs/PERFORMANCE.md): the routed experts of a step are
+// independent work items run by whole experts on the thread pool (one
+// fork-join per window of experts, not one per matrix); each item applies
+// its expert to every token of the chunk that chose it (the indices are
+// read once for all of them), writes per-(token, expert) outputs, and the
+// outputs are summed afterwards in the spec's order (selection order in
+// decode, ascending expert id in a chunk) with the one expression form.
+// Every row of every output is computed by the same kernels whatever the
+// thread count, so results are bit-identical at any thread count.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +31,15 @@ struct Routing {
   std::vector<float> weights;  // final weights (renormalised, scaled)
 };
 
+// Router lookahead target (see MoeLayer::Forward). Outside the class: GCC
+// rejects a nested struct's default member initialisers in a default
+// argument of the enclosing class.
+struct MoeLookahead {
+  int layer = -1;
+  const MoeWeights* weights = nullptr;
+  int count = 0;
+};
+
 class MoeLayer {
  public:
   MoeLayer(const Container& container, size_t max_tokens);
@@ -29,11 +48,7 @@ class MoeLayer {
   // `next` (may be null) is the next MoE layer: its router predicts that
   // layer's experts from this layer's input (router lookahead, ENGINE.md
   // §5.5) and `lookahead` of them are prefetched. Timing only.
-  struct Lookahead {
-    int layer = -1;
-    const MoeWeights* weights = nullptr;
-    int count = 0;
-  };
+  using Lookahead = MoeLookahead;
   Status Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
                  const float* x, float* out, Routing* routing, const Lookahead& next = {});
   // Chunk: each distinct expert acquired once, in ascending id, applied to
@@ -48,30 +63,67 @@ class MoeLayer {
   uint64_t scratch_bytes() const;
 
  private:
-  // One expert on one token's tables; accumulates weight·(down·h) into y.
-  void ApplyExpert(const Ops& ops, const ExpertRecordView& rec, const float* table_gate,
-                   const int8_t* q_gate, const float* tau_gate, const float* table_up,
-                   const int8_t* q_up, const float* tau_up, float weight, float* y);
-  void BuildTable(const Ops& ops, const float* x, size_t n, int book_base, float* table,
-                  int8_t* qtable, float* tau);
-  void Apply(const Ops& ops, const uint8_t* indices, size_t rows, size_t nv, const float* table,
-             const int8_t* qtable, const float* tau, const uint16_t* scales, float* y);
+  // One expert applied to the tokens that chose it: pairs [first, first+n)
+  // of pair_token_/pair_out_.
+  struct Item {
+    ExpertRecordView view;
+    size_t first = 0, n = 0;
+  };
+  // Per-thread scratch for items (kGroup tokens at a time).
+  struct Scratch {
+    std::vector<float> g, u, table_mid, tau_mid;
+    std::vector<int8_t> q_mid;
+  };
+
+  // Per-thread scratch for the pool of `ops` (first use) and the table layout.
+  void PrepareScratch(const Ops& ops);
+  void RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Routing* r, float* logits,
+                 float* scores);
+  // The gate and up tables of tokens [t0, t1) (x rows at stride x_stride).
+  void BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
+                        int book_base);
+  // Serial (runs inside a parallel region): one item.
+  void RunItem(const kernels::KernelTable& k, const Item& item, Scratch& s);
+  void BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
+                        float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end);
+  // Acquires items_[b, e) in order, runs them in parallel, releases them.
+  Status RunItems(const Ops& ops, ExpertCache& cache, int layer, const std::vector<int>& experts,
+                  size_t b, size_t e);
+  float* TableIn(size_t token, int which) { return tables_.data() + (2 * token + which) * table_in_; }
+  int8_t* QTableIn(size_t token, int which) {
+    return six_bit_ ? qtables_.data() + (2 * token + which) * table_in_ : nullptr;
+  }
+  float* TauIn(size_t token, int which) {
+    return six_bit_ ? taus_.data() + (2 * token + which) * tau_in_ : nullptr;
+  }
 
   const Container& container_;
   const ModelConfig& cfg_;
   size_t max_tokens_;
   bool six_bit_;
+  bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
   size_t nv_in_, nv_mid_, table_in_, table_mid_, tau_in_, tau_mid_;
   Mlp shared_;
-  std::vector<float> logits_, scores_, xe_, y_, g_, u_, d_, shared_out_;
-  std::vector<float> tables_;        // [2*max_tokens] input tables (gate, up per token)
+  std::vector<float> logits_, scores_, xe_, y_, d_, shared_out_;
+  std::vector<float> tables_;        // [max_tokens][gate, up] input tables (f32 or planes)
   std::vector<int8_t> qtables_;      // int8 shadows (VQ4P)
   std::vector<float> taus_;
-  std::vector<float> table_mid_buf_;
-  std::vector<int8_t> qtable_mid_;
-  std::vector<float> tau_mid_buf_;
+  std::vector<float> outs_;          // [max_tokens * top_k][expert_in] per-pair outputs
+  std::vector<Scratch> scratch_;     // per pool thread, sized on first use
+  std::vector<float> route_scratch_; // [max_tokens][2 * n_experts] chunk routing
   std::vector<Routing> chunk_routes_;
   std::vector<int> predicted_;
+  // Every codebook transposed to [vec_dim][entries] (LutBuildArgs::books_t),
+  // made once at construction (a few MB at most) so table builds never
+  // transpose per call.
+  std::vector<float> books_t_;
+  size_t book_floats_ = 0;
+  // The current step's items: experts (ascending or selection order), and
+  // per pair the token and the output slot.
+  std::vector<Item> items_;
+  std::vector<uint32_t> pair_token_, pair_out_;
+  std::vector<ExpertRef> refs_;
+  int book_base_ = 0;
 };
 
 }  // namespace waste

@@ -1,5 +1,6 @@
 #include "ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace waste {
@@ -47,6 +48,10 @@ size_t MinRows(const TensorView& w) {
 
 void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begin,
                  int64_t row_end) const {
+  if (row_begin == 0 && (row_end < 0 || row_end == w.rows)) {
+    MatVecs({{&w, x, y}});
+    return;
+  }
   if (row_end < 0) row_end = w.rows;
   kernels::MatVecArgs a = WeightArgs(w);
   // Offsetting the weights (not y) keeps every pointer inside its array.
@@ -60,8 +65,91 @@ void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begi
   For(n, MinRows(w), [&](size_t b, size_t e) { fn(a, b, e); });
 }
 
+void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
+  constexpr size_t kMaxJobs = 8;
+  struct Prepared {
+    kernels::MatVecArgs a;
+    kernels::MatVecFn fn;
+    size_t first;  // offset of the job's rows in the concatenation
+    size_t rows;
+  };
+  Prepared p[kMaxJobs];
+  size_t n = 0, total = 0, min_rows = 0;
+  for (const MatVecJob& j : jobs) {
+    if (n == kMaxJobs) break;
+    Prepared& q = p[n++];
+    q.a = WeightArgs(*j.w);
+    q.a.x = j.x;
+    q.a.y = j.y;
+    q.fn = MatVecSlot(k_, j.w->fmt);
+    q.first = total;
+    q.rows = static_cast<size_t>(j.w->rows);
+    total += q.rows;
+    min_rows = std::max(min_rows, MinRows(*j.w));
+  }
+  auto run = [&](size_t b, size_t e) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t lo = std::max(b, p[i].first), hi = std::min(e, p[i].first + p[i].rows);
+      if (lo < hi) p[i].fn(p[i].a, lo - p[i].first, hi - p[i].first);
+    }
+  };
+  if (pool_ == nullptr || total <= min_rows) {
+    run(0, total);
+    return;
+  }
+  // A few chunks per thread, claimed dynamically: a descheduled thread
+  // delays its chunk, not half of the work.
+  size_t chunk = std::max(min_rows, (total + 4 * static_cast<size_t>(pool_->size()) - 1) /
+                                        (4 * static_cast<size_t>(pool_->size())));
+  pool_->ParallelForDynamic(total, chunk, run);
+}
+
+void Ops::MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const {
+  constexpr size_t kMaxJobs = 8;
+  struct Prepared {
+    kernels::MatMulArgs a;
+    kernels::MatMulFn fn;
+    size_t first;
+    size_t rows;
+  };
+  Prepared p[kMaxJobs];
+  size_t n = 0, total = 0;
+  for (const MatMulJob& j : jobs) {
+    if (n == kMaxJobs) break;
+    Prepared& q = p[n++];
+    q.a.w = WeightArgs(*j.w);
+    q.a.tokens = tokens;
+    q.a.x = j.x;
+    q.a.x_stride = j.x_stride;
+    q.a.y = j.y;
+    q.a.y_stride = j.y_stride;
+    q.fn = MatMulSlot(k_, j.w->fmt);
+    q.first = total;
+    q.rows = static_cast<size_t>(j.w->rows);
+    total += q.rows;
+  }
+  auto run = [&](size_t b, size_t e) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t lo = std::max(b, p[i].first), hi = std::min(e, p[i].first + p[i].rows);
+      if (lo < hi) p[i].fn(p[i].a, lo - p[i].first, hi - p[i].first);
+    }
+  };
+  if (pool_ == nullptr || total <= 16) {
+    run(0, total);
+    return;
+  }
+  const size_t parts = 4 * static_cast<size_t>(pool_->size());
+  size_t chunk = (total + parts - 1) / parts;
+  chunk = (chunk + 3) / 4 * 4;  // whole 4-row tiles
+  pool_->ParallelForDynamic(total, chunk, run);
+}
+
 void Ops::MatMul(const TensorView& w, const float* x, size_t x_stride, size_t tokens, float* y,
                  size_t y_stride) const {
+  if (pool_ != nullptr) {
+    MatMuls(tokens, {{&w, x, x_stride, y, y_stride}});
+    return;
+  }
   kernels::MatMulArgs a;
   a.w = WeightArgs(w);
   a.tokens = tokens;

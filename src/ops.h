@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "container.h"
 #include "kernels/kernel_table.h"
@@ -26,6 +27,25 @@ class Ops {
   // y[r - row_begin] = W[r,:]·x for r in [row_begin, row_end) (default: all rows).
   void MatVec(const TensorView& w, const float* x, float* y, int64_t row_begin = 0,
               int64_t row_end = -1) const;
+  // Several matvecs as one parallel region (one fork-join instead of one
+  // each): the rows of all jobs are concatenated and split over the pool;
+  // every row is still computed by one kernel call, so each y is exactly
+  // what MatVec gives. Jobs should have similar cost per row.
+  struct MatVecJob {
+    const TensorView* w;
+    const float* x;
+    float* y;
+  };
+  void MatVecs(std::initializer_list<MatVecJob> jobs) const;
+  // Several matmuls over the same tokens as one parallel region (as MatVecs).
+  struct MatMulJob {
+    const TensorView* w;
+    const float* x;
+    size_t x_stride;
+    float* y;
+    size_t y_stride;
+  };
+  void MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const;
   // Y[t][r] = W[r,:]·X[t,:] for t < tokens (weights read once per chunk).
   void MatMul(const TensorView& w, const float* x, size_t x_stride, size_t tokens, float* y,
               size_t y_stride) const;
@@ -38,6 +58,20 @@ class Ops {
       pool_->ParallelFor(n, min_chunk, fn);
     }
   }
+  // fn(begin, end) over chunks of `chunk` items claimed dynamically (uneven
+  // items); serial in order without a pool.
+  template <typename Fn>
+  void ForDynamic(size_t n, size_t chunk, Fn&& fn) const {
+    if (pool_ == nullptr) {
+      if (chunk == 0) chunk = 1;
+      for (size_t b = 0; b < n; b += chunk) fn(b, b + chunk < n ? b + chunk : n);
+    } else {
+      pool_->ParallelForDynamic(n, chunk, fn);
+    }
+  }
+  int threads() const { return pool_ != nullptr ? pool_->size() : 1; }
+  // Index of the calling thread for per-thread scratch: 0..threads()-1.
+  static int Worker() { return ThreadPool::CurrentWorker(); }
 
  private:
   kernels::KernelTable k_;  // a copy: immutable, and no lifetime to get wrong

@@ -54,6 +54,8 @@ int SpinFromEnv() {
 std::atomic<uint64_t> g_next_pool_id{1};
 // Which pool (by id) the calling thread last bound itself for.
 thread_local uint64_t t_bound_pool_id = 0;
+// ThreadPool::CurrentWorker(): 0 for callers, 1..n-1 for pool workers.
+thread_local int t_worker_index = 0;
 
 using Clock = std::chrono::steady_clock;
 
@@ -158,7 +160,8 @@ struct ThreadPool::Impl {
     }
   }
 
-  void WorkerMain() {
+  void WorkerMain(int index) {
+    t_worker_index = index;
     if (!cpus.empty()) {
       // A refused bind leaves the thread where the OS put it; Create has
       // already checked the list against the process's CPUs.
@@ -223,7 +226,7 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int threads, std::vector<
   Impl* raw = impl.get();
   for (int i = 1; i < threads; ++i) {
     try {
-      impl->workers.emplace_back([raw] { raw->WorkerMain(); });
+      impl->workers.emplace_back([raw, i] { raw->WorkerMain(i); });
     } catch (const std::system_error&) {
       break;  // the pool is simply smaller (ENGINE.md §6.1)
     }
@@ -255,6 +258,8 @@ size_t ThreadPool::ChunkSize(size_t n, size_t min_chunk, int threads) {
   return chunk == 0 ? 1 : chunk;
 }
 
+int ThreadPool::CurrentWorker() { return t_worker_index; }
+
 void ThreadPool::ParallelFor(size_t n, size_t min_chunk,
                              const std::function<void(size_t begin, size_t end)>& fn) {
   if (n == 0) return;
@@ -267,7 +272,30 @@ void ThreadPool::ParallelFor(size_t n, size_t min_chunk,
     fn(0, n);
     return;
   }
+  Run(n, chunk, nchunks, fn);
+}
 
+void ThreadPool::ParallelForDynamic(size_t n, size_t chunk,
+                                    const std::function<void(size_t begin, size_t end)>& fn) {
+  if (n == 0) return;
+  Impl& p = *impl_;
+  p.BindCaller();
+  if (chunk == 0) chunk = 1;
+  size_t nchunks = (n + chunk - 1) / chunk;
+  if (nchunks > kIdxMask) {  // the job word counts chunks in 12 bits
+    chunk = (n + kIdxMask - 1) / kIdxMask;
+    nchunks = (n + chunk - 1) / chunk;
+  }
+  if (p.threads == 1 || nchunks == 1) {
+    for (size_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk));
+    return;
+  }
+  Run(n, chunk, nchunks, fn);
+}
+
+void ThreadPool::Run(size_t n, size_t chunk, size_t nchunks,
+                     const std::function<void(size_t begin, size_t end)>& fn) {
+  Impl& p = *impl_;
   std::lock_guard<std::mutex> dispatch(p.dispatch_mu);
   p.fn = &fn;
   p.n = n;

@@ -28,6 +28,19 @@ class ThreadPool {
   void ParallelFor(size_t n, size_t min_chunk,
                    const std::function<void(size_t begin, size_t end)>& fn);
 
+  // Calls fn(begin, end) over chunks of exactly `chunk` items (the last may
+  // be shorter), claimed one at a time by whichever thread is free: for
+  // uneven work items (experts with different token counts) and for
+  // machines where a thread may be descheduled. The split depends only on
+  // (n, chunk), so per-item results never depend on the thread count.
+  void ParallelForDynamic(size_t n, size_t chunk,
+                          const std::function<void(size_t begin, size_t end)>& fn);
+
+  // 0 on any thread that is not one of this process's pool workers (the
+  // caller of ParallelFor), else the worker's number 1..size()-1: an index
+  // for per-thread scratch inside a parallel region.
+  static int CurrentWorker();
+
   // The chunk length ParallelFor uses: ceil(n / threads) rounded up to a
   // multiple of min_chunk (min_chunk 0 counts as 1). Chunk i covers
   // [i * chunk, min(n, (i + 1) * chunk)). Exposed so tests and callers can
@@ -42,6 +55,8 @@ class ThreadPool {
 
  private:
   explicit ThreadPool(std::unique_ptr<Impl> impl);
+  void Run(size_t n, size_t chunk, size_t nchunks,
+           const std::function<void(size_t begin, size_t end)>& fn);
   std::unique_ptr<Impl> impl_;
 };
 

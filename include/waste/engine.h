@@ -61,6 +61,18 @@ struct Stats {
   uint64_t prefetched = 0;
   uint64_t spec_reads = 0;
   bool direct_io = true;
+  // Expert streaming (ENGINE.md §5): how records are read and how it went.
+  std::string io_backend;            // "io_uring", "threads" or "sync"
+  int io_threads = 0;                // reader (threads) or reaper (io_uring) threads
+  int io_depth = 0;                  // reads in flight at most
+  bool io_fixed_buffers = false;     // io_uring reads into registered buffers
+  std::string cache_policy;          // "lfru", "lru", "lfu-history"
+  uint64_t spec_used = 0;            // lookahead reads later demanded
+  uint64_t warm_reads = 0;           // hotlist records loaded at open
+  uint64_t read_waits = 0;           // demand accesses that blocked on a read in flight
+  uint64_t io_reads = 0;             // records read, warm-up included
+  uint64_t io_bytes = 0;             // bytes read, warm-up included
+  double io_busy_s = 0;              // wall time with at least one read in flight
   // WASTE_PROFILE=1: seconds per phase (attention, router, experts, read
   // wait, lm_head, ...), cumulative since open; empty otherwise.
   std::vector<std::pair<std::string, double>> phase_seconds;

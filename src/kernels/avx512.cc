@@ -18,6 +18,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -248,9 +249,40 @@ void Q3gRows(const MatVecArgs& a, size_t r0, const Q3gConst& c) {
   for (int j = 0; j < R; ++j) a.y[r0 + j] = _mm512_reduce_add_ps(outer[j]);
 }
 
+// One row, four independent accumulator chains per group: with a single
+// chain the 8 FMAs of a 128-element group wait on each other (4-cycle
+// latency), which capped DRAM-resident rows at ~11 GB/s; four chains reach
+// 15-16 GB/s on one core (docs/KERNELS.md).
+void Q8gRow(const MatVecArgs& a, size_t r) {
+  const uint8_t* row = a.weights + r * a.row_bytes;
+  __m512 outer = _mm512_setzero_ps();
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float* x = a.x + begin;
+    _mm_prefetch(reinterpret_cast<const char*>(row + begin + kQ8PrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(row + begin + kQ8PrefetchBytes + 64), _MM_HINT_T0);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + begin + i + 16 * j));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_loadu_ps(x + i + 16 * j), acc[j]);
+      }
+    }
+    for (int j = 0; i < n; i += 16, ++j) {
+      const __mmask16 m = (i + 16 <= n) ? 0xFFFF : TailMask16(n - i);
+      const __m128i q = _mm_maskz_loadu_epi8(m, row + begin + i);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_maskz_loadu_ps(m, x + i), acc[j]);
+    }
+    const __m512 inner = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    outer = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(a.scales[r * a.groups + k])), inner, outer);
+  }
+  a.y[r] = _mm512_reduce_add_ps(outer);
+}
+
 void MatVecQ8G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
-  size_t r = row_begin;
-  for (; r < row_end; ++r) Q8gRows<1>(a, r);
+  for (size_t r = row_begin; r < row_end; ++r) Q8gRow(a, r);
 }
 
 // Q4G fast path for group 128 (what writers emit). x is permuted once per
@@ -276,9 +308,10 @@ void PermuteXForQ4g(const MatVecArgs& a, float* xt) {
 void Q4gRowPermuted(const MatVecArgs& a, const float* xt, size_t r) {
   const uint8_t* row = a.weights + r * a.row_bytes;
   const uint16_t* sc = a.scales + r * a.groups;
-  const __m512i nibble = _mm512_set1_epi32(15);
-  const __m512i magic = _mm512_set1_epi32(0x4B000000);  // 2^23
-  const __m512 bias = _mm512_set1_ps(8388616.0f);         // 2^23 + 8
+  // vpermps reads only index bits 3..0: after the shift, nibble m of every
+  // dword picks its value q - 8 straight from this table (one op instead
+  // of mask+or+subtract; 15-20 % faster here, same products, same bits).
+  const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   __m512 outer = _mm512_setzero_ps();
   for (size_t g = 0; g < a.groups; ++g) {
     _mm_prefetch(reinterpret_cast<const char*>(row + g * 64 + kQ4PrefetchBytes), _MM_HINT_T0);
@@ -287,13 +320,11 @@ void Q4gRowPermuted(const MatVecArgs& a, const float* xt, size_t r) {
     __m512 acc[4];
     for (int m = 0; m < 4; ++m) {
       const __m512i u = m == 0 ? w : _mm512_srli_epi32(w, 4 * m);
-      const __m512 f = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_ternarylogic_epi32(u, nibble, magic, 0xEA)), bias);
-      acc[m] = _mm512_mul_ps(f, _mm512_load_ps(xg + m * 16));
+      acc[m] = _mm512_mul_ps(_mm512_permutexvar_ps(u, lut), _mm512_load_ps(xg + m * 16));
     }
     for (int m = 4; m < 8; ++m) {
       const __m512i u = _mm512_srli_epi32(w, 4 * m);
-      const __m512 f = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_ternarylogic_epi32(u, nibble, magic, 0xEA)), bias);
-      acc[m - 4] = _mm512_fmadd_ps(f, _mm512_load_ps(xg + m * 16), acc[m - 4]);
+      acc[m - 4] = _mm512_fmadd_ps(_mm512_permutexvar_ps(u, lut), _mm512_load_ps(xg + m * 16), acc[m - 4]);
     }
     const __m512 inner = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
     outer = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(sc[g])), inner, outer);
@@ -456,6 +487,25 @@ bool MatMulGrouped(const MatMulArgs& m, size_t row_begin, size_t row_end, Dequan
   return true;
 }
 
+// The dequant slots: the same row dequantisers the matmuls use.
+void DequantRows(const DequantArgs& d, size_t row_begin, size_t row_end, DequantFn deq) {
+  for (size_t r = row_begin; r < row_end; ++r) deq(d.w, r, d.out + r * d.out_stride);
+}
+
+void DequantQ8G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  DequantRows(d, row_begin, row_end, DequantQ8);
+}
+
+void DequantQ4G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  if (d.w.group % 2 != 0) return baseline::DequantQ4G(d, row_begin, row_end);
+  DequantRows(d, row_begin, row_end, DequantQ4);
+}
+
+void DequantQ3G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  if (d.w.group % 16 != 0) return baseline::DequantQ3G(d, row_begin, row_end);
+  DequantRows(d, row_begin, row_end, DequantQ3);
+}
+
 void MatMulF32(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   for (size_t r = row_begin; r < row_end; r += 4) {
     const int nrows = static_cast<int>(MinSize(4, row_end - r));
@@ -493,24 +543,53 @@ void MatMulQ3G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
 constexpr size_t kMaxBookFloats = 8192;  // 32 KiB of stack: 3 x 256 x 8 fits
 
 void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
-  if (a.vec_dim != 8 || a.entries % 16 != 0 || a.stages * a.entries * 8 > kMaxBookFloats) {
+  if (a.vec_dim != 8 || a.entries % 16 != 0 || a.stages > 8 ||
+      a.stages * a.entries * 8 > kMaxBookFloats) {
     return baseline::LutBuild(a, v_begin, v_end);
   }
+  if (a.planes != nullptr) {
+    // Byte planes: this kernel's own f32 values, one vector position at a
+    // time through a stack table (the engine asks for planes only from
+    // tables with vq8_planes; this keeps every lut_build complete).
+    float tmp[kMaxBookFloats];
+    LutBuildArgs one = a;
+    one.planes = nullptr;
+    const size_t per_v = a.stages * a.entries;
+    for (size_t v = v_begin; v < v_end; ++v) {
+      one.x = a.x + v * a.vec_dim;  // position v as position 0 of `tmp`
+      one.table = tmp;
+      LutBuild(one, 0, 1);
+      for (size_t i = 0; i < per_v; ++i) {
+        uint32_t bits;
+        memcpy(&bits, tmp + i, 4);
+        const size_t s = i / a.entries, c = i % a.entries;
+        uint8_t* p = a.planes + ((v * a.stages + s) * 4) * a.entries + c;
+        for (size_t b = 0; b < 4; ++b) p[b * a.entries] = static_cast<uint8_t>(bits >> (8 * b));
+      }
+    }
+    return;
+  }
   alignas(64) float bt[kMaxBookFloats];
+  const float* bs[8];  // per stage [t][entry]: the caller's transposed books, or ours
   for (size_t s = 0; s < a.stages; ++s) {
+    if (a.books_t != nullptr) {
+      bs[s] = a.books_t[s];
+      continue;
+    }
     for (size_t c = 0; c < a.entries; ++c) {
       for (size_t t = 0; t < 8; ++t) bt[(s * 8 + t) * a.entries + c] = a.books[s][c * 8 + t];
     }
+    bs[s] = bt + s * 8 * a.entries;
   }
   for (size_t v = v_begin; v < v_end; ++v) {
     __m512 xv[8];
     for (int t = 0; t < 8; ++t) xv[t] = _mm512_set1_ps(a.x[v * 8 + t]);
     for (size_t s = 0; s < a.stages; ++s) {
-      const float* b = bt + s * 8 * a.entries;
+      const float* b = bs[s];
       float* out = a.table + (v * a.stages + s) * a.entries;
       for (size_t c = 0; c < a.entries; c += 16) {
-        __m512 acc = _mm512_mul_ps(xv[0], _mm512_load_ps(b + c));
-        for (size_t t = 1; t < 8; ++t) acc = _mm512_fmadd_ps(xv[t], _mm512_load_ps(b + t * a.entries + c), acc);
+        __m512 acc = _mm512_mul_ps(xv[0], _mm512_loadu_ps(b + c));
+        for (size_t t = 1; t < 8; ++t) acc = _mm512_fmadd_ps(xv[t], _mm512_loadu_ps(b + t * a.entries + c), acc);
         _mm512_storeu_ps(out + c, acc);
       }
     }
@@ -607,6 +686,9 @@ void RegisterAvx512(KernelTable& t) {
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
   t.matmul_q3g = MatMulQ3G;
+  t.dequant_q8g = DequantQ8G;
+  t.dequant_q4g = DequantQ4G;
+  t.dequant_q3g = DequantQ3G;
   t.lut_build = LutBuild;
   t.lut_quantize = LutQuantize;
   t.kda_step = KdaStep;

@@ -102,12 +102,236 @@ void VqApply6(const VqApply6Args& a, size_t row_begin, size_t row_end) {
   }
 }
 
+// ---- MARK: VQ3R in byte planes -------------------------------------------
+// An 8-bit-index apply is a lookup per (row, v, stage) into a 256-entry f32
+// table. Scalar loops top out near two cycles per (row, v) on this core
+// (loads and f32 adds), gathers are slower still (docs/KERNELS.md). Here the
+// table is kept as four byte planes (LutBuildArgs::planes): byte b of entry
+// c at plane b. For 64 rows at once, two vpermi2b per plane look the 64
+// indices up in entries 0..127 and 128..255, a blend on index bit 7 picks
+// one, and two rounds of unpacks rebuild the 64 exact f32 values. Results
+// are bit-identical to the baseline: each row still adds
+// ((T0 + T1) + T2) per v, in v order, then multiplies by its scale.
+//
+// Loop order: a chunk of up to kChunkBlocks 64-row blocks is swept v by v;
+// for each v and stage the 16 plane registers are loaded once and used for
+// every block of the chunk, while per-row partial sums live in L1.
+
+// Planes from 16-float vectors: vpermb gathers byte b of the 16 entries
+// into 128-bit lane b, then a 4x4 transpose of lanes over four vectors
+// gives plane b for 64 consecutive entries.
+inline void StorePlanes64(const __m512 f[4], const __m512i& group, uint8_t* out, size_t entries) {
+  __m512i g[4];
+  for (int i = 0; i < 4; ++i) g[i] = _mm512_permutexvar_epi8(group, _mm512_castps_si512(f[i]));
+  const __m512i x0 = _mm512_shuffle_i64x2(g[0], g[1], 0x44);
+  const __m512i x1 = _mm512_shuffle_i64x2(g[0], g[1], 0xEE);
+  const __m512i x2 = _mm512_shuffle_i64x2(g[2], g[3], 0x44);
+  const __m512i x3 = _mm512_shuffle_i64x2(g[2], g[3], 0xEE);
+  _mm512_storeu_si512(out, _mm512_shuffle_i64x2(x0, x2, 0x88));
+  _mm512_storeu_si512(out + entries, _mm512_shuffle_i64x2(x0, x2, 0xDD));
+  _mm512_storeu_si512(out + 2 * entries, _mm512_shuffle_i64x2(x1, x3, 0x88));
+  _mm512_storeu_si512(out + 3 * entries, _mm512_shuffle_i64x2(x1, x3, 0xDD));
+}
+
+// lut_build as in avx512.cc (books transposed to [stage][t][entry], an
+// in-order FMA chain over t per entry), writing f32 or byte planes.
+constexpr size_t kMaxBookFloats = 8192;
+
+void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
+  if (a.vec_dim != 8 || a.entries % 64 != 0 || a.stages > 8 ||
+      a.stages * a.entries * 8 > kMaxBookFloats) {
+    return baseline::LutBuild(a, v_begin, v_end);
+  }
+  alignas(64) float bt[kMaxBookFloats];
+  const float* bs[8];  // per stage [t][entry]: the caller's transposed books, or ours
+  for (size_t s = 0; s < a.stages; ++s) {
+    if (a.books_t != nullptr) {
+      bs[s] = a.books_t[s];
+      continue;
+    }
+    for (size_t c = 0; c < a.entries; ++c) {
+      for (size_t t = 0; t < 8; ++t) bt[(s * 8 + t) * a.entries + c] = a.books[s][c * 8 + t];
+    }
+    bs[s] = bt + s * 8 * a.entries;
+  }
+  alignas(64) uint8_t group_b[64];
+  for (int b = 0; b < 4; ++b) {
+    for (int j = 0; j < 16; ++j) group_b[16 * b + j] = static_cast<uint8_t>(4 * j + b);
+  }
+  const __m512i group = _mm512_load_si512(group_b);
+  for (size_t v = v_begin; v < v_end; ++v) {
+    __m512 xv[8];
+    for (int t = 0; t < 8; ++t) xv[t] = _mm512_set1_ps(a.x[v * 8 + t]);
+    for (size_t s = 0; s < a.stages; ++s) {
+      const float* b = bs[s];
+      for (size_t c = 0; c < a.entries; c += 64) {
+        __m512 acc[4];
+        for (int i = 0; i < 4; ++i) {
+          const float* bc = b + c + 16 * i;
+          acc[i] = _mm512_mul_ps(xv[0], _mm512_loadu_ps(bc));
+          for (size_t t = 1; t < 8; ++t) acc[i] = _mm512_fmadd_ps(xv[t], _mm512_loadu_ps(bc + t * a.entries), acc[i]);
+        }
+        if (a.planes != nullptr) {
+          StorePlanes64(acc, group, a.planes + (v * a.stages + s) * 4 * a.entries + c, a.entries);
+        } else {
+          float* out = a.table + (v * a.stages + s) * a.entries + c;
+          for (int i = 0; i < 4; ++i) _mm512_storeu_ps(out + 16 * i, acc[i]);
+        }
+      }
+    }
+  }
+}
+
+constexpr size_t kChunkBlocks = 4;   // 256 rows per sweep over v (fewer index streams: see KERNELS.md)
+constexpr size_t kInputGroup = 2;    // inputs swept together (batched form)
+constexpr size_t kIndexPrefetchV = 4;
+
+// Byte permutations that pull stage s of the 64 runs (3 bytes each) out of
+// the 192-byte run block, in the lane order the unpacks undo: position
+// p = 16L + 4k + j holds row 16k + 4L + j.
+struct Vq3Const {
+  __m512i lo[3], hi[3];
+  __mmask64 from_hi[3];
+};
+
+Vq3Const MakeVq3Const() {
+  Vq3Const c;
+  for (int s = 0; s < 3; ++s) {
+    alignas(64) uint8_t lo[64], hi[64];
+    uint64_t m = 0;
+    for (int p = 0; p < 64; ++p) {
+      const int row = 16 * ((p >> 2) & 3) + 4 * (p >> 4) + (p & 3);
+      const int q = 3 * row + s;
+      lo[p] = static_cast<uint8_t>(q < 128 ? q : 0);
+      hi[p] = static_cast<uint8_t>(q >= 128 ? q - 128 : 0);
+      if (q >= 128) m |= uint64_t{1} << p;
+    }
+    c.lo[s] = _mm512_load_si512(lo);
+    c.hi[s] = _mm512_load_si512(hi);
+    c.from_hi[s] = m;
+  }
+  return c;
+}
+
+// The 64 f32 entries T[idx[p]] of one stage table (16 plane registers) for
+// 64 rows, as four vectors of 16 rows in row order.
+inline void Lookup64(const __m512i* planes, const __m512i idx, __m512 out[4]) {
+  const __mmask64 top = _mm512_movepi8_mask(idx);
+  __m512i b[4];
+  for (int p = 0; p < 4; ++p) {
+    const __m512i lo = _mm512_permutex2var_epi8(planes[4 * p], idx, planes[4 * p + 1]);
+    const __m512i hi = _mm512_permutex2var_epi8(planes[4 * p + 2], idx, planes[4 * p + 3]);
+    b[p] = _mm512_mask_blend_epi8(top, lo, hi);
+  }
+  const __m512i w01l = _mm512_unpacklo_epi8(b[0], b[1]), w01h = _mm512_unpackhi_epi8(b[0], b[1]);
+  const __m512i w23l = _mm512_unpacklo_epi8(b[2], b[3]), w23h = _mm512_unpackhi_epi8(b[2], b[3]);
+  out[0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(w01l, w23l));
+  out[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(w01l, w23l));
+  out[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(w01h, w23h));
+  out[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(w01h, w23h));
+}
+
+// Inputs [i0, i1) of a batched (or single) call over whole blocks
+// [blk0, blk1), writing rows [row_begin, row_end).
+void Vq3PlanesRange(const VqApply8Args& a, const uint8_t* const* planes, float* const* ys,
+                    size_t n_in, size_t row_begin, size_t row_end) {
+  const Vq3Const c = MakeVq3Const();
+  alignas(64) float acc[kInputGroup][kChunkBlocks * 64];
+  alignas(64) float part[kChunkBlocks * 64];
+  alignas(64) uint8_t idx[kChunkBlocks][3][64];
+  const size_t blk_lo = row_begin / 64, blk_hi = (row_end + 63) / 64;
+  const size_t run_stride = a.nv * 192;
+  for (size_t cb = blk_lo; cb < blk_hi; cb += kChunkBlocks) {
+    const size_t nb = MinSize(kChunkBlocks, blk_hi - cb);
+    for (size_t i = 0; i < n_in; ++i) {
+      for (size_t r = 0; r < nb * 64; r += 16) _mm512_store_ps(acc[i] + r, _mm512_setzero_ps());
+    }
+    for (size_t v = 0; v < a.nv; ++v) {
+      // Stage-planar indices of every block of the chunk for this v.
+      for (size_t k = 0; k < nb; ++k) {
+        const uint8_t* runs = a.indices + (cb + k) * run_stride + v * 192;
+        if (v + kIndexPrefetchV < a.nv) {
+          const char* pf = reinterpret_cast<const char*>(runs + kIndexPrefetchV * 192);
+          _mm_prefetch(pf, _MM_HINT_T0);
+          _mm_prefetch(pf + 64, _MM_HINT_T0);
+          _mm_prefetch(pf + 128, _MM_HINT_T0);
+        }
+        const __m512i r0 = _mm512_loadu_si512(runs);
+        const __m512i r1 = _mm512_loadu_si512(runs + 64);
+        const __m512i r2 = _mm512_loadu_si512(runs + 128);
+        for (int s = 0; s < 3; ++s) {
+          const __m512i lo = _mm512_permutex2var_epi8(r0, c.lo[s], r1);
+          _mm512_store_si512(idx[k][s], _mm512_mask_permutexvar_epi8(lo, c.from_hi[s], c.hi[s], r2));
+        }
+      }
+      for (size_t i = 0; i < n_in; ++i) {
+        const uint8_t* pv = planes[i] + v * 3 * 1024;
+        __m512i p[16];
+        __m512 f[4];
+        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 64 * j);
+        for (size_t k = 0; k < nb; ++k) {
+          Lookup64(p, _mm512_load_si512(idx[k][0]), f);
+          for (int q = 0; q < 4; ++q) _mm512_store_ps(part + k * 64 + 16 * q, f[q]);
+        }
+        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 1024 + 64 * j);
+        for (size_t k = 0; k < nb; ++k) {
+          Lookup64(p, _mm512_load_si512(idx[k][1]), f);
+          for (int q = 0; q < 4; ++q) {
+            float* pp = part + k * 64 + 16 * q;
+            _mm512_store_ps(pp, _mm512_add_ps(_mm512_load_ps(pp), f[q]));
+          }
+        }
+        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 2048 + 64 * j);
+        for (size_t k = 0; k < nb; ++k) {
+          Lookup64(p, _mm512_load_si512(idx[k][2]), f);
+          for (int q = 0; q < 4; ++q) {
+            float* ap = acc[i] + k * 64 + 16 * q;
+            const __m512 sum = _mm512_add_ps(_mm512_load_ps(part + k * 64 + 16 * q), f[q]);
+            _mm512_store_ps(ap, _mm512_add_ps(_mm512_load_ps(ap), sum));
+          }
+        }
+      }
+    }
+    // y = acc * f16(scale) for the rows of this chunk inside the range.
+    for (size_t k = 0; k < nb; ++k) {
+      for (size_t q = 0; q < 4; ++q) {
+        const size_t r0 = (cb + k) * 64 + 16 * q;
+        if (r0 >= row_end || r0 + 16 <= row_begin) continue;
+        const size_t a0 = row_begin > r0 ? row_begin - r0 : 0;
+        const size_t a1 = MinSize(16, row_end - r0);
+        const __mmask16 m = static_cast<__mmask16>(((1u << a1) - 1u) & ~((1u << a0) - 1u));
+        const __m512 sc = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, a.scales + r0));
+        for (size_t i = 0; i < n_in; ++i) {
+          _mm512_mask_storeu_ps(ys[i] + r0, m, _mm512_mul_ps(_mm512_load_ps(acc[i] + k * 64 + 16 * q), sc));
+        }
+      }
+    }
+  }
+}
+
+void VqApply8(const VqApply8Args& a, size_t row_begin, size_t row_end) {
+  if (a.stages != 3 || a.entries != 256) return baseline::VqApply8(a, row_begin, row_end);
+  if (a.count == 0) {
+    if (a.planes == nullptr) return baseline::VqApply8(a, row_begin, row_end);
+    float* y = a.y;
+    Vq3PlanesRange(a, &a.planes, &y, 1, row_begin, row_end);
+    return;
+  }
+  if (a.plane_sets == nullptr) return baseline::VqApply8(a, row_begin, row_end);
+  for (size_t i = 0; i < a.count; i += kInputGroup) {
+    Vq3PlanesRange(a, a.plane_sets + i, a.ys + i, MinSize(kInputGroup, a.count - i), row_begin, row_end);
+  }
+}
+
 }  // namespace
 #endif  // WASTE_AVX512_VBMI_BODY
 
 void RegisterAvx512Vbmi(KernelTable& t) {
 #if defined(WASTE_AVX512_VBMI_BODY)
   t.vq_apply6 = VqApply6;
+  t.vq_apply8 = VqApply8;
+  t.lut_build = LutBuild;
+  t.vq8_planes = true;
   baseline::AppendTableName(t, "+VBMI");
 #else
   (void)t;

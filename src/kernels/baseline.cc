@@ -64,7 +64,32 @@ void MatMulGrouped(const MatMulArgs& m, size_t row_begin, size_t row_end, Decode
   }
 }
 
+template <typename Decode>
+void DequantGrouped(const DequantArgs& d, size_t row_begin, size_t row_end, Decode value) {
+  const MatVecArgs& w = d.w;
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = w.weights + r * w.row_bytes;
+    const uint16_t* sc = w.scales + r * w.groups;
+    float* out = d.out + r * d.out_stride;
+    for (size_t i = 0; i < w.cols; ++i) {
+      out[i] = static_cast<float>(value(row, i)) * F16ToF32(sc[i / w.group]);
+    }
+  }
+}
+
 }  // namespace
+
+void DequantQ8G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  DequantGrouped(d, row_begin, row_end, Q8gValue{});
+}
+
+void DequantQ4G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  DequantGrouped(d, row_begin, row_end, Q4gValue{});
+}
+
+void DequantQ3G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  DequantGrouped(d, row_begin, row_end, Q3gDecoder{});
+}
 
 float DotF32(const float* a, const float* b, size_t n) {
   float acc = 0.0f;
@@ -122,12 +147,18 @@ void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
     const float* xv = a.x + v * vd;
     for (size_t s = 0; s < a.stages; ++s) {
       const float* book = a.books[s];
-      float* out = a.table + (v * a.stages + s) * a.entries;
+      float* out = a.planes != nullptr ? nullptr : a.table + (v * a.stages + s) * a.entries;
+      uint8_t* planes = a.planes != nullptr ? a.planes + (v * a.stages + s) * 4 * a.entries : nullptr;
       for (size_t c = 0; c < a.entries; ++c) {
         const float* code = book + c * vd;
         float acc = 0.0f;
         for (size_t t = 0; t < vd; ++t) acc += xv[t] * code[t];
-        out[c] = acc;
+        if (planes == nullptr) {
+          out[c] = acc;
+        } else {
+          const uint32_t bits = F32ToBits(acc);
+          for (size_t b = 0; b < 4; ++b) planes[b * a.entries + c] = static_cast<uint8_t>(bits >> (8 * b));
+        }
       }
     }
   }
@@ -138,7 +169,44 @@ void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
 // still sums v in order, ((T0 + T1) + T2) per v. On the CPUs measured this
 // plain loop beats AVX2 and AVX-512 gathers (docs/KERNELS.md), so it is also
 // what the SIMD tables use.
+namespace {
+
+// One input of vq_apply8 from byte planes: the f32 table is rebuilt per
+// vector position (exact bytes), then the f32 path runs on it.
+void VqApply8FromPlanes(const VqApply8Args& a, size_t row_begin, size_t row_end) {
+  const size_t per_v = a.stages * a.entries;
+  std::vector<float> table(a.nv * per_v);
+  for (size_t v = 0; v < a.nv; ++v) {
+    for (size_t s = 0; s < a.stages; ++s) {
+      const uint8_t* p = a.planes + (v * a.stages + s) * 4 * a.entries;
+      for (size_t c = 0; c < a.entries; ++c) {
+        uint32_t bits = 0;
+        for (size_t b = 0; b < 4; ++b) bits |= static_cast<uint32_t>(p[b * a.entries + c]) << (8 * b);
+        table[v * per_v + s * a.entries + c] = BitsToF32(bits);
+      }
+    }
+  }
+  VqApply8Args f = a;
+  f.planes = nullptr;
+  f.table = table.data();
+  VqApply8(f, row_begin, row_end);
+}
+
+}  // namespace
+
 void VqApply8(const VqApply8Args& a, size_t row_begin, size_t row_end) {
+  if (a.count > 0) {
+    for (size_t i = 0; i < a.count; ++i) {
+      VqApply8Args one = a;
+      one.count = 0;
+      one.table = a.tables != nullptr ? a.tables[i] : nullptr;
+      one.planes = a.plane_sets != nullptr ? a.plane_sets[i] : nullptr;
+      one.y = a.ys[i];
+      VqApply8(one, row_begin, row_end);
+    }
+    return;
+  }
+  if (a.planes != nullptr) return VqApply8FromPlanes(a, row_begin, row_end);
   const size_t per_v = a.stages * a.entries, run = a.stages;
   for (size_t blk = row_begin / 64; blk * 64 < row_end; ++blk) {
     const size_t lo = std::max(row_begin, blk * 64), hi = std::min(row_end, blk * 64 + 64);
@@ -248,6 +316,9 @@ void RegisterBaseline(KernelTable& t) {
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
   t.matmul_q3g = MatMulQ3G;
+  t.dequant_q8g = DequantQ8G;
+  t.dequant_q4g = DequantQ4G;
+  t.dequant_q3g = DequantQ3G;
   t.lut_build = LutBuild;
   t.vq_apply8 = VqApply8;
   t.vq_apply6 = VqApply6;

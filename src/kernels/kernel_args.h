@@ -35,9 +35,25 @@ struct MatMulArgs {
   size_t y_stride = 0;
 };
 
+// Row dequantisation (the batched path's first step, MODEL.md §6.1; MLA's
+// absorbed query): out[r*out_stride + i] = q[r,i] · f16(s[r, i/group]) for
+// i < cols and rows r in the range, one f32 rounding per element, exactly
+// as the baseline. Rows are counted from w.weights.
+struct DequantArgs {
+  MatVecArgs w;                       // x/y unused
+  float* out = nullptr;
+  size_t out_stride = 0;
+};
+
 // VQ lookup-table build (MODEL.md §6.4): for vector positions v in range,
 //   table[(v*stages + s)*entries + c] = Σ_{t<vec_dim} x[v*vec_dim+t] · books[s][c*vec_dim+t]
 // with t accumulated in order.
+//
+// With `planes` set, the same values are written in byte-plane layout
+// instead (and `table` is not touched): byte b (little-endian) of entry
+// T[v][s][c] goes to planes[((v*stages + s)*4 + b)*entries + c]. That is the
+// layout a kernel table with `vq8_planes` applies fastest (VqApply8Args);
+// every vq_apply8 accepts both.
 struct LutBuildArgs {
   const float* x = nullptr;           // [nv * vec_dim]
   const float* const* books = nullptr;  // [stages] pointers to f32 [entries][vec_dim]
@@ -45,19 +61,33 @@ struct LutBuildArgs {
   size_t entries = 0;
   size_t vec_dim = 8;
   float* table = nullptr;             // [nv][stages][entries]
+  uint8_t* planes = nullptr;          // optional: [nv][stages][4][entries] bytes
+  // Optional: the same books transposed, [stages] pointers to f32
+  // [vec_dim][entries], so SIMD kernels need not transpose per call.
+  const float* const* books_t = nullptr;
 };
 
 // VQ apply with one index byte per stage (VQ3R/VQ2R, and any 8-bit layout):
 //   y[r] = f16(scales[r]) · Σ_v ((T[v][0][i0] + T[v][1][i1]) + T[v][2][i2] ...)
 // Indices use the 64-row blocked layout of FORMAT.md §6.3.
+//
+// Batched form (tokens routed to the same expert): with count > 0 the same
+// indices and scales are applied to `count` inputs, input i reading
+// tables[i] (or plane_sets[i]) and writing ys[i]; table/planes/y are then
+// unused. Each result is what the single form gives for that input.
 struct VqApply8Args {
   const uint8_t* indices = nullptr;   // start of the matrix's index region
   size_t nv = 0;                      // vector positions per row (N / vec_dim)
   size_t stages = 0;
   size_t entries = 0;
   const float* table = nullptr;       // [nv][stages][entries]
+  const uint8_t* planes = nullptr;    // or the same table in byte planes (LutBuildArgs)
   const uint16_t* scales = nullptr;   // f16 per output row
   float* y = nullptr;
+  size_t count = 0;                   // > 0: batched form
+  const float* const* tables = nullptr;
+  const uint8_t* const* plane_sets = nullptr;
+  float* const* ys = nullptr;
 };
 
 // VQ4P: 4 stages × 64 entries, 6-bit indices packed 4 per 3 bytes, tables

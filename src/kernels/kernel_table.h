@@ -17,6 +17,7 @@ using DotF32Fn = float (*)(const float* a, const float* b, size_t n);
 using AxpyF32Fn = void (*)(float a, const float* x, float* y, size_t n);  // y += a*x
 using MatVecFn = void (*)(const MatVecArgs& args, size_t row_begin, size_t row_end);
 using MatMulFn = void (*)(const MatMulArgs& args, size_t row_begin, size_t row_end);
+using DequantFn = void (*)(const DequantArgs& args, size_t row_begin, size_t row_end);
 using LutBuildFn = void (*)(const LutBuildArgs& args, size_t v_begin, size_t v_end);
 using VqApply8Fn = void (*)(const VqApply8Args& args, size_t row_begin, size_t row_end);
 using VqApply6Fn = void (*)(const VqApply6Args& args, size_t row_begin, size_t row_end);
@@ -34,6 +35,9 @@ struct KernelTable {
   MatMulFn matmul_q8g = nullptr;
   MatMulFn matmul_q4g = nullptr;
   MatMulFn matmul_q3g = nullptr;
+  DequantFn dequant_q8g = nullptr;
+  DequantFn dequant_q4g = nullptr;
+  DequantFn dequant_q3g = nullptr;
   LutBuildFn lut_build = nullptr;
   VqApply8Fn vq_apply8 = nullptr;
   VqApply6Fn vq_apply6 = nullptr;
@@ -41,6 +45,9 @@ struct KernelTable {
   KdaStepFn kda_step = nullptr;
 
   bool on_device = false;  // accelerator wants whole ranges (no thread split)
+  // vq_apply8 runs fastest on byte-plane tables (LutBuildArgs::planes);
+  // callers may build those instead of f32 tables. Results are identical.
+  bool vq8_planes = false;
   std::string name = "CPU";  // what the binary uses: CPU, AVX2, AVX-512(+VBMI)...
 };
 

@@ -232,6 +232,28 @@ void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
   if (a.vec_dim != 8 || a.entries % 4 != 0 || a.stages * a.entries * 8 > kMaxBookFloats) {
     return baseline::LutBuild(a, v_begin, v_end);
   }
+  if (a.planes != nullptr) {
+    // Byte planes: this kernel's own f32 values, one vector position at a
+    // time through a stack table (the engine asks for planes only from
+    // tables with vq8_planes; this keeps every lut_build complete).
+    float tmp[kMaxBookFloats];
+    LutBuildArgs one = a;
+    one.planes = nullptr;
+    const size_t per_v = a.stages * a.entries;
+    for (size_t v = v_begin; v < v_end; ++v) {
+      one.x = a.x + v * a.vec_dim;  // position v as position 0 of `tmp`
+      one.table = tmp;
+      LutBuild(one, 0, 1);
+      for (size_t i = 0; i < per_v; ++i) {
+        uint32_t bits;
+        memcpy(&bits, tmp + i, 4);
+        const size_t s = i / a.entries, c = i % a.entries;
+        uint8_t* p = a.planes + ((v * a.stages + s) * 4) * a.entries + c;
+        for (size_t b = 0; b < 4; ++b) p[b * a.entries] = static_cast<uint8_t>(bits >> (8 * b));
+      }
+    }
+    return;
+  }
   float bt[kMaxBookFloats];
   for (size_t s = 0; s < a.stages; ++s)
     for (size_t c = 0; c < a.entries; ++c)

@@ -294,6 +294,40 @@ void CheckMatMul(const KernelTable& ref, const KernelTable& test, Fmt fmt, const
   }
 }
 
+DequantFn DequantSlot(const KernelTable& t, Fmt f) {
+  switch (f) {
+    case Fmt::kQ8G: return t.dequant_q8g;
+    case Fmt::kQ4G: return t.dequant_q4g;
+    case Fmt::kQ3G: return t.dequant_q3g;
+    case Fmt::kF32: break;
+  }
+  return nullptr;
+}
+
+// Row dequantisation: bit-identical (one rounding of q * s per element).
+void CheckDequant(const KernelTable& ref, const KernelTable& test, Fmt fmt, const char* name,
+                  CheckReport& rep) {
+  const Shape shapes[] = {{8, 7, 128}, {120, 33, 128}, {136, 65, 128}, {200, 31, 128},
+                          {512, 129, 128}, {2304, 64, 128}, {200, 33, 32}, {1000, 7, 8}};
+  for (const Shape& sh : shapes) {
+    Trunk m(fmt, sh.rows, sh.cols, sh.group);
+    const size_t stride = sh.cols + 5;
+    std::vector<float> outr(stride * sh.rows, -7.0f), outt(stride * sh.rows, -7.0f);
+    DequantArgs a;
+    a.w = m.Args();
+    a.out_stride = stride;
+    a.out = outr.data();
+    DequantSlot(ref, fmt)(a, 0, sh.rows);
+    a.out = outt.data();
+    const std::string where = Describe(name, sh.cols, sh.rows, sh.group);
+    ++rep.cases;
+    if (SplitInvariant([&](size_t b, size_t e) { DequantSlot(test, fmt)(a, b, e); }, sh.rows,
+                       outt.data(), outt.size(), where, rep)) {
+      Near(outr.data(), outt.data(), nullptr, outr.size(), 0.0, where, rep);
+    }
+  }
+}
+
 // ---- small vector ops ---------------------------------------------------------
 
 void CheckDot(const KernelTable& ref, const KernelTable& test, CheckReport& rep) {
@@ -328,6 +362,26 @@ void CheckAxpy(const KernelTable& ref, const KernelTable& test, CheckReport& rep
 }
 
 // ---- VQ tables and applies ---------------------------------------------------
+
+// Byte-plane tables (LutBuildArgs::planes) to and from f32 [nv][stages][entries].
+void PlanesToFloats(const uint8_t* planes, size_t nv, size_t stages, size_t entries, float* out) {
+  for (size_t vs = 0; vs < nv * stages; ++vs) {
+    for (size_t c = 0; c < entries; ++c) {
+      uint32_t bits = 0;
+      for (size_t b = 0; b < 4; ++b) bits |= uint32_t{planes[(vs * 4 + b) * entries + c]} << (8 * b);
+      out[vs * entries + c] = BitsToF32(bits);
+    }
+  }
+}
+
+void FloatsToPlanes(const float* t, size_t nv, size_t stages, size_t entries, uint8_t* planes) {
+  for (size_t vs = 0; vs < nv * stages; ++vs) {
+    for (size_t c = 0; c < entries; ++c) {
+      const uint32_t bits = F32ToBits(t[vs * entries + c]);
+      for (size_t b = 0; b < 4; ++b) planes[(vs * 4 + b) * entries + c] = static_cast<uint8_t>(bits >> (8 * b));
+    }
+  }
+}
 
 void CheckLutBuild(const KernelTable& ref, const KernelTable& test, CheckReport& rep) {
   struct Case {
@@ -374,6 +428,52 @@ void CheckLutBuild(const KernelTable& ref, const KernelTable& test, CheckReport&
                          where, rep)) {
         Near(tr.data(), tt.data(), mag.data(), n_out, kSumRelTol, where, rep);
       }
+      // Caller-transposed books (books_t): the same bits as without them.
+      {
+        std::vector<std::vector<float>> bt(c.stages);
+        std::vector<const float*> btp;
+        for (size_t s = 0; s < c.stages; ++s) {
+          bt[s].resize(c.entries * c.vec_dim);
+          for (size_t e = 0; e < c.entries; ++e)
+            for (size_t t = 0; t < c.vec_dim; ++t) bt[s][t * c.entries + e] = books[s][e * c.vec_dim + t];
+          btp.push_back(bt[s].data());
+        }
+        std::vector<float> tb(n_out, -7.0f);
+        LutBuildArgs ta = a;
+        ta.books_t = btp.data();
+        ta.table = tb.data();
+        test.lut_build(ta, 0, nv);
+        ++rep.cases;
+        Near(tt.data(), tb.data(), nullptr, n_out, 0.0,
+             Describe("lut_build books_t", c.stages * 1000 + c.entries, nv, c.vec_dim), rep);
+      }
+      // Byte-plane output: the same values (as the same kernel's f32
+      // output, bit for bit), and `table` untouched.
+      {
+        GuardedBuffer pb(4 * n_out);
+        std::vector<float> tf(tt), tp(n_out);
+        LutBuildArgs pa = a;
+        pa.table = nullptr;
+        pa.planes = pb.as<uint8_t>();
+        const std::string pw = Describe("lut_build planes", c.stages * 1000 + c.entries, nv, c.vec_dim);
+        ++rep.cases;
+        auto run = [&](size_t b, size_t e) {
+          test.lut_build(pa, b, e);
+          PlanesToFloats(pb.as<uint8_t>(), nv, c.stages, c.entries, tp.data());
+        };
+        std::fill(pb.as<uint8_t>(), pb.as<uint8_t>() + 4 * n_out, 0xA5);
+        test.lut_build(pa, 0, nv);
+        PlanesToFloats(pb.as<uint8_t>(), nv, c.stages, c.entries, tp.data());
+        std::vector<float> whole(tp);
+        std::fill(pb.as<uint8_t>(), pb.as<uint8_t>() + 4 * n_out, 0xA5);
+        const size_t s1 = nv / 3, s2 = std::min(nv, 2 * nv / 3 + 1);
+        run(0, s1);
+        run(s1, s2);
+        run(s2, nv);
+        if (SameBits(whole.data(), tp.data(), n_out, pw, rep)) {
+          Near(tf.data(), tp.data(), nullptr, n_out, 0.0, pw + " vs f32 output", rep);
+        }
+      }
       for (GuardedBuffer* g : owned) delete g;
     }
   }
@@ -414,6 +514,62 @@ void CheckVqApply8(const KernelTable& ref, const KernelTable& test, CheckReport&
         if (SplitInvariant([&](size_t b, size_t e) { test.vq_apply8(a, b, e); }, rows, yt.data(),
                            rows, where, rep)) {
           Near(yr.data(), yt.data(), nullptr, rows, 0.0, where, rep);
+        }
+        // The same table as byte planes.
+        GuardedBuffer pb(4 * nv * stages * 256);
+        FloatsToPlanes(tb.as<float>(), nv, stages, 256, pb.as<uint8_t>());
+        VqApply8Args pa = a;
+        pa.table = nullptr;
+        pa.planes = pb.as<uint8_t>();
+        const std::string pw = Describe("vq_apply8 planes (bit-identical)", stages, nv, rows);
+        ++rep.cases;
+        if (SplitInvariant([&](size_t b, size_t e) { test.vq_apply8(pa, b, e); }, rows, yt.data(),
+                           rows, pw, rep)) {
+          Near(yr.data(), yt.data(), nullptr, rows, 0.0, pw, rep);
+        }
+        // Batched: three inputs sharing the indices (one of them the table
+        // above), as f32 tables and as planes; each must equal its single run.
+        if (cols == 2304 || cols == 136 || rows == 65) {
+          constexpr size_t kIn = 3;
+          std::vector<GuardedBuffer*> tabs, pls;
+          std::vector<const float*> tptr;
+          std::vector<const uint8_t*> pptr;
+          std::vector<std::vector<float>> want(kIn, std::vector<float>(rows)), got(kIn, std::vector<float>(rows));
+          std::vector<float*> yptr;
+          for (size_t i = 0; i < kIn; ++i) {
+            tabs.push_back(new GuardedBuffer(4 * nv * stages * 256));
+            pls.push_back(new GuardedBuffer(4 * nv * stages * 256));
+            FillFloats(tabs.back()->as<float>(), nv * stages * 256, -1.0f, 1.0f);
+            FloatsToPlanes(tabs.back()->as<float>(), nv, stages, 256, pls.back()->as<uint8_t>());
+            tptr.push_back(tabs.back()->as<float>());
+            pptr.push_back(pls.back()->as<uint8_t>());
+            yptr.push_back(got[i].data());
+            VqApply8Args one = a;
+            one.table = tptr.back();
+            one.y = want[i].data();
+            ref.vq_apply8(one, 0, rows);
+          }
+          for (int planes = 0; planes < 2; ++planes) {
+            VqApply8Args ba = a;
+            ba.table = nullptr;
+            ba.y = nullptr;
+            ba.count = kIn;
+            ba.tables = planes ? nullptr : tptr.data();
+            ba.plane_sets = planes ? pptr.data() : nullptr;
+            ba.ys = yptr.data();
+            for (auto& g : got) std::fill(g.begin(), g.end(), -7.0f);
+            const size_t s1 = rows / 3, s2 = std::min(rows, 2 * rows / 3 + 1);
+            test.vq_apply8(ba, 0, s1);
+            test.vq_apply8(ba, s1, s2);
+            test.vq_apply8(ba, s2, rows);
+            for (size_t i = 0; i < kIn; ++i) {
+              ++rep.cases;
+              Near(want[i].data(), got[i].data(), nullptr, rows, 0.0,
+                   Describe(planes ? "vq_apply8 batched planes" : "vq_apply8 batched", stages, nv, rows), rep);
+            }
+          }
+          for (GuardedBuffer* g : tabs) delete g;
+          for (GuardedBuffer* g : pls) delete g;
         }
       }
     }
@@ -566,6 +722,12 @@ const std::vector<SlotCheck>& AllSlotChecks() {
        [](const KernelTable& r, const KernelTable& t) { return r.matmul_q4g != t.matmul_q4g; }},
       {"matmul_q3g", [](const KernelTable& r, const KernelTable& t, CheckReport& p) { CheckMatMul(r, t, Fmt::kQ3G, "matmul_q3g", p); },
        [](const KernelTable& r, const KernelTable& t) { return r.matmul_q3g != t.matmul_q3g; }},
+      {"dequant_q8g", [](const KernelTable& r, const KernelTable& t, CheckReport& p) { CheckDequant(r, t, Fmt::kQ8G, "dequant_q8g", p); },
+       [](const KernelTable& r, const KernelTable& t) { return r.dequant_q8g != t.dequant_q8g; }},
+      {"dequant_q4g", [](const KernelTable& r, const KernelTable& t, CheckReport& p) { CheckDequant(r, t, Fmt::kQ4G, "dequant_q4g", p); },
+       [](const KernelTable& r, const KernelTable& t) { return r.dequant_q4g != t.dequant_q4g; }},
+      {"dequant_q3g", [](const KernelTable& r, const KernelTable& t, CheckReport& p) { CheckDequant(r, t, Fmt::kQ3G, "dequant_q3g", p); },
+       [](const KernelTable& r, const KernelTable& t) { return r.dequant_q3g != t.dequant_q3g; }},
       {"lut_build", CheckLutBuild, [](const KernelTable& r, const KernelTable& t) { return r.lut_build != t.lut_build; }},
       {"vq_apply8", CheckVqApply8, [](const KernelTable& r, const KernelTable& t) { return r.vq_apply8 != t.vq_apply8; }},
       {"vq_apply6", CheckVqApply6, [](const KernelTable& r, const KernelTable& t) { return r.vq_apply6 != t.vq_apply6; }},
