@@ -581,16 +581,6 @@ int ExpertCache::Warm(std::span<const WarmEntry> entries) {
   return started;
 }
 
-bool ExpertCache::Preload(int layer, int expert, uint32_t hits) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return false;
-  }
-  WarmEntry e{layer, expert, hits};
-  Warm(std::span<const WarmEntry>(&e, 1));
-  return true;
-}
-
 void ExpertCache::Drain() {
   if (reader_) reader_->Drain();
 }

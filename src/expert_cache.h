@@ -124,8 +124,6 @@ class ExpertCache {
   // lowest priority (synchronously when there are none). Invalid entries
   // are skipped. Returns the number of reads started.
   int Warm(std::span<const WarmEntry> entries);
-  // Compatibility: one synchronous-or-queued warm entry; false when full.
-  bool Preload(int layer, int expert, uint32_t hits);
   // Waits until every read issued so far has landed (tests, benchmarks).
   void Drain();
 
