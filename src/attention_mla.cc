@@ -6,16 +6,6 @@
 namespace waste {
 namespace {
 
-kernels::MatVecFn MatVecSlot(const kernels::KernelTable& k, TensorFmt fmt) {
-  switch (fmt) {
-    case TensorFmt::kF32: return k.matvec_f32;
-    case TensorFmt::kQ8G: return k.matvec_q8g;
-    case TensorFmt::kQ4G: return k.matvec_q4g;
-    case TensorFmt::kQ3G: return k.matvec_q3g;
-    default: return nullptr;
-  }
-}
-
 kernels::DequantFn DequantSlot(const kernels::KernelTable& k, TensorFmt fmt) {
   switch (fmt) {
     case TensorFmt::kQ8G: return k.dequant_q8g;
@@ -23,17 +13,6 @@ kernels::DequantFn DequantSlot(const kernels::KernelTable& k, TensorFmt fmt) {
     case TensorFmt::kQ3G: return k.dequant_q3g;
     default: return nullptr;
   }
-}
-
-kernels::MatVecArgs WeightArgs(const TensorView& t) {
-  kernels::MatVecArgs a;
-  a.weights = t.data;
-  a.row_bytes = t.row_bytes;
-  a.scales = t.scales;
-  a.groups = t.groups;
-  a.group = static_cast<size_t>(t.group);
-  a.cols = static_cast<size_t>(t.cols);
-  return a;
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 #include <cmath>
 
 namespace waste {
-namespace {
 
 kernels::MatVecFn MatVecSlot(const kernels::KernelTable& k, TensorFmt fmt) {
   switch (fmt) {
@@ -12,16 +11,6 @@ kernels::MatVecFn MatVecSlot(const kernels::KernelTable& k, TensorFmt fmt) {
     case TensorFmt::kQ8G: return k.matvec_q8g;
     case TensorFmt::kQ4G: return k.matvec_q4g;
     case TensorFmt::kQ3G: return k.matvec_q3g;
-    default: return nullptr;
-  }
-}
-
-kernels::MatMulFn MatMulSlot(const kernels::KernelTable& k, TensorFmt fmt) {
-  switch (fmt) {
-    case TensorFmt::kF32: return k.matmul_f32;
-    case TensorFmt::kQ8G: return k.matmul_q8g;
-    case TensorFmt::kQ4G: return k.matmul_q4g;
-    case TensorFmt::kQ3G: return k.matmul_q3g;
     default: return nullptr;
   }
 }
@@ -35,6 +24,18 @@ kernels::MatVecArgs WeightArgs(const TensorView& w) {
   a.group = static_cast<size_t>(w.group);
   a.cols = static_cast<size_t>(w.cols);
   return a;
+}
+
+namespace {
+
+kernels::MatMulFn MatMulSlot(const kernels::KernelTable& k, TensorFmt fmt) {
+  switch (fmt) {
+    case TensorFmt::kF32: return k.matmul_f32;
+    case TensorFmt::kQ8G: return k.matmul_q8g;
+    case TensorFmt::kQ4G: return k.matmul_q4g;
+    case TensorFmt::kQ3G: return k.matmul_q3g;
+    default: return nullptr;
+  }
 }
 
 // Rows per task: enough work (~16k weights) to hide a fork-join.

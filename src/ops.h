@@ -15,6 +15,11 @@
 
 namespace waste {
 
+// The matvec slot for a tensor's format, and the weight half of its
+// arguments (x/y left for the caller). Shared by every layer file.
+kernels::MatVecFn MatVecSlot(const kernels::KernelTable& k, TensorFmt fmt);
+kernels::MatVecArgs WeightArgs(const TensorView& w);
+
 class Ops {
  public:
   Ops(const kernels::KernelTable& table, ThreadPool* pool, Profiler* profiler = nullptr)
