@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace waste {
 namespace {
 
@@ -295,18 +297,27 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, Scratch&
   }
 }
 
-Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer,
-                          const std::vector<int>& experts, size_t b, size_t e) {
+Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {
   Status status = Status::Ok();
   for (size_t i = b; i < e; ++i) {
     if (refs_[i].slot >= 0) continue;  // acquired earlier (the codebook probe)
-    auto ref = AcquireTimed(ops, cache, layer, experts[i]);
+    auto ref = AcquireTimed(ops, cache, layer, items_[i].expert);
     if (!ref) {
       status = ref.error();
       break;
     }
     refs_[i] = *ref;
     items_[i].view = ref->view;
+  }
+  // Codebooks are per layer (FORMAT.md §6): the gate/up tables were built
+  // from the layer's book, so a record naming another one is malformed.
+  const int book = layer_books_[static_cast<size_t>(layer)];
+  for (size_t i = b; i < e && status.ok(); ++i) {
+    if (items_[i].view.codebook_id != book) {
+      status = FormatError(fmt::format(
+          "expert {} of layer {}: codebook id {} differs from the layer's {}", items_[i].expert,
+          layer, items_[i].view.codebook_id, book));
+    }
   }
   if (status.ok()) {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
@@ -321,6 +332,47 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer,
     refs_[i].slot = -1;
   }
   return status;
+}
+
+Result<int> MoeLayer::LayerBook(const Ops& ops, ExpertCache& cache, int layer) {
+  if (layer_books_.size() <= static_cast<size_t>(layer)) {
+    layer_books_.resize(static_cast<size_t>(layer) + 1, -1);
+  }
+  int& book = layer_books_[static_cast<size_t>(layer)];
+  if (book < 0) {
+    auto ref = AcquireTimed(ops, cache, layer, items_[0].expert);
+    if (!ref) return ref.error();
+    refs_[0] = *ref;
+    items_[0].view = ref->view;
+    book = ref->view.codebook_id;
+  }
+  return book;
+}
+
+Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window) {
+  // Stable partition: resident (or already acquired) items first. Items
+  // carry their pair ranges, so reordering them moves no output.
+  size_t ready = 0;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    if (refs_[i].slot >= 0 || cache.Ready(layer, items_[i].expert)) {
+      std::rotate(items_.begin() + static_cast<std::ptrdiff_t>(ready),
+                  items_.begin() + static_cast<std::ptrdiff_t>(i),
+                  items_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      std::rotate(refs_.begin() + static_cast<std::ptrdiff_t>(ready),
+                  refs_.begin() + static_cast<std::ptrdiff_t>(i),
+                  refs_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      ++ready;
+    }
+  }
+  const size_t window = Window(cache);
+  for (size_t b = 0; b < ready; b += window) {
+    WASTE_TRY(RunItems(ops, cache, layer, b, std::min(ready, b + window)));
+  }
+  const size_t late = std::clamp<size_t>(late_window, 1, window);
+  for (size_t b = ready; b < items_.size(); b += late) {
+    WASTE_TRY(RunItems(ops, cache, layer, b, std::min(items_.size(), b + late)));
+  }
+  return Status::Ok();
 }
 
 Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
@@ -348,23 +400,20 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   pair_token_.assign(k, 0);
   pair_out_.resize(k);
   for (size_t j = 0; j < k; ++j) {
+    items_[j].expert = r.ids[j];
     items_[j].first = j;
     items_[j].n = 1;
     pair_out_[j] = static_cast<uint32_t>(j);
   }
   {
-    // Gate/up tables depend only on the input and the layer's books (taken
-    // from the first routed record), shared by all k experts.
-    auto ref = AcquireTimed(ops, cache, layer, r.ids[0]);
-    if (!ref) return ref.error();
-    refs_[0] = *ref;
-    items_[0].view = ref->view;
-    BuildInputTables(ops, xe, xw, 1, ref->view.codebook_id);
+    // Gate/up tables depend only on the input and the layer's books, shared
+    // by all k experts.
+    auto book = LayerBook(ops, cache, layer);
+    if (!book) return book.error();
+    BuildInputTables(ops, xe, xw, 1, *book);
   }
-  const size_t window = Window(cache);
-  for (size_t b = 0; b < k; b += window) {
-    WASTE_TRY(RunItems(ops, cache, layer, r.ids, b, std::min(k, b + window)));
-  }
+  // Late experts one per thread at a time: each lands while the others compute.
+  WASTE_TRY(RunAllItems(ops, cache, layer, static_cast<size_t>(ops.threads())));
   {
     // One expression form everywhere (MODEL.md §5.3), in selection order.
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
@@ -451,21 +500,17 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
   refs_.assign(distinct.size(), ExpertRef{});
   for (size_t i = 0; i < distinct.size(); ++i) {
     const size_t e = static_cast<size_t>(distinct[i]);
+    items_[i].expert = distinct[i];
     items_[i].first = start[e];
     items_[i].n = count[e];
   }
   cache.Hint(layer, distinct);
   {
-    auto ref = AcquireTimed(ops, cache, layer, distinct[0]);
-    if (!ref) return ref.error();
-    refs_[0] = *ref;
-    items_[0].view = ref->view;
-    BuildInputTables(ops, xe, xe_stride, tokens, ref->view.codebook_id);
+    auto book = LayerBook(ops, cache, layer);
+    if (!book) return book.error();
+    BuildInputTables(ops, xe, xe_stride, tokens, *book);
   }
-  const size_t window = Window(cache);
-  for (size_t b = 0; b < distinct.size(); b += window) {
-    WASTE_TRY(RunItems(ops, cache, layer, distinct, b, std::min(distinct.size(), b + window)));
-  }
+  WASTE_TRY(RunAllItems(ops, cache, layer, Window(cache)));
   {
     // Each token's sum in ascending expert id, one expression form.
     ScopedPhase phase(ops.profiler(), Phase::kExperts);

@@ -67,6 +67,7 @@ class MoeLayer {
   // of pair_token_/pair_out_.
   struct Item {
     ExpertRecordView view;
+    int expert = -1;
     size_t first = 0, n = 0;
   };
   // Per-thread scratch for items (kGroup tokens at a time).
@@ -87,8 +88,16 @@ class MoeLayer {
   void BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
                         float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end);
   // Acquires items_[b, e) in order, runs them in parallel, releases them.
-  Status RunItems(const Ops& ops, ExpertCache& cache, int layer, const std::vector<int>& experts,
-                  size_t b, size_t e);
+  Status RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e);
+  // Runs every item of the step: those already in memory first (their
+  // compute covers the reads still in flight), then the rest in windows of
+  // `late_window` as they land. Outputs go to per-pair slots and are summed
+  // afterwards in the fixed order, so the order changes timing only.
+  Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window);
+  // The layer's codebook id for the gate/up tables: known after the layer's
+  // first record, else taken from items_[0] (acquired here, as the
+  // reference does).
+  Result<int> LayerBook(const Ops& ops, ExpertCache& cache, int layer);
   float* TableIn(size_t token, int which) { return tables_.data() + (2 * token + which) * table_in_; }
   int8_t* QTableIn(size_t token, int which) {
     return six_bit_ ? qtables_.data() + (2 * token + which) * table_in_ : nullptr;
@@ -123,7 +132,7 @@ class MoeLayer {
   std::vector<Item> items_;
   std::vector<uint32_t> pair_token_, pair_out_;
   std::vector<ExpertRef> refs_;
-  int book_base_ = 0;
+  std::vector<int> layer_books_;  // per layer: codebook id of its records, -1 = not seen yet
 };
 
 }  // namespace waste

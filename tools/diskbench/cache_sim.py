@@ -5,16 +5,33 @@ Replays a trace written by the engine with WASTE_CACHE_TRACE=FILE (one line
 per event: `H layer ids...` a routing hint, `P layer ids...` the router
 lookahead's ranked guesses for the next MoE layer, `A layer expert` a demand
 access) through a model of src/expert_cache.cc, for several cache sizes,
-policies and lookahead depths. Timing is not modelled (reads land at once),
-so hit rates are what the engine gets when reads keep up.
+policies, lookahead depths and prefetch gates. Timing is not modelled (reads
+land at once), so hit rates are what the engine gets when reads keep up.
 
-  cache_sim.py TRACE --slots 307,1112 --lookahead 0,6,8,12 --policy lfru,lru,lfru-exact
+  cache_sim.py TRACE --slots 307,1112 --lookahead 0,6,8,12 --policy lfru,lru,opt --gate 0,0.3
 
 Record the trace with the largest lookahead you want to study
 (WASTE_LOOKAHEAD=16): shorter lookaheads use a prefix of the guesses.
+
+Columns: hit% counts every demand access since open (prefill included, the
+reference's definition), decode% decode steps only; MB/tok is every read
+(demand misses and lookahead guesses) per decode token.
+
+Policies: lfru (ENGINE.md §5.2, 16 samples), lfru-exact (full scan), lru,
+lfu-history (decayed per-record access counts kept across evictions,
+--half-life in accesses per slot), next-use (estimated reuse distance from
+the per-layer pick rates), opt (Belady: evicts the record demanded farthest in
+the future; an oracle, the bound for any replacement with the same reads).
+
+Gate T (the prefetch gate, src/expert_cache.cc): a lookahead guess of rank r
+for layer L is read only while the measured share of rank-r guesses for L
+that its router then picked is at least T (0 = read every guess).
 """
 import argparse
+import bisect
 import sys
+
+RECORD_MB = 2666496 / 1e6  # Kimi-Linear record (the container the figures are for)
 
 
 def load(path):
@@ -28,14 +45,38 @@ def load(path):
     return events
 
 
+class Future:
+    """Demand-access times per record, for the Belady oracle."""
+
+    def __init__(self, events):
+        self.times = {}
+        t = 0
+        for kind, layer, ids in events:
+            if kind == "A":
+                t += 1
+                self.times.setdefault((layer, ids[0]), []).append(t)
+
+    def next_use(self, key, now):
+        ts = self.times.get(key)
+        if not ts:
+            return float("inf")
+        i = bisect.bisect_right(ts, now)
+        return ts[i] if i < len(ts) else float("inf")
+
+
 class Sim:
-    def __init__(self, slots, policy, lookahead, top_k, spec_hits=1, protect=False):
+    def __init__(self, slots, policy, lookahead, top_k, spec_hits=1, protect=True, gate=0.0,
+                 half_life=16, future=None, prior=1.0, warmup=4):
         self.protect = protect
         self.n = slots
         self.policy = policy
         self.la = lookahead
         self.top_k = top_k
         self.spec_hits = spec_hits
+        self.gate = gate
+        self.prior = prior
+        self.warmup = warmup
+        self.future = future
         self.key = [None] * slots         # slot -> (layer, expert)
         self.hits = [0] * slots
         self.last = [0] * slots
@@ -48,15 +89,21 @@ class Sim:
         self.clock = 0
         self.rng = 0x9E3779B9
         self.freq = {}
+        self.fstep = 1.0
+        self.fmul = 2.0 ** (1.0 / max(64, half_life * slots))
         self.hint = []                    # [expert, slot, state, miss]
         self.hint_layer = -1
         self.cursor = 0
         self.outstanding = 0
         self.window = max(1, min(64, slots // 2))
-        self.c = dict(hit=0, miss=0, dhit=0, dmiss=0, spec=0, spec_used=0, ev=0)
+        self.c = dict(hit=0, miss=0, dhit=0, dmiss=0, spec=0, spec_used=0, ev=0, dspec=0)
         self.decode = False
         self.order = {}                   # MoE layer -> position in a token
         self.tokens = {}                  # MoE layer -> hints seen
+        self.guess = {}                   # layer -> last ranked guess list
+        self.right = {}                   # (layer, rank) -> [picked, guessed]
+
+    # --- replacement ---------------------------------------------------------
 
     def stale(self, s):
         # An unused lookahead record whose layer has been routed: a wrong guess.
@@ -81,15 +128,14 @@ class Sim:
         return d + len(order) * (1.0 / p - 1.0)
 
     def better(self, a, b):
-        if self.policy == "next-use":
-            sa, sb = self.stale(a), self.stale(b)
-            if sa != sb:
-                return sa
-            return self.next_use(a) > self.next_use(b)
+        if self.policy == "opt":
+            return self.future.next_use(self.key[a], self.clock) > self.future.next_use(self.key[b], self.clock)
         if self.protect:
             sa, sb = self.stale(a), self.stale(b)
             if sa != sb:
                 return sa
+        if self.policy == "next-use":
+            return self.next_use(a) > self.next_use(b)
         if self.policy == "lru":
             return self.last[a] < self.last[b]
         if self.policy == "lfu-history":
@@ -101,7 +147,7 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
@@ -142,6 +188,8 @@ class Sim:
         if self.decode:
             self.c["dhit" if hit else "dmiss"] += 1
 
+    # --- hints and demand -----------------------------------------------------
+
     def issue(self, e):
         k = (self.hint_layer, e[0])
         s = self.index.get(k)
@@ -165,11 +213,24 @@ class Sim:
                 self.issue(e)
             self.cursor += 1
 
+    def learn(self, layer, ids):
+        # Score the last guess for this layer against what its router picked.
+        g = self.guess.pop(layer, None)
+        if g is None:
+            return
+        picked = set(ids)
+        for r, x in enumerate(g):
+            st = self.right.setdefault((layer, r), [0, 0])
+            st[0] += x in picked
+            st[1] += 1
+
     def on_hint(self, layer, ids):
         for e in self.hint:
             if e[2] == 1:
                 self.pins[e[1]] -= 1
         self.decode = len(ids) <= self.top_k
+        if self.decode:
+            self.learn(layer, ids)
         if layer not in self.order:
             self.order[layer] = len(self.order)
         self.tokens[layer] = self.tokens.get(layer, 0) + 1
@@ -180,10 +241,17 @@ class Sim:
         self.outstanding = 0
         self.issue_hints()
 
+    def touch(self, k):
+        if self.policy == "lfu-history":
+            self.freq[k] = self.freq.get(k, 0) + self.fstep
+            self.fstep *= self.fmul
+        else:
+            self.freq[k] = self.freq.get(k, 0) + 1
+
     def on_access(self, layer, expert):
         self.clock += 1
         k = (layer, expert)
-        self.freq[k] = self.freq.get(k, 0) + 1
+        self.touch(k)
         if layer == self.hint_layer:
             for e in self.hint:
                 if e[0] != expert or e[2] == 2:
@@ -216,16 +284,30 @@ class Sim:
         s = self.victim()
         self.claim(s, k, 1)
 
+    # --- lookahead ------------------------------------------------------------
+
+    def trusted(self, layer, rank):
+        if self.gate <= 0:
+            return True
+        st = self.right.get((layer, rank))
+        if st is None or st[1] < self.warmup:
+            return self.prior >= self.gate
+        return st[0] >= self.gate * st[1]
+
     def on_prefetch(self, layer, ids):
-        for x in ids[: self.la]:
+        ids = ids[: self.la]
+        self.guess[layer] = ids
+        for r, x in enumerate(ids):
             k = (layer, x)
-            if k in self.index:
+            if k in self.index or not self.trusted(layer, r):
                 continue
             s = self.victim()
             self.claim(s, k, self.spec_hits)
             self.spec[s] = True
             self.spec_gen[s] = self.hint_seq
             self.c["spec"] += 1
+            if self.decode:
+                self.c["dspec"] += 1
 
     def run(self, events):
         for kind, layer, ids in events:
@@ -238,31 +320,62 @@ class Sim:
         return self.c
 
 
+def csv(s, cast):
+    return [cast(x) for x in s.split(",") if x != ""]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
     ap.add_argument("--slots", default="307,1112")
     ap.add_argument("--lookahead", default="0,6,8")
     ap.add_argument("--policy", default="lfru,lru,lfru-exact,lfu-history")
+    ap.add_argument("--gate", default="0", help="prefetch gates to try (precision thresholds, 0 = off)")
+    ap.add_argument("--prior", type=float, default=1.0,
+                    help="precision assumed for a (layer, rank) with fewer than --warmup guesses scored")
+    ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--top-k", type=int, default=8)
+    ap.add_argument("--half-life", default="16", help="lfu-history half-lives, in accesses per slot")
     ap.add_argument("--spec-hits", type=int, default=1, help="hit count a lookahead record starts with")
-    ap.add_argument("--protect", action="store_true",
-                    help="never evict an unused lookahead record before its layer routes; evict wrong guesses first")
+    ap.add_argument("--no-protect", action="store_true",
+                    help="plain replacement for lookahead records (the engine protects unused guesses "
+                         "until their layer routes and evicts wrong guesses first)")
+    ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
     a = ap.parse_args()
     ev = load(a.trace)
-    print(f"{'slots':>6} {'policy':>12} {'look':>4} {'hit%':>6} {'decode%':>8} {'misses':>7} {'spec':>6} {'used':>6} {'reads/tok':>9}")
-    decode_tokens = sum(1 for k, l, ids in ev if k == "H" and len(ids) <= a.top_k) / max(
-        1, len({l for k, l, ids in ev if k == "H"}))
-    for slots in [int(x) for x in a.slots.split(",")]:
+    future = Future(ev)
+    n_layers = max(1, len({l for k, l, ids in ev if k == "H"}))
+    decode_tokens = sum(1 for k, l, ids in ev if k == "H" and len(ids) <= a.top_k) / n_layers
+    if a.precision:
+        sim = Sim(1, "lfru", 64, a.top_k)
+        for kind, layer, ids in ev:
+            if kind == "P":
+                sim.guess[layer] = ids
+            elif kind == "H" and len(ids) <= a.top_k:
+                sim.learn(layer, ids)
+        ranks = max((r for _, r in sim.right), default=-1) + 1
+        cum = 0
+        for r in range(ranks):
+            ok = sum(v[0] for (l, rr), v in sim.right.items() if rr == r)
+            n = sum(v[1] for (l, rr), v in sim.right.items() if rr == r)
+            cum += ok
+            print(f"rank {r + 1:2d}: {100 * ok / max(1, n):5.1f}%  cumulative {100 * cum / max(1, n * (r + 1)):5.1f}%")
+    print(f"{'slots':>6} {'policy':>12} {'hl':>3} {'look':>4} {'gate':>5} {'hit%':>6} {'decode%':>8} "
+          f"{'misses':>7} {'spec':>6} {'used':>6} {'reads/tok':>9} {'MB/tok':>7}")
+    for slots in csv(a.slots, int):
         for pol in a.policy.split(","):
-            for la in [int(x) for x in a.lookahead.split(",")]:
-                c = Sim(slots, pol, la, a.top_k, a.spec_hits, a.protect).run(ev)
-                tot = c["hit"] + c["miss"]
-                dt = c["dhit"] + c["dmiss"]
-                reads_tok = (c["dmiss"] + c["spec"]) / max(1, decode_tokens)
-                print(f"{slots:>6} {pol:>12} {la:>4} {100*c['hit']/tot:6.1f} {100*c['dhit']/max(1,dt):8.1f} "
-                      f"{c['miss']:>7} {c['spec']:>6} {c['spec_used']:>6} {reads_tok:9.1f}")
-                sys.stdout.flush()
+            for hl in csv(a.half_life, float) if pol == "lfu-history" else [0]:
+                for la in csv(a.lookahead, int):
+                    for gate in csv(a.gate, float) if la > 0 else [0.0]:
+                        c = Sim(slots, pol, la, a.top_k, a.spec_hits, not a.no_protect, gate, hl, future,
+                                a.prior, a.warmup).run(ev)
+                        tot = c["hit"] + c["miss"]
+                        dt = c["dhit"] + c["dmiss"]
+                        reads_tok = (c["dmiss"] + c["dspec"]) / max(1, decode_tokens)
+                        print(f"{slots:>6} {pol:>12} {hl:>3g} {la:>4} {gate:>5g} {100 * c['hit'] / tot:6.1f} "
+                              f"{100 * c['dhit'] / max(1, dt):8.1f} {c['miss']:>7} {c['spec']:>6} "
+                              f"{c['spec_used']:>6} {reads_tok:9.1f} {reads_tok * RECORD_MB:7.0f}")
+                        sys.stdout.flush()
 
 
 if __name__ == "__main__":
