@@ -295,6 +295,44 @@ void VqApplyPlanes(benchmark::State& state, Isa isa, VqShape sh, size_t copies, 
   state.SetLabel(t.name + (t.vq8_planes ? " planes" : " (f32 from planes)") + " (bytes = index bytes)");
 }
 
+// The chunked-prefill shape of the apply: `count` tokens of one expert per
+// call (batched form), each with its own plane table, tables drawn from a
+// pool of 64 (a chunk's worth: 57 MB for gate, so they come from DRAM) and
+// indices from 16 distinct matrices. Bytes = index bytes x count (one
+// token's lookups each), comparable with vq_apply8_vq3r_planes_*.
+void VqApplyPlanesChunk(benchmark::State& state, Isa isa, VqShape sh, size_t count) {
+  const KernelTable t = BuildKernelTable(isa);
+  constexpr size_t kPool = 64, kMats = 16;
+  const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
+  const size_t plane_bytes = nv * 768 * 4;
+  std::vector<uint8_t> idx = RandomBytes(idx_bytes * kMats);
+  std::vector<uint16_t> s = RandomScales(sh.rows);
+  std::vector<uint8_t> planes = RandomBytes(plane_bytes * kPool);
+  for (size_t i = 0; i < planes.size(); i += 4) planes[i + 3] = static_cast<uint8_t>(0x3c + (planes[i + 3] & 1));  // finite
+  std::vector<std::vector<float>> y(count, std::vector<float>(sh.rows));
+  std::vector<const uint8_t*> ps(count);
+  std::vector<float*> ys(count);
+  for (size_t i = 0; i < count; ++i) ys[i] = y[i].data();
+  VqApply8Args a;
+  a.nv = nv;
+  a.stages = 3;
+  a.entries = 256;
+  a.scales = s.data();
+  a.count = count;
+  a.plane_sets = ps.data();
+  a.ys = ys.data();
+  size_t c = 0, tab = 0;
+  for (auto _ : state) {
+    a.indices = idx.data() + (c % kMats) * idx_bytes;
+    for (size_t i = 0; i < count; ++i) ps[i] = planes.data() + ((tab++ * 7) % kPool) * plane_bytes;
+    t.vq_apply8(a, 0, sh.rows);
+    benchmark::ClobberMemory();
+    ++c;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * idx_bytes * count));
+  state.SetLabel(t.name + " (bytes = index bytes x tokens)");
+}
+
 void LutBuildBench(benchmark::State& state, Isa isa, size_t stages, size_t entries, size_t nv) {
   const KernelTable t = BuildKernelTable(isa);
   std::vector<std::vector<float>> books;
@@ -391,6 +429,9 @@ void RegisterAll() {
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_" + sh.name + "_dram").c_str(), VqApplyPlanes, isa, sh, 48, 1);
       // Tables alternating like gate/up of consecutive experts (neither stays in L2).
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_" + sh.name + "_dram_2tables").c_str(), VqApplyPlanes, isa, sh, 48, 2);
+    }
+    for (const VqShape& sh : {gate, down}) {
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_chunk4_" + sh.name).c_str(), VqApplyPlanesChunk, isa, sh, 4);
     }
     benchmark::RegisterBenchmark((p + "lut_build_vq3r_nv288").c_str(), LutBuildBench, isa, 3, 256, 288);
     benchmark::RegisterBenchmark((p + "lut_build_vq4p_nv288").c_str(), LutBuildBench, isa, 4, 64, 288);
