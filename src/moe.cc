@@ -204,96 +204,94 @@ void MoeLayer::BuildInputTables(const Ops& ops, const float* x, size_t x_stride,
   });
 }
 
-void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, Scratch& s) {
+void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g0, Scratch& s) {
   const size_t mid = static_cast<size_t>(cfg_.moe_inter);
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const ExpertRecordView& rec = item.view;
   const int down_base = rec.codebook_id + 2 * cfg_.quant.stages;
-  for (size_t g0 = 0; g0 < item.n; g0 += kGroup) {
-    const size_t gn = std::min(kGroup, item.n - g0);
-    size_t tok[kGroup];
-    float* outp[kGroup];
-    float *gp[kGroup], *up[kGroup];
+  const size_t gn = std::min(kGroup, item.n - g0);
+  size_t tok[kGroup];
+  float* outp[kGroup];
+  float *gp[kGroup], *up[kGroup];
+  for (size_t i = 0; i < gn; ++i) {
+    tok[i] = pair_token_[item.first + g0 + i];
+    outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
+    gp[i] = s.g.data() + i * mid;
+    up[i] = s.u.data() + i * mid;
+  }
+  if (six_bit_) {
     for (size_t i = 0; i < gn; ++i) {
-      tok[i] = pair_token_[item.first + g0 + i];
-      outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
-      gp[i] = s.g.data() + i * mid;
-      up[i] = s.u.data() + i * mid;
-    }
-    if (six_bit_) {
-      for (size_t i = 0; i < gn; ++i) {
-        kernels::VqApply6Args a;
-        a.nv = nv_in_;
-        a.indices = rec.gate;
-        a.table = QTableIn(tok[i], 0);
-        a.tau = TauIn(tok[i], 0);
-        a.scales = rec.scale_gate;
-        a.y = gp[i];
-        k.vq_apply6(a, 0, mid);
-        a.indices = rec.up;
-        a.table = QTableIn(tok[i], 1);
-        a.tau = TauIn(tok[i], 1);
-        a.scales = rec.scale_up;
-        a.y = up[i];
-        k.vq_apply6(a, 0, mid);
-      }
-    } else {
-      const float* tabs[kGroup];
-      const uint8_t* planes[kGroup];
-      kernels::VqApply8Args a;
+      kernels::VqApply6Args a;
       a.nv = nv_in_;
-      a.stages = static_cast<size_t>(cfg_.quant.stages);
-      a.entries = static_cast<size_t>(cfg_.quant.entries);
-      a.count = gn;
-      a.tables = planes_ ? nullptr : tabs;
-      a.plane_sets = planes_ ? planes : nullptr;
-      for (int which = 0; which < 2; ++which) {
-        for (size_t i = 0; i < gn; ++i) {
-          tabs[i] = TableIn(tok[i], which);
-          planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
-        }
-        a.indices = which == 0 ? rec.gate : rec.up;
-        a.scales = which == 0 ? rec.scale_gate : rec.scale_up;
-        a.ys = which == 0 ? gp : up;
-        k.vq_apply8(a, 0, mid);
-      }
+      a.indices = rec.gate;
+      a.table = QTableIn(tok[i], 0);
+      a.tau = TauIn(tok[i], 0);
+      a.scales = rec.scale_gate;
+      a.y = gp[i];
+      k.vq_apply6(a, 0, mid);
+      a.indices = rec.up;
+      a.table = QTableIn(tok[i], 1);
+      a.tau = TauIn(tok[i], 1);
+      a.scales = rec.scale_up;
+      a.y = up[i];
+      k.vq_apply6(a, 0, mid);
     }
-    for (size_t i = 0; i < gn; ++i) {
-      GatedActivation(cfg_, gp[i], up[i], mid);
-      BuildTableSerial(k, gp[i], mid, down_base, s.table_mid.data() + i * table_mid_,
-                       six_bit_ ? s.q_mid.data() + i * table_mid_ : nullptr,
-                       six_bit_ ? s.tau_mid.data() + i * tau_mid_ : nullptr, 0, nv_mid_);
-    }
-    if (six_bit_) {
+  } else {
+    const float* tabs[kGroup];
+    const uint8_t* planes[kGroup];
+    kernels::VqApply8Args a;
+    a.nv = nv_in_;
+    a.stages = static_cast<size_t>(cfg_.quant.stages);
+    a.entries = static_cast<size_t>(cfg_.quant.entries);
+    a.count = gn;
+    a.tables = planes_ ? nullptr : tabs;
+    a.plane_sets = planes_ ? planes : nullptr;
+    for (int which = 0; which < 2; ++which) {
       for (size_t i = 0; i < gn; ++i) {
-        kernels::VqApply6Args a;
-        a.indices = rec.down;
-        a.nv = nv_mid_;
-        a.table = s.q_mid.data() + i * table_mid_;
-        a.tau = s.tau_mid.data() + i * tau_mid_;
-        a.scales = rec.scale_down;
-        a.y = outp[i];
-        k.vq_apply6(a, 0, xw);
-      }
-    } else {
-      const float* tabs[kGroup];
-      const uint8_t* planes[kGroup];
-      for (size_t i = 0; i < gn; ++i) {
-        tabs[i] = s.table_mid.data() + i * table_mid_;
+        tabs[i] = TableIn(tok[i], which);
         planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
       }
-      kernels::VqApply8Args a;
+      a.indices = which == 0 ? rec.gate : rec.up;
+      a.scales = which == 0 ? rec.scale_gate : rec.scale_up;
+      a.ys = which == 0 ? gp : up;
+      k.vq_apply8(a, 0, mid);
+    }
+  }
+  for (size_t i = 0; i < gn; ++i) {
+    GatedActivation(cfg_, gp[i], up[i], mid);
+    BuildTableSerial(k, gp[i], mid, down_base, s.table_mid.data() + i * table_mid_,
+                     six_bit_ ? s.q_mid.data() + i * table_mid_ : nullptr,
+                     six_bit_ ? s.tau_mid.data() + i * tau_mid_ : nullptr, 0, nv_mid_);
+  }
+  if (six_bit_) {
+    for (size_t i = 0; i < gn; ++i) {
+      kernels::VqApply6Args a;
       a.indices = rec.down;
       a.nv = nv_mid_;
-      a.stages = static_cast<size_t>(cfg_.quant.stages);
-      a.entries = static_cast<size_t>(cfg_.quant.entries);
+      a.table = s.q_mid.data() + i * table_mid_;
+      a.tau = s.tau_mid.data() + i * tau_mid_;
       a.scales = rec.scale_down;
-      a.count = gn;
-      a.tables = planes_ ? nullptr : tabs;
-      a.plane_sets = planes_ ? planes : nullptr;
-      a.ys = outp;
-      k.vq_apply8(a, 0, xw);
+      a.y = outp[i];
+      k.vq_apply6(a, 0, xw);
     }
+  } else {
+    const float* tabs[kGroup];
+    const uint8_t* planes[kGroup];
+    for (size_t i = 0; i < gn; ++i) {
+      tabs[i] = s.table_mid.data() + i * table_mid_;
+      planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
+    }
+    kernels::VqApply8Args a;
+    a.indices = rec.down;
+    a.nv = nv_mid_;
+    a.stages = static_cast<size_t>(cfg_.quant.stages);
+    a.entries = static_cast<size_t>(cfg_.quant.entries);
+    a.scales = rec.scale_down;
+    a.count = gn;
+    a.tables = planes_ ? nullptr : tabs;
+    a.plane_sets = planes_ ? planes : nullptr;
+    a.ys = outp;
+    k.vq_apply8(a, 0, xw);
   }
 }
 
@@ -322,9 +320,18 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
   if (status.ok()) {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
     const kernels::KernelTable& k = ops.k();
-    ops.ForDynamic(e - b, 1, [&](size_t i0, size_t i1) {
+    // Work units of up to kGroup tokens of one expert: an expert chosen by
+    // many tokens of a chunk is shared by both threads instead of keeping
+    // one busy while the other waits at the join.
+    units_.clear();
+    for (size_t i = b; i < e; ++i) {
+      for (size_t g0 = 0; g0 < items_[i].n; g0 += kGroup) {
+        units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0)});
+      }
+    }
+    ops.ForDynamic(units_.size(), 1, [&](size_t u0, size_t u1) {
       Scratch& s = scratch_[static_cast<size_t>(Ops::Worker())];
-      for (size_t i = i0; i < i1; ++i) RunItem(k, items_[b + i], s);
+      for (size_t u = u0; u < u1; ++u) RunItem(k, items_[units_[u].item], units_[u].g0, s);
     });
   }
   for (size_t i = b; i < e; ++i) {

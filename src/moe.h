@@ -5,12 +5,13 @@
 // (K3); shared experts on the full input.
 //
 // Parallel shape (docs/PERFORMANCE.md): the routed experts of a step are
-// independent work items run by whole experts on the thread pool (one
-// fork-join per window of experts, not one per matrix); each item applies
-// its expert to every token of the chunk that chose it (the indices are
-// read once for all of them), writes per-(token, expert) outputs, and the
-// outputs are summed afterwards in the spec's order (selection order in
-// decode, ascending expert id in a chunk) with the one expression form.
+// independent work units run on the thread pool (one fork-join per window
+// of experts, not one per matrix); a unit applies one expert to up to four
+// tokens of the chunk that chose it (the indices are read once for them),
+// writes per-(token, expert) outputs, and the outputs are summed afterwards
+// in the spec's order (selection order in decode, ascending expert id in a
+// chunk) with the one expression form. Experts already in memory run
+// first, so their compute covers the reads still in flight.
 // Every row of every output is computed by the same kernels whatever the
 // thread count, so results are bit-identical at any thread count.
 #pragma once
@@ -83,8 +84,8 @@ class MoeLayer {
   // The gate and up tables of tokens [t0, t1) (x rows at stride x_stride).
   void BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
                         int book_base);
-  // Serial (runs inside a parallel region): one item.
-  void RunItem(const kernels::KernelTable& k, const Item& item, Scratch& s);
+  // Serial (runs inside a parallel region): tokens [g0, g0 + kGroup) of one item.
+  void RunItem(const kernels::KernelTable& k, const Item& item, size_t g0, Scratch& s);
   void BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
                         float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end);
   // Acquires items_[b, e) in order, runs them in parallel, releases them.
@@ -132,6 +133,10 @@ class MoeLayer {
   std::vector<Item> items_;
   std::vector<uint32_t> pair_token_, pair_out_;
   std::vector<ExpertRef> refs_;
+  struct Unit {
+    uint32_t item, g0;
+  };
+  std::vector<Unit> units_;  // the current window's work units
   std::vector<int> layer_books_;  // per layer: codebook id of its records, -1 = not seen yet
 };
 
