@@ -23,9 +23,13 @@ lfu-history (decayed per-record access counts kept across evictions,
 the per-layer pick rates), opt (Belady: evicts the record demanded farthest in
 the future; an oracle, the bound for any replacement with the same reads).
 
-Gate T (the prefetch gate, src/expert_cache.cc): a lookahead guess of rank r
-for layer L is read only while the measured share of rank-r guesses for L
-that its router then picked is at least T (0 = read every guess).
+Read R (--started, the engine's WASTE_SPEC_RANKS): only the R best guesses
+are read before their layer routes; a lower-ranked guess holds a slot and is
+read only if the router picks it (a late lookahead hit), dropped unread if not.
+
+Gate T (studied, not in the engine): a lookahead guess of rank r for layer
+L is claimed only while the measured share of rank-r guesses for L that its
+router then picked is at least T (0 = claim every guess).
 """
 import argparse
 import bisect
@@ -39,7 +43,7 @@ def load(path):
     with open(path) as f:
         for line in f:
             p = line.split()
-            if len(p) < 2:
+            if len(p) < 2 or p[0] == "#":  # '#' lines: the engine's counters at close
                 continue
             events.append((p[0], int(p[1]), [int(x) for x in p[2:]]))
     return events
@@ -66,7 +70,8 @@ class Future:
 
 class Sim:
     def __init__(self, slots, policy, lookahead, top_k, spec_hits=1, protect=True, gate=0.0,
-                 half_life=16, future=None, prior=1.0, warmup=4):
+                 half_life=16, future=None, prior=1.0, warmup=4, started=64):
+        self.started = started
         self.protect = protect
         self.n = slots
         self.policy = policy
@@ -83,6 +88,7 @@ class Sim:
         self.pins = [0] * slots
         self.spec = [False] * slots       # loaded by lookahead, not yet used
         self.spec_gen = [0] * slots       # hints seen when it was guessed
+        self.rank = [0] * slots           # lookahead rank of the guess
         self.hint_seq = 0
         self.index = {}
         self.free = list(range(slots - 1, -1, -1))
@@ -96,7 +102,8 @@ class Sim:
         self.cursor = 0
         self.outstanding = 0
         self.window = max(1, min(64, slots // 2))
-        self.c = dict(hit=0, miss=0, dhit=0, dmiss=0, spec=0, spec_used=0, ev=0, dspec=0)
+        self.c = dict(hit=0, miss=0, dhit=0, dmiss=0, spec=0, spec_used=0, ev=0, dspec=0, cancel=0, late=0)
+        self.late_is_miss = True
         self.decode = False
         self.order = {}                   # MoE layer -> position in a token
         self.tokens = {}                  # MoE layer -> hints seen
@@ -193,7 +200,17 @@ class Sim:
     def issue(self, e):
         k = (self.hint_layer, e[0])
         s = self.index.get(k)
-        if s is not None:
+        if s is not None and self.late_is_miss and self.spec[s] and self.rank[s] >= self.started:
+            # A guess whose read never started (ranked past --started) is read
+            # only now, when its layer routes: a miss in all but name. Counted
+            # as one unless --late-hits (the reference's claim-based count).
+            self.pins[s] += 1
+            self.count(False)
+            self.c["late"] += 1
+            if self.decode:
+                self.c["dspec"] -= 1  # its bytes are now a demand read's
+            e[3] = True
+        elif s is not None:
             self.pins[s] += 1
             e[3] = False
         else:
@@ -224,10 +241,28 @@ class Sim:
             st[0] += x in picked
             st[1] += 1
 
+    def cancel(self, layer, ids):
+        # The engine reads at most `started` guesses per layer before it
+        # routes (WASTE_SPEC_DEPTH reads in flight while the layer computes);
+        # a later-ranked guess its router did not pick is dropped unread.
+        picked = set(ids)
+        for s in range(self.n):
+            k = self.key[s]
+            if (k is not None and k[0] == layer and self.spec[s] and self.rank[s] >= self.started
+                    and self.spec_gen[s] == self.hint_seq and k[1] not in picked):
+                del self.index[k]
+                self.key[s] = None
+                self.spec[s] = False
+                self.free.append(s)
+                self.c["cancel"] += 1
+                self.c["dspec"] -= 1
+
     def on_hint(self, layer, ids):
         for e in self.hint:
             if e[2] == 1:
                 self.pins[e[1]] -= 1
+        if self.started < 64 and len(ids) <= self.top_k:
+            self.cancel(layer, ids)
         self.decode = len(ids) <= self.top_k
         if self.decode:
             self.learn(layer, ids)
@@ -305,6 +340,7 @@ class Sim:
             self.claim(s, k, self.spec_hits)
             self.spec[s] = True
             self.spec_gen[s] = self.hint_seq
+            self.rank[s] = r
             self.c["spec"] += 1
             if self.decode:
                 self.c["dspec"] += 1
@@ -324,6 +360,17 @@ def csv(s, cast):
     return [cast(x) for x in s.split(",") if x != ""]
 
 
+def configs(a):
+    """Every (slots, policy, half-life, lookahead, read-ahead ranks, gate) asked for."""
+    for slots in csv(a.slots, int):
+        for pol in a.policy.split(","):
+            for hl in csv(a.half_life, float) if pol == "lfu-history" else [0]:
+                for la in csv(a.lookahead, int):
+                    for st in csv(a.started, int) if la > 0 else [64]:
+                        for gate in csv(a.gate, float) if la > 0 else [0.0]:
+                            yield slots, pol, hl, la, st, gate
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
@@ -334,6 +381,9 @@ def main():
     ap.add_argument("--prior", type=float, default=1.0,
                     help="precision assumed for a (layer, rank) with fewer than --warmup guesses scored")
     ap.add_argument("--warmup", type=int, default=4)
+    ap.add_argument("--started", default="64",
+                    help="top-ranked guesses read before their layer routes (WASTE_SPEC_RANKS); "
+                         "the others are read only if picked, dropped unread if not (64 = read all)")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--half-life", default="16", help="lfu-history half-lives, in accesses per slot")
     ap.add_argument("--spec-hits", type=int, default=1, help="hit count a lookahead record starts with")
@@ -341,6 +391,9 @@ def main():
                     help="plain replacement for lookahead records (the engine protects unused guesses "
                          "until their layer routes and evicts wrong guesses first)")
     ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
+    ap.add_argument("--late-hits", action="store_true",
+                    help="count a guess demanded before its read started as a hit (the reference's "
+                         "claim-based count; default: a miss, since it is read only then)")
     a = ap.parse_args()
     ev = load(a.trace)
     future = Future(ev)
@@ -360,22 +413,20 @@ def main():
             n = sum(v[1] for (l, rr), v in sim.right.items() if rr == r)
             cum += ok
             print(f"rank {r + 1:2d}: {100 * ok / max(1, n):5.1f}%  cumulative {100 * cum / max(1, n * (r + 1)):5.1f}%")
-    print(f"{'slots':>6} {'policy':>12} {'hl':>3} {'look':>4} {'gate':>5} {'hit%':>6} {'decode%':>8} "
+    print(f"{'slots':>6} {'policy':>12} {'hl':>3} {'look':>4} {'read':>4} {'gate':>5} {'hit%':>6} {'decode%':>8} "
           f"{'misses':>7} {'spec':>6} {'used':>6} {'reads/tok':>9} {'MB/tok':>7}")
-    for slots in csv(a.slots, int):
-        for pol in a.policy.split(","):
-            for hl in csv(a.half_life, float) if pol == "lfu-history" else [0]:
-                for la in csv(a.lookahead, int):
-                    for gate in csv(a.gate, float) if la > 0 else [0.0]:
-                        c = Sim(slots, pol, la, a.top_k, a.spec_hits, not a.no_protect, gate, hl, future,
-                                a.prior, a.warmup).run(ev)
-                        tot = c["hit"] + c["miss"]
-                        dt = c["dhit"] + c["dmiss"]
-                        reads_tok = (c["dmiss"] + c["dspec"]) / max(1, decode_tokens)
-                        print(f"{slots:>6} {pol:>12} {hl:>3g} {la:>4} {gate:>5g} {100 * c['hit'] / tot:6.1f} "
-                              f"{100 * c['dhit'] / max(1, dt):8.1f} {c['miss']:>7} {c['spec']:>6} "
-                              f"{c['spec_used']:>6} {reads_tok:9.1f} {reads_tok * RECORD_MB:7.0f}")
-                        sys.stdout.flush()
+    for slots, pol, hl, la, st, gate in configs(a):
+        c = Sim(slots, pol, la, a.top_k, a.spec_hits, not a.no_protect, gate, hl, future,
+                a.prior, a.warmup, st)
+        c.late_is_miss = not a.late_hits
+        c = c.run(ev)
+        tot = c["hit"] + c["miss"]
+        dt = c["dhit"] + c["dmiss"]
+        reads_tok = (c["dmiss"] + c["dspec"]) / max(1, decode_tokens)
+        print(f"{slots:>6} {pol:>12} {hl:>3g} {la:>4} {st:>4} {gate:>5g} {100 * c['hit'] / tot:6.1f} "
+              f"{100 * c['dhit'] / max(1, dt):8.1f} {c['miss']:>7} {c['spec']:>6} "
+              f"{c['spec_used']:>6} {reads_tok:9.1f} {reads_tok * RECORD_MB:7.0f}")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
