@@ -231,71 +231,86 @@ inline void Lookup64(const __m512i* planes, const __m512i idx, __m512 out[4]) {
   out[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(w01h, w23h));
 }
 
-// Inputs [i0, i1) of a batched (or single) call over whole blocks
-// [blk0, blk1), writing rows [row_begin, row_end).
+// Blocks sharing one pass over a tile of the table (kVTile vector
+// positions, 3 KiB of planes each): the tile is loaded from L3/DRAM once
+// and reused from L2 by every chunk of the super-chunk.
+constexpr size_t kSuperBlocks = 16;
+constexpr size_t kVTile = 32;
+
+// Inputs [0, n_in <= kInputGroup) of a batched (or single) call over the
+// blocks of rows [row_begin, row_end). Per super-chunk of blocks: for each
+// tile of v, each chunk of blocks is swept v by v; per-row sums live in
+// acc across tiles, so every row still adds its v in order.
 void Vq3PlanesRange(const VqApply8Args& a, const uint8_t* const* planes, float* const* ys,
                     size_t n_in, size_t row_begin, size_t row_end) {
   const Vq3Const c = MakeVq3Const();
-  alignas(64) float acc[kInputGroup][kChunkBlocks * 64];
+  alignas(64) float acc[kInputGroup][kSuperBlocks * 64];
   alignas(64) float part[kChunkBlocks * 64];
   alignas(64) uint8_t idx[kChunkBlocks][3][64];
   const size_t blk_lo = row_begin / 64, blk_hi = (row_end + 63) / 64;
   const size_t run_stride = a.nv * 192;
-  for (size_t cb = blk_lo; cb < blk_hi; cb += kChunkBlocks) {
-    const size_t nb = MinSize(kChunkBlocks, blk_hi - cb);
+  for (size_t sb = blk_lo; sb < blk_hi; sb += kSuperBlocks) {
+    const size_t nsb = MinSize(kSuperBlocks, blk_hi - sb);
     for (size_t i = 0; i < n_in; ++i) {
-      for (size_t r = 0; r < nb * 64; r += 16) _mm512_store_ps(acc[i] + r, _mm512_setzero_ps());
+      for (size_t r = 0; r < nsb * 64; r += 16) _mm512_store_ps(acc[i] + r, _mm512_setzero_ps());
     }
-    for (size_t v = 0; v < a.nv; ++v) {
-      // Stage-planar indices of every block of the chunk for this v.
-      for (size_t k = 0; k < nb; ++k) {
-        const uint8_t* runs = a.indices + (cb + k) * run_stride + v * 192;
-        if (v + kIndexPrefetchV < a.nv) {
-          const char* pf = reinterpret_cast<const char*>(runs + kIndexPrefetchV * 192);
-          _mm_prefetch(pf, _MM_HINT_T0);
-          _mm_prefetch(pf + 64, _MM_HINT_T0);
-          _mm_prefetch(pf + 128, _MM_HINT_T0);
-        }
-        const __m512i r0 = _mm512_loadu_si512(runs);
-        const __m512i r1 = _mm512_loadu_si512(runs + 64);
-        const __m512i r2 = _mm512_loadu_si512(runs + 128);
-        for (int s = 0; s < 3; ++s) {
-          const __m512i lo = _mm512_permutex2var_epi8(r0, c.lo[s], r1);
-          _mm512_store_si512(idx[k][s], _mm512_mask_permutexvar_epi8(lo, c.from_hi[s], c.hi[s], r2));
-        }
-      }
-      for (size_t i = 0; i < n_in; ++i) {
-        const uint8_t* pv = planes[i] + v * 3 * 1024;
-        __m512i p[16];
-        __m512 f[4];
-        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 64 * j);
-        for (size_t k = 0; k < nb; ++k) {
-          Lookup64(p, _mm512_load_si512(idx[k][0]), f);
-          for (int q = 0; q < 4; ++q) _mm512_store_ps(part + k * 64 + 16 * q, f[q]);
-        }
-        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 1024 + 64 * j);
-        for (size_t k = 0; k < nb; ++k) {
-          Lookup64(p, _mm512_load_si512(idx[k][1]), f);
-          for (int q = 0; q < 4; ++q) {
-            float* pp = part + k * 64 + 16 * q;
-            _mm512_store_ps(pp, _mm512_add_ps(_mm512_load_ps(pp), f[q]));
+    for (size_t vt = 0; vt < a.nv; vt += kVTile) {
+      const size_t vt_end = MinSize(a.nv, vt + kVTile);
+      for (size_t cb = sb; cb < sb + nsb; cb += kChunkBlocks) {
+        const size_t nb = MinSize(kChunkBlocks, sb + nsb - cb);
+        const size_t ao = (cb - sb) * 64;  // this chunk's rows in acc
+        for (size_t v = vt; v < vt_end; ++v) {
+          // Stage-planar indices of every block of the chunk for this v.
+          for (size_t k = 0; k < nb; ++k) {
+            const uint8_t* runs = a.indices + (cb + k) * run_stride + v * 192;
+            if (v + kIndexPrefetchV < a.nv) {
+              const char* pf = reinterpret_cast<const char*>(runs + kIndexPrefetchV * 192);
+              _mm_prefetch(pf, _MM_HINT_T0);
+              _mm_prefetch(pf + 64, _MM_HINT_T0);
+              _mm_prefetch(pf + 128, _MM_HINT_T0);
+            }
+            const __m512i r0 = _mm512_loadu_si512(runs);
+            const __m512i r1 = _mm512_loadu_si512(runs + 64);
+            const __m512i r2 = _mm512_loadu_si512(runs + 128);
+            for (int s = 0; s < 3; ++s) {
+              const __m512i lo = _mm512_permutex2var_epi8(r0, c.lo[s], r1);
+              _mm512_store_si512(idx[k][s], _mm512_mask_permutexvar_epi8(lo, c.from_hi[s], c.hi[s], r2));
+            }
+          }
+          for (size_t i = 0; i < n_in; ++i) {
+            const uint8_t* pv = planes[i] + v * 3 * 1024;
+            __m512i p[16];
+            __m512 f[4];
+            for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 64 * j);
+            for (size_t k = 0; k < nb; ++k) {
+              Lookup64(p, _mm512_load_si512(idx[k][0]), f);
+              for (int q = 0; q < 4; ++q) _mm512_store_ps(part + k * 64 + 16 * q, f[q]);
+            }
+            for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 1024 + 64 * j);
+            for (size_t k = 0; k < nb; ++k) {
+              Lookup64(p, _mm512_load_si512(idx[k][1]), f);
+              for (int q = 0; q < 4; ++q) {
+                float* pp = part + k * 64 + 16 * q;
+                _mm512_store_ps(pp, _mm512_add_ps(_mm512_load_ps(pp), f[q]));
+              }
+            }
+            for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 2048 + 64 * j);
+            for (size_t k = 0; k < nb; ++k) {
+              Lookup64(p, _mm512_load_si512(idx[k][2]), f);
+              for (int q = 0; q < 4; ++q) {
+                float* ap = acc[i] + ao + k * 64 + 16 * q;
+                const __m512 sum = _mm512_add_ps(_mm512_load_ps(part + k * 64 + 16 * q), f[q]);
+                _mm512_store_ps(ap, _mm512_add_ps(_mm512_load_ps(ap), sum));
+              }
+            }
           }
         }
-        for (int j = 0; j < 16; ++j) p[j] = _mm512_loadu_si512(pv + 2048 + 64 * j);
-        for (size_t k = 0; k < nb; ++k) {
-          Lookup64(p, _mm512_load_si512(idx[k][2]), f);
-          for (int q = 0; q < 4; ++q) {
-            float* ap = acc[i] + k * 64 + 16 * q;
-            const __m512 sum = _mm512_add_ps(_mm512_load_ps(part + k * 64 + 16 * q), f[q]);
-            _mm512_store_ps(ap, _mm512_add_ps(_mm512_load_ps(ap), sum));
-          }
-        }
       }
     }
-    // y = acc * f16(scale) for the rows of this chunk inside the range.
-    for (size_t k = 0; k < nb; ++k) {
+    // y = acc * f16(scale) for the rows of this super-chunk inside the range.
+    for (size_t k = 0; k < nsb; ++k) {
       for (size_t q = 0; q < 4; ++q) {
-        const size_t r0 = (cb + k) * 64 + 16 * q;
+        const size_t r0 = (sb + k) * 64 + 16 * q;
         if (r0 >= row_end || r0 + 16 <= row_begin) continue;
         const size_t a0 = row_begin > r0 ? row_begin - r0 : 0;
         const size_t a1 = MinSize(16, row_end - r0);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -490,10 +491,24 @@ struct VqMatrix {
   }
 };
 
+// The shared sizes plus what the tiled VQ kernels add: 264 columns (33
+// vector positions, one past a 32-position table tile) and 1089 rows (17
+// blocks, one past a 16-block super-chunk, and a partial last block).
+std::vector<size_t> VqCols() {
+  std::vector<size_t> c(std::begin(kCols), std::end(kCols));
+  c.push_back(264);
+  return c;
+}
+std::vector<size_t> VqRows(size_t cols) {
+  std::vector<size_t> r(std::begin(kRows), std::end(kRows));
+  if (cols == 264 || cols == 2304) r.push_back(1089);
+  return r;
+}
+
 void CheckVqApply8(const KernelTable& ref, const KernelTable& test, CheckReport& rep) {
   for (size_t stages : {3, 2}) {
-    for (size_t cols : kCols) {
-      for (size_t rows : kRows) {
+    for (size_t cols : VqCols()) {
+      for (size_t rows : VqRows(cols)) {
         const size_t nv = cols / 8;
         VqMatrix m(rows, nv, stages);
         GuardedBuffer tb(4 * nv * stages * 256);
@@ -529,7 +544,7 @@ void CheckVqApply8(const KernelTable& ref, const KernelTable& test, CheckReport&
         }
         // Batched: three inputs sharing the indices (one of them the table
         // above), as f32 tables and as planes; each must equal its single run.
-        if (cols == 2304 || cols == 136 || rows == 65) {
+        if (cols == 2304 || cols == 136 || rows == 65 || rows == 1089) {
           constexpr size_t kIn = 3;
           std::vector<GuardedBuffer*> tabs, pls;
           std::vector<const float*> tptr;
