@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 namespace waste {
 namespace {
 
@@ -298,7 +296,6 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {
   Status status = Status::Ok();
   for (size_t i = b; i < e; ++i) {
-    if (refs_[i].slot >= 0) continue;  // acquired earlier (the codebook probe)
     auto ref = AcquireTimed(ops, cache, layer, items_[i].expert);
     if (!ref) {
       status = ref.error();
@@ -306,16 +303,6 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
     }
     refs_[i] = *ref;
     items_[i].view = ref->view;
-  }
-  // Codebooks are per layer (FORMAT.md §6): the gate/up tables were built
-  // from the layer's book, so a record naming another one is malformed.
-  const int book = layer_books_[static_cast<size_t>(layer)];
-  for (size_t i = b; i < e && status.ok(); ++i) {
-    if (items_[i].view.codebook_id != book) {
-      status = FormatError(fmt::format(
-          "expert {} of layer {}: codebook id {} differs from the layer's {}", items_[i].expert,
-          layer, items_[i].view.codebook_id, book));
-    }
   }
   if (status.ok()) {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
@@ -341,33 +328,15 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
   return status;
 }
 
-Result<int> MoeLayer::LayerBook(const Ops& ops, ExpertCache& cache, int layer) {
-  if (layer_books_.size() <= static_cast<size_t>(layer)) {
-    layer_books_.resize(static_cast<size_t>(layer) + 1, -1);
-  }
-  int& book = layer_books_[static_cast<size_t>(layer)];
-  if (book < 0) {
-    auto ref = AcquireTimed(ops, cache, layer, items_[0].expert);
-    if (!ref) return ref.error();
-    refs_[0] = *ref;
-    items_[0].view = ref->view;
-    book = ref->view.codebook_id;
-  }
-  return book;
-}
-
 Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window) {
-  // Stable partition: resident (or already acquired) items first. Items
-  // carry their pair ranges, so reordering them moves no output.
+  // Stable partition, resident items first. Items carry their pair ranges,
+  // so reordering them moves no output.
   size_t ready = 0;
   for (size_t i = 0; i < items_.size(); ++i) {
-    if (refs_[i].slot >= 0 || cache.Ready(layer, items_[i].expert)) {
+    if (cache.Ready(layer, items_[i].expert)) {
       std::rotate(items_.begin() + static_cast<std::ptrdiff_t>(ready),
                   items_.begin() + static_cast<std::ptrdiff_t>(i),
                   items_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      std::rotate(refs_.begin() + static_cast<std::ptrdiff_t>(ready),
-                  refs_.begin() + static_cast<std::ptrdiff_t>(i),
-                  refs_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
       ++ready;
     }
   }
@@ -412,13 +381,11 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
     items_[j].n = 1;
     pair_out_[j] = static_cast<uint32_t>(j);
   }
-  {
-    // Gate/up tables depend only on the input and the layer's books, shared
-    // by all k experts.
-    auto book = LayerBook(ops, cache, layer);
-    if (!book) return book.error();
-    BuildInputTables(ops, xe, xw, 1, *book);
-  }
+  // Gate/up tables depend only on the input and the layer's books, shared
+  // by all k experts. Every record of a layer names its bank's codebook base
+  // (ParseRecord refuses any other), so no record is needed to pick them and
+  // the step can start on whichever experts are already in memory.
+  BuildInputTables(ops, xe, xw, 1, container_.bank(layer).codebook_base);
   // Late experts one per thread at a time: each lands while the others compute.
   WASTE_TRY(RunAllItems(ops, cache, layer, static_cast<size_t>(ops.threads())));
   {
@@ -512,11 +479,7 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     items_[i].n = count[e];
   }
   cache.Hint(layer, distinct);
-  {
-    auto book = LayerBook(ops, cache, layer);
-    if (!book) return book.error();
-    BuildInputTables(ops, xe, xe_stride, tokens, *book);
-  }
+  BuildInputTables(ops, xe, xe_stride, tokens, container_.bank(layer).codebook_base);
   WASTE_TRY(RunAllItems(ops, cache, layer, Window(cache)));
   {
     // Each token's sum in ascending expert id, one expression form.

@@ -95,10 +95,6 @@ class MoeLayer {
   // `late_window` as they land. Outputs go to per-pair slots and are summed
   // afterwards in the fixed order, so the order changes timing only.
   Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window);
-  // The layer's codebook id for the gate/up tables: known after the layer's
-  // first record, else taken from items_[0] (acquired here, as the
-  // reference does).
-  Result<int> LayerBook(const Ops& ops, ExpertCache& cache, int layer);
   float* TableIn(size_t token, int which) { return tables_.data() + (2 * token + which) * table_in_; }
   int8_t* QTableIn(size_t token, int which) {
     return six_bit_ ? qtables_.data() + (2 * token + which) * table_in_ : nullptr;
@@ -137,7 +133,6 @@ class MoeLayer {
     uint32_t item, g0;
   };
   std::vector<Unit> units_;  // the current window's work units
-  std::vector<int> layer_books_;  // per layer: codebook id of its records, -1 = not seen yet
 };
 
 }  // namespace waste
