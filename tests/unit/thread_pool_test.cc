@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -113,6 +114,76 @@ TEST(ThreadPool, SplitIsFixedByItsInputs) {
   EXPECT_EQ(ThreadPool::ChunkSize(100, 1, 4), 25u);
   EXPECT_EQ(ThreadPool::ChunkSize(100, 16, 4), 32u);
   EXPECT_EQ(ThreadPool::ChunkSize(10, 0, 3), 4u);
+}
+
+// ParallelForDynamic: every index exactly once, chunks of exactly `chunk`
+// items (the last shorter) whatever the thread count, claimed by more than
+// one thread when the work is uneven, and CurrentWorker() a valid
+// per-thread scratch index inside the region.
+TEST(ThreadPool, DynamicCoversEveryIndexInFixedChunks) {
+  for (int threads : {1, 2, 3, 4}) {
+    std::unique_ptr<ThreadPool> pool = MakePool(threads);
+    ASSERT_NE(pool, nullptr);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{64}, size_t{65}, size_t{1000}}) {
+      for (size_t chunk : {size_t{0}, size_t{1}, size_t{3}, size_t{16}}) {
+        std::vector<std::atomic<int>> seen(n);
+        std::mutex mu;
+        std::vector<std::pair<size_t, size_t>> chunks;
+        std::atomic<bool> bad_worker{false};
+        pool->ParallelForDynamic(n, chunk, [&](size_t b, size_t e) {
+          const int w = ThreadPool::CurrentWorker();
+          if (w < 0 || w >= threads) bad_worker = true;
+          for (size_t i = b; i < e; ++i) seen[i].fetch_add(1);
+          std::lock_guard<std::mutex> lock(mu);
+          chunks.emplace_back(b, e);
+        });
+        EXPECT_FALSE(bad_worker.load()) << "threads " << threads;
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(seen[i].load(), 1) << "threads " << threads << " n " << n << " chunk " << chunk
+                                       << " index " << i;
+        }
+        std::sort(chunks.begin(), chunks.end());
+        const size_t c = std::max<size_t>(1, chunk);
+        ASSERT_EQ(chunks.size(), (n + c - 1) / c) << "threads " << threads << " n " << n;
+        for (size_t i = 0; i < chunks.size(); ++i) {
+          EXPECT_EQ(chunks[i].first, i * c);
+          EXPECT_EQ(chunks[i].second, std::min(n, (i + 1) * c));
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, DynamicSharesUnevenWork) {
+  // Item 0 blocks until every other item has run. Claimed dynamically, the
+  // thread that did not take item 0 runs all 40 others and releases it;
+  // with a split fixed in advance (static halves) the thread holding item 0
+  // would also own some of the others and item 0 would wait for ever (here:
+  // until the 20 s timeout, which fails the test).
+  std::unique_ptr<ThreadPool> pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  constexpr size_t kShort = 40;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  size_t done = 0;
+  bool timed_out = false;
+  std::thread::id long_thread;
+  std::vector<std::thread::id> short_threads;
+  pool->ParallelForDynamic(kShort + 1, 1, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      std::unique_lock<std::mutex> lock(mu);
+      if (i == 0) {
+        long_thread = std::this_thread::get_id();
+        timed_out = !done_cv.wait_for(lock, std::chrono::seconds(20), [&] { return done == kShort; });
+      } else {
+        short_threads.push_back(std::this_thread::get_id());
+        if (++done == kShort) done_cv.notify_all();
+      }
+    }
+  });
+  EXPECT_FALSE(timed_out);
+  ASSERT_EQ(short_threads.size(), kShort);
+  for (std::thread::id id : short_threads) EXPECT_NE(id, long_thread);
 }
 
 TEST(ThreadPool, SerialWhenSmall) {
