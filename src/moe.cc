@@ -208,9 +208,10 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g
   const ExpertRecordView& rec = item.view;
   const int down_base = rec.codebook_id + 2 * cfg_.quant.stages;
   const size_t gn = std::min(kGroup, item.n - g0);
-  size_t tok[kGroup];
-  float* outp[kGroup];
-  float *gp[kGroup], *up[kGroup];
+  size_t tok[kGroup] = {};
+  float* outp[kGroup] = {};
+  float* gp[kGroup] = {};
+  float* up[kGroup] = {};
   for (size_t i = 0; i < gn; ++i) {
     tok[i] = pair_token_[item.first + g0 + i];
     outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
@@ -235,24 +236,11 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g
       k.vq_apply6(a, 0, mid);
     }
   } else {
-    const float* tabs[kGroup];
-    const uint8_t* planes[kGroup];
-    kernels::VqApply8Args a;
-    a.nv = nv_in_;
-    a.stages = static_cast<size_t>(cfg_.quant.stages);
-    a.entries = static_cast<size_t>(cfg_.quant.entries);
-    a.count = gn;
-    a.tables = planes_ ? nullptr : tabs;
-    a.plane_sets = planes_ ? planes : nullptr;
+    const float* tabs[kGroup] = {};
     for (int which = 0; which < 2; ++which) {
-      for (size_t i = 0; i < gn; ++i) {
-        tabs[i] = TableIn(tok[i], which);
-        planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
-      }
-      a.indices = which == 0 ? rec.gate : rec.up;
-      a.scales = which == 0 ? rec.scale_gate : rec.scale_up;
-      a.ys = which == 0 ? gp : up;
-      k.vq_apply8(a, 0, mid);
+      for (size_t i = 0; i < gn; ++i) tabs[i] = TableIn(tok[i], which);
+      Apply8(k, which == 0 ? rec.gate : rec.up, which == 0 ? rec.scale_gate : rec.scale_up,
+             nv_in_, tabs, gn, which == 0 ? gp : up, mid);
     }
   }
   for (size_t i = 0; i < gn; ++i) {
@@ -273,24 +261,28 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g
       k.vq_apply6(a, 0, xw);
     }
   } else {
-    const float* tabs[kGroup];
-    const uint8_t* planes[kGroup];
-    for (size_t i = 0; i < gn; ++i) {
-      tabs[i] = s.table_mid.data() + i * table_mid_;
-      planes[i] = reinterpret_cast<const uint8_t*>(tabs[i]);
-    }
-    kernels::VqApply8Args a;
-    a.indices = rec.down;
-    a.nv = nv_mid_;
-    a.stages = static_cast<size_t>(cfg_.quant.stages);
-    a.entries = static_cast<size_t>(cfg_.quant.entries);
-    a.scales = rec.scale_down;
-    a.count = gn;
-    a.tables = planes_ ? nullptr : tabs;
-    a.plane_sets = planes_ ? planes : nullptr;
-    a.ys = outp;
-    k.vq_apply8(a, 0, xw);
+    const float* tabs[kGroup] = {};
+    for (size_t i = 0; i < gn; ++i) tabs[i] = s.table_mid.data() + i * table_mid_;
+    Apply8(k, rec.down, rec.scale_down, nv_mid_, tabs, gn, outp, xw);
   }
+}
+
+void MoeLayer::Apply8(const kernels::KernelTable& k, const uint8_t* indices,
+                      const uint16_t* scales, size_t nv, const float* const* tables, size_t n,
+                      float* const* ys, size_t rows) const {
+  const uint8_t* planes[kGroup] = {};
+  for (size_t i = 0; i < n; ++i) planes[i] = reinterpret_cast<const uint8_t*>(tables[i]);
+  kernels::VqApply8Args a;
+  a.indices = indices;
+  a.nv = nv;
+  a.stages = static_cast<size_t>(cfg_.quant.stages);
+  a.entries = static_cast<size_t>(cfg_.quant.entries);
+  a.scales = scales;
+  a.count = n;
+  a.tables = planes_ ? nullptr : tables;
+  a.plane_sets = planes_ ? planes : nullptr;
+  a.ys = ys;
+  k.vq_apply8(a, 0, rows);
 }
 
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {

@@ -86,6 +86,11 @@ class MoeLayer {
                         int book_base);
   // Serial (runs inside a parallel region): tokens [g0, g0 + kGroup) of one item.
   void RunItem(const kernels::KernelTable& k, const Item& item, size_t g0, Scratch& s);
+  // One 8-bit-index matrix applied to n <= kGroup inputs, each with its own
+  // table (f32, or byte planes when the kernel table prefers them).
+  void Apply8(const kernels::KernelTable& k, const uint8_t* indices, const uint16_t* scales,
+              size_t nv, const float* const* tables, size_t n, float* const* ys,
+              size_t rows) const;
   void BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
                         float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end);
   // Acquires items_[b, e) in order, runs them in parallel, releases them.
