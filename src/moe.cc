@@ -220,20 +220,16 @@ void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g
   }
   if (six_bit_) {
     for (size_t i = 0; i < gn; ++i) {
-      kernels::VqApply6Args a;
-      a.nv = nv_in_;
-      a.indices = rec.gate;
-      a.table = QTableIn(tok[i], 0);
-      a.tau = TauIn(tok[i], 0);
-      a.scales = rec.scale_gate;
-      a.y = gp[i];
-      k.vq_apply6(a, 0, mid);
-      a.indices = rec.up;
-      a.table = QTableIn(tok[i], 1);
-      a.tau = TauIn(tok[i], 1);
-      a.scales = rec.scale_up;
-      a.y = up[i];
-      k.vq_apply6(a, 0, mid);
+      for (int which = 0; which < 2; ++which) {
+        kernels::VqApply6Args a;
+        a.nv = nv_in_;
+        a.indices = which == 0 ? rec.gate : rec.up;
+        a.table = QTableIn(tok[i], which);
+        a.tau = TauIn(tok[i], which);
+        a.scales = which == 0 ? rec.scale_gate : rec.scale_up;
+        a.y = which == 0 ? gp[i] : up[i];
+        k.vq_apply6(a, 0, mid);
+      }
     }
   } else {
     const float* tabs[kGroup] = {};
