@@ -88,7 +88,7 @@ void MatVecF32(const MatVecArgs& a, size_t row_begin, size_t row_end) {
 // neutralised by zero-masked x loads (weights are small integers, so 0*w = 0).
 
 constexpr size_t kQ8PrefetchBytes = 512;
-constexpr size_t kQ4PrefetchBytes = 512;
+constexpr size_t kQ4PrefetchBytes = 2048;
 
 template <int R>
 void Q8gRows(const MatVecArgs& a, size_t r0) {
@@ -308,28 +308,19 @@ void PermuteXForQ4g(const MatVecArgs& a, float* xt) {
 void Q4gRowPermuted(const MatVecArgs& a, const float* xt, size_t r) {
   const uint8_t* row = a.weights + r * a.row_bytes;
   const uint16_t* sc = a.scales + r * a.groups;
-  // vpermps reads only index bits 3..0: after the shift, nibble m of every
-  // dword picks its value q - 8 straight from this table (one op instead
-  // of mask+or+subtract; 15-20 % faster here, same products, same bits).
-  const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-  __m512 outer = _mm512_setzero_ps();
+  const __m512 base = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (size_t g = 0; g < a.groups; ++g) {
     _mm_prefetch(reinterpret_cast<const char*>(row + g * 64 + kQ4PrefetchBytes), _MM_HINT_T0);
     const __m512i w = _mm512_loadu_si512(row + g * 64);
     const float* xg = xt + g * 128;
-    __m512 acc[4];
-    for (int m = 0; m < 4; ++m) {
+    const __m512 lut = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(sc[g])), base);
+    for (int m = 0; m < 8; ++m) {
       const __m512i u = m == 0 ? w : _mm512_srli_epi32(w, 4 * m);
-      acc[m] = _mm512_mul_ps(_mm512_permutexvar_ps(u, lut), _mm512_load_ps(xg + m * 16));
+      acc[m & 3] = _mm512_fmadd_ps(_mm512_permutexvar_ps(u, lut), _mm512_load_ps(xg + m * 16), acc[m & 3]);
     }
-    for (int m = 4; m < 8; ++m) {
-      const __m512i u = _mm512_srli_epi32(w, 4 * m);
-      acc[m - 4] = _mm512_fmadd_ps(_mm512_permutexvar_ps(u, lut), _mm512_load_ps(xg + m * 16), acc[m - 4]);
-    }
-    const __m512 inner = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-    outer = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(sc[g])), inner, outer);
   }
-  a.y[r] = _mm512_reduce_add_ps(outer);
+  a.y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
 void MatVecQ4G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
