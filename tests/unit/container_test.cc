@@ -14,6 +14,7 @@
 #include "format.h"
 #include "platform/platform.h"
 #include "tensor_list.h"
+#include "shared_fixtures.h"
 
 namespace waste {
 namespace {
@@ -39,6 +40,7 @@ void ExpectFloats(const float* got, std::initializer_list<double> want, double t
 }
 
 TEST(ContainerOpen, BothFixturesOpenWithTheirShapes) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   for (const auto& [set, vocab] : {std::pair{"warp-tiny", 256}, std::pair{"warp-tiny-tok", 316}}) {
     auto c = OpenOrDie(FixtureDir(set));
     ASSERT_NE(c, nullptr);
@@ -78,6 +80,7 @@ TEST(ContainerOpen, BothFixturesOpenWithTheirShapes) {
 }
 
 TEST(ContainerOpen, ResidentBytesEqualThePlanFormula) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   auto c = OpenOrDie(FixtureDir("warp-tiny"));
   ASSERT_NE(c, nullptr);
   Result<Manifest> m = ParseManifest(ReadFile(FixtureDir("warp-tiny") + "/manifest.json"));
@@ -89,6 +92,7 @@ TEST(ContainerOpen, ResidentBytesEqualThePlanFormula) {
 }
 
 TEST(ContainerValues, TrunkRowsOfTheWorkedExample) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   auto c = OpenOrDie(FixtureDir("warp-tiny"));
   ASSERT_NE(c, nullptr);
   std::vector<float> row(256);
@@ -120,6 +124,7 @@ TEST(ContainerValues, TrunkRowsOfTheWorkedExample) {
 }
 
 TEST(ContainerValues, EveryTrunkRowDequantizes) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   auto c = OpenOrDie(FixtureDir("warp-tiny"));
   ASSERT_NE(c, nullptr);
   std::string trunk = ReadFile(FixtureDir("warp-tiny") + "/trunk.bin");
@@ -152,6 +157,7 @@ TEST(ContainerValues, EveryTrunkRowDequantizes) {
 }
 
 TEST(ContainerValues, CodebookRecordZero) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   std::string books = ReadFile(FixtureDir("warp-tiny") + "/codebooks.bin");
   const uint8_t header[16] = {0x57, 0x43, 0x42, 0x4B, 0x00, 0x00, 0x04, 0x08,
                               0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
@@ -178,6 +184,7 @@ TEST(ContainerValues, CodebookRecordZero) {
 class ExpertRecordTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    WASTE_SKIP_WITHOUT_FIXTURES();
     c_ = OpenOrDie(FixtureDir("warp-tiny"));
     ASSERT_NE(c_, nullptr);
     bank_ = ReadFile(FixtureDir("warp-tiny") + "/experts-L1.bin");
@@ -278,6 +285,7 @@ void ExpectOpenRefused(const FixtureCopy& copy, Errc code, const std::string& ne
 }
 
 TEST(DamagedCopies, ManifestDamage) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   struct Case {
     std::function<void(ordered_json&)> mutate;
     const char* needle;
@@ -313,6 +321,7 @@ TEST(DamagedCopies, ManifestDamage) {
 }
 
 TEST(DamagedCopies, FileDamage) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   {
     FixtureCopy copy;
     copy.Truncate("experts-L2.bin", 4096);
@@ -353,6 +362,7 @@ TEST(DamagedCopies, FileDamage) {
 }
 
 TEST(DamagedCopies, RecordDamageIsRefusedOnRead) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   // Record headers are not read at open (FORMAT.md §8.1): a flipped header
   // byte or a wrong magic surfaces when the record is read.
   struct Case {
@@ -382,6 +392,7 @@ TEST(DamagedCopies, RecordDamageIsRefusedOnRead) {
 }
 
 TEST(ContainerOpen, BufferedBanksWhenDirectIoIsOff) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ContainerOptions options;
   options.direct_io = false;
   auto c = OpenOrDie(FixtureDir("warp-tiny"), options);

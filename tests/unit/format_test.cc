@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "container_test_util.h"
+#include "shared_fixtures.h"
 
 namespace waste::format {
 namespace {
@@ -168,6 +169,7 @@ TEST(RecordLayout, RefusesWidthsNotMultipleOfVecDim) {
 class RecordHeaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    WASTE_SKIP_WITHOUT_FIXTURES();
     bank_ = waste::testing::ReadFile(waste::testing::FixtureDir("warp-tiny") + "/experts-L1.bin");
     ASSERT_EQ(bank_.size(), 98304u);
     layout_ = *ComputeRecordLayout(64, 128, Vq3r());

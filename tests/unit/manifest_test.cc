@@ -11,6 +11,7 @@
 #include "container_test_util.h"
 #include "rope_config.h"
 #include "tensor_list.h"
+#include "shared_fixtures.h"
 
 namespace waste {
 namespace {
@@ -35,6 +36,7 @@ void ExpectRefused(const ordered_json& j, const std::string& needle) {
 }
 
 TEST(Manifest, TinyFixture) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   Result<Manifest> m = ParseManifest(ReadFile(FixtureDir("warp-tiny") + "/manifest.json"));
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
   const ModelConfig& c = m->config;
@@ -98,6 +100,7 @@ TEST(Manifest, TinyFixture) {
 }
 
 TEST(Manifest, ParameterCountsEqualMetaJson) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   for (const auto& [set, total, active] :
        {std::tuple{"warp-tiny", 1113764ull, 638628ull},
         std::tuple{"warp-tiny-tok", 1129124ull, 646308ull}}) {
@@ -111,6 +114,7 @@ TEST(Manifest, ParameterCountsEqualMetaJson) {
 }
 
 TEST(Manifest, FormatVersion) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["format_version"] = 1;
   ExpectRefused(j, "format version mismatch");
@@ -134,6 +138,7 @@ TEST(Manifest, NotJsonOrNotAnObject) {
 }
 
 TEST(Manifest, FirstDuplicateKeyWins) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   std::string text = ReadFile(FixtureDir("warp-tiny") + "/manifest.json");
   // A second hidden_size (nested object value) and a second config after the first.
   size_t at = text.find("\"hidden_size\": 128,");
@@ -148,6 +153,7 @@ TEST(Manifest, FirstDuplicateKeyWins) {
 }
 
 TEST(Manifest, NestingDeeperThan64IsRefused) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   std::string text = j.dump();
   std::string deep = std::string(70, '[') + std::string(70, ']');
@@ -158,6 +164,7 @@ TEST(Manifest, NestingDeeperThan64IsRefused) {
 }
 
 TEST(Manifest, ConfigBounds) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   struct Case {
     const char* key;
     ordered_json value;
@@ -191,6 +198,7 @@ TEST(Manifest, ConfigBounds) {
 }
 
 TEST(Manifest, WrongTypesReadAsAbsent) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["config"]["rms_norm_eps"] = "1e-5";           // string: default 1e-5
   j["config"]["routed_scaling_factor"] = nullptr;  // default 1.0
@@ -205,6 +213,7 @@ TEST(Manifest, WrongTypesReadAsAbsent) {
 }
 
 TEST(Manifest, SwitchesAreReadByValue) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   for (const auto& [value, on] : {std::pair{ordered_json(true), true},
                                   std::pair{ordered_json(false), false},
                                   std::pair{ordered_json(nullptr), false}}) {
@@ -229,6 +238,7 @@ TEST(Manifest, SwitchesAreReadByValue) {
 }
 
 TEST(Manifest, MlaUseNopeMustBeBoolean) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["config"]["mla_use_nope"] = "yes";
   ExpectRefused(j, "not true or false");
@@ -244,6 +254,7 @@ ordered_json RopeManifest() {
 }
 
 TEST(Manifest, RotaryShapes) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = RopeManifest();
   Result<Manifest> plain = Parse(j);
   ASSERT_TRUE(plain.has_value());
@@ -280,6 +291,7 @@ TEST(Manifest, RotaryShapes) {
 }
 
 TEST(Manifest, YarnMatchesModelMdSanityValues) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   struct Case {
     double theta, factor, beta_fast, beta_slow;
     int low, high;
@@ -319,6 +331,7 @@ TEST(Manifest, YarnMatchesModelMdSanityValues) {
 }
 
 TEST(Manifest, ExpertQuantBounds) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   struct Case {
     const char* key;
     ordered_json value;
@@ -348,6 +361,7 @@ TEST(Manifest, ExpertQuantBounds) {
 }
 
 TEST(Manifest, BankIndexRules) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["layers"]["1"]["file"] = "../experts-L1.bin";
   ExpectRefused(j, "inside the container");
@@ -382,6 +396,7 @@ TEST(Manifest, BankIndexRules) {
 }
 
 TEST(Manifest, TrunkEntryRules) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   struct Case {
     const char* key;
     ordered_json value;
@@ -408,6 +423,7 @@ TEST(Manifest, TrunkEntryRules) {
 }
 
 TEST(Manifest, RequiredTensors) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["trunk"][3]["name"] = "model.layers.0.self_attn.q_proj.weightX";
   Result<Manifest> m = Parse(j);
@@ -443,6 +459,7 @@ TEST(Manifest, RequiredTensors) {
 }
 
 TEST(Manifest, KdaLayersOutsideRangeIgnored) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j["config"]["linear_attn_config"]["kda_layers"] = {1, 2, 4, 0, -3, 200, "x", 2.7};
   Result<Manifest> m = Parse(j);
@@ -451,6 +468,7 @@ TEST(Manifest, KdaLayersOutsideRangeIgnored) {
 }
 
 TEST(Manifest, DeepSeekAliases) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   ordered_json& c = j["config"];
   c["n_routed_experts"] = c["num_experts"];
@@ -474,6 +492,7 @@ TEST(Manifest, DeepSeekAliases) {
 }
 
 TEST(Manifest, TextConfigAndOuterArchitecture) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   ordered_json text = j["config"];
   j["config"] = {{"architectures", ordered_json::array({"SomethingElse"})},
@@ -494,6 +513,7 @@ TEST(Manifest, TextConfigAndOuterArchitecture) {
 }
 
 TEST(Manifest, ParseManifestConfigNeedsNoIndex) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   ordered_json j = FixtureManifest();
   j.erase("layers");
   j.erase("trunk");
@@ -505,6 +525,7 @@ TEST(Manifest, ParseManifestConfigNeedsNoIndex) {
 }
 
 TEST(Manifest, ModelTensorsOfTheFixtureInOrder) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   Result<Manifest> m = ParseManifest(ReadFile(FixtureDir("warp-tiny") + "/manifest.json"));
   ASSERT_TRUE(m.has_value());
   std::vector<TensorSpec> specs = ModelTensors(m->config);

@@ -10,6 +10,7 @@
 #include "container_test_util.h"
 #include "generator.h"
 #include "memplan_internal.h"
+#include "shared_fixtures.h"
 
 namespace waste {
 namespace {
@@ -23,6 +24,7 @@ MemPlan TinyPlan(uint32_t ctx = 4096) {
 }
 
 TEST(PlanMemory, TinyFixtureTerms) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   MemPlan p = TinyPlan();
   EXPECT_EQ(p.ctx, 4096u);
   // Trunk: the 352872 resident bytes of the reference, plus our alignment.
@@ -45,6 +47,7 @@ TEST(PlanMemory, TinyFixtureTerms) {
 }
 
 TEST(PlanMemory, ContextScalesOnlyMlaState) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   MemPlan a = TinyPlan(4096), b = TinyPlan(8192);
   EXPECT_EQ(b.state_bytes - a.state_bytes, 1u * 4096 * (32 + 8) * 4);
   EXPECT_GT(b.scratch_bytes, a.scratch_bytes);  // per-head scores over the context
@@ -52,6 +55,7 @@ TEST(PlanMemory, ContextScalesOnlyMlaState) {
 }
 
 TEST(PlanMemory, RefusesWhatOpenRefuses) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   testing::FixtureCopy copy;
   auto m = copy.Manifest();
   m["format_version"] = 2;
@@ -63,6 +67,7 @@ TEST(PlanMemory, RefusesWhatOpenRefuses) {
 }
 
 TEST(ResolveBudget, BelowTheFloorIsRefused) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   MemPlan p = TinyPlan();
   Result<BudgetResolution> r = ResolveBudget(p, 1 << 20);
   ASSERT_FALSE(r.has_value());
@@ -72,6 +77,7 @@ TEST(ResolveBudget, BelowTheFloorIsRefused) {
 }
 
 TEST(ResolveBudget, GivenBudgetBecomesWholeSlots) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   MemPlan p = TinyPlan();
   Result<BudgetResolution> r = ResolveBudget(p, p.floor_bytes);
   ASSERT_TRUE(r.has_value());
@@ -86,6 +92,7 @@ TEST(ResolveBudget, GivenBudgetBecomesWholeSlots) {
 }
 
 TEST(ResolveBudget, DefaultRuleStepsDownInWorkingSets) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   MemPlan p = TinyPlan();
   const uint64_t ws = p.working_set_bytes;
   auto with_usable = [&](uint64_t usable) {
@@ -134,6 +141,7 @@ TEST(PlanMemory, KimiLinearFigures) {
 }
 
 TEST(EstimateScratchBytes, CountsLookupTablesForVq4p) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   Result<Manifest> m = ParseManifest(testing::ReadFile(FixtureDir("warp-tiny") + "/manifest.json"));
   ASSERT_TRUE(m.has_value());
   ModelConfig c = m->config;

@@ -18,6 +18,7 @@
 #include "platform/platform.h"
 #include "tensor_list.h"
 #include "tokenizer_gen.h"
+#include "shared_fixtures.h"
 
 namespace waste {
 namespace {
@@ -329,6 +330,7 @@ Result<gen::GenReport> Gen(const std::string& dir, const std::string& preset, bo
 }
 
 TEST(Generator, TinyHasTheReferenceShape) {
+  WASTE_SKIP_WITHOUT_FIXTURES();
   TempDir dir;
   auto r = Gen(dir.path(), "tiny");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
