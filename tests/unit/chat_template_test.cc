@@ -84,7 +84,7 @@ TEST(ChatTemplateLoad, AbsentIsNoTemplate) {
   ASSERT_TRUE(t.has_value());
   EXPECT_FALSE(t->has_value());
   const fs::path dir =
-      fs::path(testing::TempDir()) / ("waste_chat_template_" + std::to_string(getpid()));
+      fs::path(::testing::TempDir()) / ("waste_chat_template_" + std::to_string(getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
   std::ofstream(dir / "chat.json") << R"({"open": "<|open|>"})";
@@ -101,7 +101,7 @@ TEST(ChatTemplateLoad, NoContainerIsNoTemplateAndErrorsNameTheFile) {
     EXPECT_FALSE(t->has_value()) << dir;
   }
   const fs::path dir =
-      fs::path(testing::TempDir()) / ("waste_chat_template_bad_" + std::to_string(getpid()));
+      fs::path(::testing::TempDir()) / ("waste_chat_template_bad_" + std::to_string(getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
   std::ofstream(dir / "chat.json") << R"({"user": "oops"})";

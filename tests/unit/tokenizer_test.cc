@@ -49,7 +49,7 @@ void WriteFile(const std::string& path, std::string_view content) {
 // removed at exit. The pid keeps concurrent runs (two build trees) apart.
 std::string MakeTempDir(const std::string& name) {
   struct Root {
-    fs::path path = fs::path(testing::TempDir()) / ("waste_tok_" + std::to_string(getpid()));
+    fs::path path = fs::path(::testing::TempDir()) / ("waste_tok_" + std::to_string(getpid()));
     ~Root() {
       std::error_code ec;
       fs::remove_all(path, ec);
@@ -457,7 +457,7 @@ TEST(TokenizerRoundTrip, AnyBytesSurvive) {
 
 // --- loading and validation ------------------------------------------------------
 
-class TokenizerLoad : public testing::Test {
+class TokenizerLoad : public ::testing::Test {
  protected:
   Status LoadWith(const std::string& name, std::string_view ranks, const char* specials) {
     dir_ = MakeTempDir(name);
