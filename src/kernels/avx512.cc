@@ -531,47 +531,15 @@ void MatMulQ3G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
 // The books are transposed once per call to [stage][t][entry] so that 16
 // entries of one stage are a vector; then each table entry is an in-order
 // FMA chain over t (MODEL.md §6.4: "FMA on SIMD builds").
-constexpr size_t kMaxBookFloats = 8192;  // 32 KiB of stack: 3 x 256 x 8 fits
-
 void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
   if (a.vec_dim != 8 || a.entries % 16 != 0 || a.stages > 8 ||
-      a.stages * a.entries * 8 > kMaxBookFloats) {
+      a.stages * a.entries * 8 > baseline::kLutMaxBookFloats) {
     return baseline::LutBuild(a, v_begin, v_end);
   }
-  if (a.planes != nullptr) {
-    // Byte planes: this kernel's own f32 values, one vector position at a
-    // time through a stack table (the engine asks for planes only from
-    // tables with vq8_planes; this keeps every lut_build complete).
-    float tmp[kMaxBookFloats];
-    LutBuildArgs one = a;
-    one.planes = nullptr;
-    const size_t per_v = a.stages * a.entries;
-    for (size_t v = v_begin; v < v_end; ++v) {
-      one.x = a.x + v * a.vec_dim;  // position v as position 0 of `tmp`
-      one.table = tmp;
-      LutBuild(one, 0, 1);
-      for (size_t i = 0; i < per_v; ++i) {
-        uint32_t bits;
-        memcpy(&bits, tmp + i, 4);
-        const size_t s = i / a.entries, c = i % a.entries;
-        uint8_t* p = a.planes + ((v * a.stages + s) * 4) * a.entries + c;
-        for (size_t b = 0; b < 4; ++b) p[b * a.entries] = static_cast<uint8_t>(bits >> (8 * b));
-      }
-    }
-    return;
-  }
-  alignas(64) float bt[kMaxBookFloats];
+  if (a.planes != nullptr) return baseline::LutBuildPlanesVia(LutBuild, a, v_begin, v_end);
+  alignas(64) float bt[baseline::kLutMaxBookFloats];
   const float* bs[8];  // per stage [t][entry]: the caller's transposed books, or ours
-  for (size_t s = 0; s < a.stages; ++s) {
-    if (a.books_t != nullptr) {
-      bs[s] = a.books_t[s];
-      continue;
-    }
-    for (size_t c = 0; c < a.entries; ++c) {
-      for (size_t t = 0; t < 8; ++t) bt[(s * 8 + t) * a.entries + c] = a.books[s][c * 8 + t];
-    }
-    bs[s] = bt + s * 8 * a.entries;
-  }
+  baseline::TransposedBooks(a, bt, bs);
   for (size_t v = v_begin; v < v_end; ++v) {
     __m512 xv[8];
     for (int t = 0; t < 8; ++t) xv[t] = _mm512_set1_ps(a.x[v * 8 + t]);

@@ -135,25 +135,14 @@ inline void StorePlanes64(const __m512 f[4], const __m512i& group, uint8_t* out,
 
 // lut_build as in avx512.cc (books transposed to [stage][t][entry], an
 // in-order FMA chain over t per entry), writing f32 or byte planes.
-constexpr size_t kMaxBookFloats = 8192;
-
 void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
   if (a.vec_dim != 8 || a.entries % 64 != 0 || a.stages > 8 ||
-      a.stages * a.entries * 8 > kMaxBookFloats) {
+      a.stages * a.entries * 8 > baseline::kLutMaxBookFloats) {
     return baseline::LutBuild(a, v_begin, v_end);
   }
-  alignas(64) float bt[kMaxBookFloats];
+  alignas(64) float bt[baseline::kLutMaxBookFloats];
   const float* bs[8];  // per stage [t][entry]: the caller's transposed books, or ours
-  for (size_t s = 0; s < a.stages; ++s) {
-    if (a.books_t != nullptr) {
-      bs[s] = a.books_t[s];
-      continue;
-    }
-    for (size_t c = 0; c < a.entries; ++c) {
-      for (size_t t = 0; t < 8; ++t) bt[(s * 8 + t) * a.entries + c] = a.books[s][c * 8 + t];
-    }
-    bs[s] = bt + s * 8 * a.entries;
-  }
+  baseline::TransposedBooks(a, bt, bs);
   alignas(64) uint8_t group_b[64];
   for (int b = 0; b < 4; ++b) {
     for (int j = 0; j < 16; ++j) group_b[16 * b + j] = static_cast<uint8_t>(4 * j + b);

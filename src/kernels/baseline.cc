@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/numerics.h"
@@ -302,6 +303,39 @@ void KdaStep(const KdaStepArgs& a, size_t head_begin, size_t head_end) {
       }
     }
     std::copy(o.begin(), o.end(), a.out + h * d);
+  }
+}
+
+void TransposedBooks(const LutBuildArgs& a, float* scratch, const float** out) {
+  for (size_t s = 0; s < a.stages; ++s) {
+    if (a.books_t != nullptr) {
+      out[s] = a.books_t[s];
+      continue;
+    }
+    float* bt = scratch + s * 8 * a.entries;
+    for (size_t c = 0; c < a.entries; ++c) {
+      for (size_t t = 0; t < 8; ++t) bt[t * a.entries + c] = a.books[s][c * 8 + t];
+    }
+    out[s] = bt;
+  }
+}
+
+void LutBuildPlanesVia(LutBuildFn f32_build, const LutBuildArgs& a, size_t v_begin, size_t v_end) {
+  float tmp[kLutMaxBookFloats / 8];
+  LutBuildArgs one = a;
+  one.planes = nullptr;
+  one.table = tmp;
+  const size_t per_v = a.stages * a.entries;
+  for (size_t v = v_begin; v < v_end; ++v) {
+    one.x = a.x + v * a.vec_dim;  // position v as position 0 of `tmp`
+    f32_build(one, 0, 1);
+    for (size_t i = 0; i < per_v; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, tmp + i, 4);
+      const size_t s = i / a.entries, c = i % a.entries;
+      uint8_t* p = a.planes + ((v * a.stages + s) * 4) * a.entries + c;
+      for (size_t b = 0; b < 4; ++b) p[b * a.entries] = static_cast<uint8_t>(bits >> (8 * b));
+    }
   }
 }
 

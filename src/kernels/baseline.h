@@ -30,6 +30,18 @@ void VqApply6(const VqApply6Args& args, size_t row_begin, size_t row_end);
 void LutQuantize(const LutQuantizeArgs& args, size_t block_begin, size_t block_end);
 void KdaStep(const KdaStepArgs& args, size_t head_begin, size_t head_end);
 
+// Shared by the ISA lut_builds (plain code, no ISA flags needed).
+// Their stack bound: books of at most this many floats (3 x 256 x 8 fits).
+inline constexpr size_t kLutMaxBookFloats = 8192;
+// Per stage, the books as [t][entry]: the caller's books_t, or `a.books`
+// transposed into `scratch` (stages * 8 * entries floats).
+void TransposedBooks(const LutBuildArgs& a, float* scratch, const float** out);
+// Byte planes from a lut_build that writes only f32: one vector position at
+// a time through a stack table, then its bytes scattered into a.planes (the
+// engine asks for planes only from tables with vq8_planes; this keeps every
+// lut_build complete). Needs stages * entries <= kLutMaxBookFloats / 8.
+void LutBuildPlanesVia(LutBuildFn f32_build, const LutBuildArgs& a, size_t v_begin, size_t v_end);
+
 // Fills every slot with the functions above and names the table "CPU".
 void RegisterBaseline(KernelTable& table);
 
