@@ -126,39 +126,9 @@ struct TrunkShape {
 
 // `copies` > 1 cycles through that many distinct matrices so the working set
 // exceeds the last-level cache: the decode situation, where every trunk
-// matrix of the model streams from DRAM once per token.
-void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies) {
-  const KernelTable t = BuildKernelTable(isa);
-  const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
-  const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
-  const size_t mat_bytes = sh.rows * row_bytes;
-  std::vector<uint8_t> w = RandomBytes(mat_bytes * copies);
-  std::vector<uint16_t> s = RandomScales(sh.rows * groups * copies);
-  std::vector<float> x = RandomFloats(sh.cols, -1, 1), y(sh.rows);
-  MatVecArgs a;
-  a.weights = w.data();
-  a.row_bytes = row_bytes;
-  a.scales = s.data();
-  a.groups = groups;
-  a.group = group;
-  a.cols = sh.cols;
-  a.x = x.data();
-  a.y = y.data();
-  const MatVecFn fn = sh.bits == 8 ? t.matvec_q8g : sh.bits == 4 ? t.matvec_q4g : t.matvec_q3g;
-  size_t c = 0;
-  for (auto _ : state) {
-    a.weights = w.data() + c * mat_bytes;
-    a.scales = s.data() + c * sh.rows * groups;
-    fn(a, 0, sh.rows);
-    benchmark::ClobberMemory();
-    c = (c + 1) % copies;
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
-  state.SetLabel(t.name);
-}
-
-// Two threads, rows split as Ops::MatVec splits them.
-void TrunkMatVec2T(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies) {
+// matrix of the model streams from DRAM once per token. `two_threads`
+// splits the rows as Ops::MatVec does, on the engine's pool.
+void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies, bool two_threads) {
   const KernelTable t = BuildKernelTable(isa);
   const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
   const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
@@ -178,12 +148,16 @@ void TrunkMatVec2T(benchmark::State& state, Isa isa, TrunkShape sh, size_t copie
   for (auto _ : state) {
     a.weights = w.data() + c * mat_bytes;
     a.scales = s.data() + c * sh.rows * groups;
-    Pool2().ParallelFor(sh.rows, 8, [&](size_t b, size_t e) { fn(a, b, e); });
+    if (two_threads) {
+      Pool2().ParallelFor(sh.rows, 8, [&](size_t b, size_t e) { fn(a, b, e); });
+    } else {
+      fn(a, 0, sh.rows);
+    }
     benchmark::ClobberMemory();
     c = (c + 1) % copies;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
-  state.SetLabel(t.name + " 2 threads");
+  state.SetLabel(t.name + (two_threads ? " 2 threads" : ""));
 }
 
 void TrunkMatMul(benchmark::State& state, Isa isa, TrunkShape sh, size_t tokens) {
@@ -413,14 +387,14 @@ void RegisterAll() {
   for (Isa isa : SupportedIsas()) {
     const std::string p = std::string(IsaName(isa)) + "/";
     for (const TrunkShape& sh : {trunk_q4, trunk_q8, trunk_q3}) {
-      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_cached").c_str(), TrunkMatVec, isa, sh, 1);
-      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_dram").c_str(), TrunkMatVec, isa, sh, 24);
+      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_cached").c_str(), TrunkMatVec, isa, sh, 1, false);
+      benchmark::RegisterBenchmark((p + "matvec_" + sh.name + "_dram").c_str(), TrunkMatVec, isa, sh, 24, false);
     }
-    benchmark::RegisterBenchmark((p + "matvec_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1);
+    benchmark::RegisterBenchmark((p + "matvec_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1, false);
     for (const TrunkShape& sh : {trunk_q4, trunk_q8}) {
-      benchmark::RegisterBenchmark((p + "matvec2t_" + sh.name + "_dram").c_str(), TrunkMatVec2T, isa, sh, 24)->UseRealTime();
+      benchmark::RegisterBenchmark((p + "matvec2t_" + sh.name + "_dram").c_str(), TrunkMatVec, isa, sh, 24, true)->UseRealTime();
     }
-    benchmark::RegisterBenchmark((p + "matvec2t_" + head_q8.name).c_str(), TrunkMatVec2T, isa, head_q8, 1)->UseRealTime();
+    benchmark::RegisterBenchmark((p + "matvec2t_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1, true)->UseRealTime();
     benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
     for (const VqShape& sh : {gate, down}) {
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_" + sh.name).c_str(), VqApply, isa, sh, false);
