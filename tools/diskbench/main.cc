@@ -124,6 +124,21 @@ void Summarise(std::vector<double>& lat, Result* r) {
   r->lat_p99_ms = 1000 * lat[std::min(lat.size() - 1, lat.size() * 99 / 100)];
 }
 
+// After the worker threads joined: totals, bandwidth and latency summary
+// from each thread's per-read latencies and read counts.
+void Collect(const std::vector<std::vector<double>>& lat, const std::vector<uint64_t>& reads,
+             Clock::time_point start, uint64_t block, const std::string& error, Result* r) {
+  r->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (size_t t = 0; t < lat.size(); ++t) {
+    r->reads += reads[t];
+    all.insert(all.end(), lat[t].begin(), lat[t].end());
+  }
+  r->bytes = r->reads * block;
+  r->error = error;
+  Summarise(all, r);
+}
+
 Result RunPread(const std::vector<Target>& targets, uint64_t block, int threads, double seconds) {
   Result r;
   r.engine = "pread";
@@ -157,15 +172,7 @@ Result RunPread(const std::vector<Target>& targets, uint64_t block, int threads,
     });
   }
   for (std::thread& th : pool) th.join();
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (size_t t = 0; t < lat.size(); ++t) {
-    r.reads += reads[t];
-    all.insert(all.end(), lat[t].begin(), lat[t].end());
-  }
-  r.bytes = r.reads * block;
-  r.error = error;
-  Summarise(all, &r);
+  Collect(lat, reads, start, block, error, &r);
   return r;
 }
 
@@ -244,15 +251,7 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
     });
   }
   for (std::thread& th : pool) th.join();
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (size_t t = 0; t < lat.size(); ++t) {
-    r.reads += reads[t];
-    all.insert(all.end(), lat[t].begin(), lat[t].end());
-  }
-  r.bytes = r.reads * block;
-  r.error = error;
-  Summarise(all, &r);
+  Collect(lat, reads, start, block, error, &r);
   return r;
 }
 
