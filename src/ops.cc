@@ -45,6 +45,27 @@ size_t MinRows(const TensorView& w) {
   return rows < 4 ? 4 : rows;
 }
 
+// One job of a fused region (Ops::MatVecs / MatMuls): its kernel arguments
+// and where its rows sit in the concatenation of all jobs' rows.
+template <class Args, class Fn>
+struct RowJob {
+  Args a;
+  Fn fn;
+  size_t first;
+  size_t rows;
+};
+
+// Rows [b, e) of the concatenation, each part handed to its job's kernel.
+template <class Job>
+void RunJobRows(const Job* p, size_t n, size_t b, size_t e) {
+  for (size_t i = 0; i < n; ++i) {
+    const size_t lo = std::max(b, p[i].first), hi = std::min(e, p[i].first + p[i].rows);
+    if (lo < hi) p[i].fn(p[i].a, lo - p[i].first, hi - p[i].first);
+  }
+}
+
+constexpr size_t kMaxJobs = 8;
+
 }  // namespace
 
 void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begin,
@@ -67,13 +88,7 @@ void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begi
 }
 
 void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
-  constexpr size_t kMaxJobs = 8;
-  struct Prepared {
-    kernels::MatVecArgs a;
-    kernels::MatVecFn fn;
-    size_t first;  // offset of the job's rows in the concatenation
-    size_t rows;
-  };
+  using Prepared = RowJob<kernels::MatVecArgs, kernels::MatVecFn>;
   Prepared p[kMaxJobs];
   size_t n = 0, total = 0, min_rows = 0;
   for (const MatVecJob& j : jobs) {
@@ -88,12 +103,7 @@ void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
     total += q.rows;
     min_rows = std::max(min_rows, MinRows(*j.w));
   }
-  auto run = [&](size_t b, size_t e) {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t lo = std::max(b, p[i].first), hi = std::min(e, p[i].first + p[i].rows);
-      if (lo < hi) p[i].fn(p[i].a, lo - p[i].first, hi - p[i].first);
-    }
-  };
+  auto run = [&](size_t b, size_t e) { RunJobRows(p, n, b, e); };
   if (pool_ == nullptr || total <= min_rows) {
     run(0, total);
     return;
@@ -106,13 +116,7 @@ void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
 }
 
 void Ops::MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const {
-  constexpr size_t kMaxJobs = 8;
-  struct Prepared {
-    kernels::MatMulArgs a;
-    kernels::MatMulFn fn;
-    size_t first;
-    size_t rows;
-  };
+  using Prepared = RowJob<kernels::MatMulArgs, kernels::MatMulFn>;
   Prepared p[kMaxJobs];
   size_t n = 0, total = 0;
   for (const MatMulJob& j : jobs) {
@@ -129,12 +133,7 @@ void Ops::MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const {
     q.rows = static_cast<size_t>(j.w->rows);
     total += q.rows;
   }
-  auto run = [&](size_t b, size_t e) {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t lo = std::max(b, p[i].first), hi = std::min(e, p[i].first + p[i].rows);
-      if (lo < hi) p[i].fn(p[i].a, lo - p[i].first, hi - p[i].first);
-    }
-  };
+  auto run = [&](size_t b, size_t e) { RunJobRows(p, n, b, e); };
   if (pool_ == nullptr || total <= 16) {
     run(0, total);
     return;
