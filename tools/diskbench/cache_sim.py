@@ -190,6 +190,13 @@ class Sim:
         self.spec[s] = False
         self.index[k] = s
 
+    def demand_use(self, s):
+        # A demand use: recency, and a lookahead guess turned out right.
+        self.last[s] = self.clock
+        if self.spec[s]:
+            self.c["spec_used"] += 1
+            self.spec[s] = False
+
     def count(self, hit):
         self.c["hit" if hit else "miss"] += 1
         if self.decode:
@@ -300,20 +307,14 @@ class Sim:
                 if not e[3]:
                     self.count(True)
                     self.hits[s] += 1
-                self.last[s] = self.clock
-                if self.spec[s]:
-                    self.c["spec_used"] += 1
-                    self.spec[s] = False
+                self.demand_use(s)
                 self.issue_hints()
                 return
         s = self.index.get(k)
         if s is not None:
             self.count(True)
             self.hits[s] += 1
-            self.last[s] = self.clock
-            if self.spec[s]:
-                self.c["spec_used"] += 1
-                self.spec[s] = False
+            self.demand_use(s)
             return
         self.count(False)
         s = self.victim()
