@@ -103,11 +103,58 @@ class BusyClock {
   double busy_ = 0;
 };
 
+// What both readers share: the priority queue, the completion callback, the
+// counters and the outstanding count Drain() waits on, all under mu_.
+class QueuedReader : public ExpertReader {
+ public:
+  explicit QueuedReader(Completion done) : done_(std::move(done)) {}
+  void Drain() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [&] { return outstanding_ == 0; });
+  }
+  ReaderCounters counters() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReaderCounters c = c_;
+    c.busy_seconds = busy_.busy();
+    return c;
+  }
+
+ protected:
+  // Under mu_: a request enters the queue.
+  void Enqueue(const ReadRequest& r) {
+    q_.Push(r);
+    ++outstanding_;
+  }
+  // Under mu_: a read finished at `now` (busy time, counters, low-priority slot).
+  void Landed(const Pending& p, Clock::time_point now, const Status& st) {
+    busy_.Stop(now);
+    ++c_.reads;
+    if (st.ok()) c_.bytes += p.r.bytes;
+    c_.latency_seconds += Seconds(p.submitted, now);
+    if (p.r.cls != ReadClass::kDemand) --low_inflight_;
+  }
+  // Not under mu_: the caller learns of the read, then Drain may return.
+  void Deliver(uint64_t tag, const Status& st) {
+    done_(tag, st);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--outstanding_ == 0) idle_cv_.notify_all();
+  }
+
+  Completion done_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  RequestQueue q_;
+  BusyClock busy_;
+  ReaderCounters c_;
+  uint64_t outstanding_ = 0;  // submitted and not yet called back
+  int low_inflight_ = 0;
+};
+
 // --- threads: N readers, one pread each at a time -----------------------------
 
-class ThreadReader final : public ExpertReader {
+class ThreadReader final : public QueuedReader {
  public:
-  ThreadReader(int threads, Completion done) : done_(std::move(done)) {
+  ThreadReader(int threads, Completion done) : QueuedReader(std::move(done)) {
     for (int i = 0; i < threads; ++i) {
       try {
         threads_.emplace_back([this] { Loop(); });
@@ -129,8 +176,7 @@ class ThreadReader final : public ExpertReader {
   void Submit(const ReadRequest& r) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      q_.Push(r);
-      ++outstanding_;
+      Enqueue(r);
     }
     cv_.notify_one();
   }
@@ -141,19 +187,9 @@ class ThreadReader final : public ExpertReader {
     }
     cv_.notify_one();
   }
-  void Drain() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return outstanding_ == 0; });
-  }
   IoBackend backend() const override { return IoBackend::kThreads; }
   int threads() const override { return static_cast<int>(threads_.size()); }
   int depth() const override { return static_cast<int>(threads_.size()); }
-  ReaderCounters counters() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ReaderCounters c = c_;
-    c.busy_seconds = busy_.busy();
-    return c;
-  }
 
  private:
   void Loop() {
@@ -171,18 +207,10 @@ class ThreadReader final : public ExpertReader {
       Clock::time_point now = Clock::now();
       {
         std::lock_guard<std::mutex> lock(mu_);
-        busy_.Stop(now);
-        ++c_.reads;
-        if (st.ok()) c_.bytes += p.r.bytes;
-        c_.latency_seconds += Seconds(p.submitted, now);
-        if (p.r.cls != ReadClass::kDemand) --low_inflight_;
+        Landed(p, now, st);
       }
       if (p.r.cls != ReadClass::kDemand) cv_.notify_one();
-      done_(p.r.tag, st);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (--outstanding_ == 0) idle_cv_.notify_all();
-      }
+      Deliver(p.r.tag, st);
     }
   }
 
@@ -193,14 +221,7 @@ class ThreadReader final : public ExpertReader {
     return stop_ || low_inflight_ < std::max(1, static_cast<int>(threads_.size()) - 1);
   }
 
-  Completion done_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  RequestQueue q_;
-  BusyClock busy_;
-  ReaderCounters c_;
-  uint64_t outstanding_ = 0;  // submitted and not yet called back
-  int low_inflight_ = 0;
+  std::condition_variable cv_;
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
@@ -212,9 +233,9 @@ class ThreadReader final : public ExpertReader {
 constexpr uint64_t kStopTag = ~uint64_t{0};
 constexpr uint64_t kMaxFixedChunk = uint64_t{1} << 30;  // kernel limit per registered buffer
 
-class UringReader final : public ExpertReader {
+class UringReader final : public QueuedReader {
  public:
-  UringReader(int depth, Completion done) : depth_(depth), done_(std::move(done)) {}
+  UringReader(int depth, Completion done) : QueuedReader(std::move(done)), depth_(depth) {}
   ~UringReader() override {
     if (!ready_) return;
     Drain();
@@ -250,8 +271,7 @@ class UringReader final : public ExpertReader {
 
   void Submit(const ReadRequest& r) override {
     std::lock_guard<std::mutex> lock(mu_);
-    q_.Push(r);
-    ++outstanding_;
+    Enqueue(r);
     Pump();
   }
   void Promote(uint64_t tag) override {
@@ -259,20 +279,10 @@ class UringReader final : public ExpertReader {
     q_.Promote(tag);
     Pump();
   }
-  void Drain() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return outstanding_ == 0; });
-  }
   IoBackend backend() const override { return IoBackend::kUring; }
   int threads() const override { return 1; }
   int depth() const override { return depth_; }
   bool fixed_buffers() const override { return !chunks_.empty(); }
-  ReaderCounters counters() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ReaderCounters c = c_;
-    c.busy_seconds = busy_.busy();
-    return c;
-  }
 
  private:
   // Registers the arena in chunks of whole slots (each at most 1 GiB) so
@@ -395,19 +405,11 @@ class UringReader final : public ExpertReader {
     Clock::time_point now = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      busy_.Stop(now);
-      ++c_.reads;
-      if (st.ok()) c_.bytes += p.r.bytes;
-      c_.latency_seconds += Seconds(p.submitted, now);
-      if (p.r.cls != ReadClass::kDemand) --low_inflight_;
+      Landed(p, now, st);
       free_.push_back(idx);
       Pump();
     }
-    done_(p.r.tag, st);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--outstanding_ == 0) idle_cv_.notify_all();
-    }
+    Deliver(p.r.tag, st);
   }
 
   void FailAll(int rc) {
@@ -424,19 +426,11 @@ class UringReader final : public ExpertReader {
   }
 
   int depth_;
-  Completion done_;
   io_uring ring_{};
   bool ready_ = false;
   std::thread reaper_;
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;
-  RequestQueue q_;
   std::vector<Pending> requests_;   // by ring user_data
   std::vector<int> free_;
-  BusyClock busy_;
-  ReaderCounters c_;
-  uint64_t outstanding_ = 0;
-  int low_inflight_ = 0;
   std::vector<iovec> chunks_;
   uint64_t chunk_bytes_ = 0;
   uint8_t* arena_base_ = nullptr;
