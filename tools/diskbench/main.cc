@@ -124,55 +124,69 @@ void Summarise(std::vector<double>& lat, Result* r) {
   r->lat_p99_ms = 1000 * lat[std::min(lat.size() - 1, lat.size() * 99 / 100)];
 }
 
-// After the worker threads joined: totals, bandwidth and latency summary
-// from each thread's per-read latencies and read counts.
-void Collect(const std::vector<std::vector<double>>& lat, const std::vector<uint64_t>& reads,
-             Clock::time_point start, uint64_t block, const std::string& error, Result* r) {
-  r->seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (size_t t = 0; t < lat.size(); ++t) {
-    r->reads += reads[t];
-    all.insert(all.end(), lat[t].begin(), lat[t].end());
+// One timed run's shared state: per-thread latencies and read counts, the
+// first error (which stops every thread), and the deadline.
+struct RunState {
+  RunState(int threads, double seconds)
+      : lat(static_cast<size_t>(threads)),
+        reads(static_cast<size_t>(threads), 0),
+        start(Clock::now()),
+        stop(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))) {}
+  bool running() const { return !failed && Clock::now() < stop; }
+  void Fail(std::string why) {
+    if (!failed.exchange(true)) error = std::move(why);
   }
-  r->bytes = r->reads * block;
-  r->error = error;
-  Summarise(all, r);
-}
+  void Read(int t, Clock::time_point t0) {
+    lat[static_cast<size_t>(t)].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    ++reads[static_cast<size_t>(t)];
+  }
+  // After the worker threads joined: totals, bandwidth and latency summary.
+  void Collect(uint64_t block, Result* r) {
+    r->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<double> all;
+    for (size_t t = 0; t < lat.size(); ++t) {
+      r->reads += reads[t];
+      all.insert(all.end(), lat[t].begin(), lat[t].end());
+    }
+    r->bytes = r->reads * block;
+    r->error = error;
+    Summarise(all, r);
+  }
+
+  std::vector<std::vector<double>> lat;
+  std::vector<uint64_t> reads;
+  std::atomic<bool> failed{false};
+  std::string error;
+  const Clock::time_point start;
+  const Clock::time_point stop;
+};
 
 Result RunPread(const std::vector<Target>& targets, uint64_t block, int threads, double seconds) {
   Result r;
   r.engine = "pread";
   r.threads = threads;
   r.depth = 1;
-  std::vector<std::vector<double>> lat(static_cast<size_t>(threads));
-  std::vector<uint64_t> reads(static_cast<size_t>(threads), 0);
-  std::atomic<bool> failed{false};
-  std::string error;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point stop = start + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(seconds));
+  RunState run(threads, seconds);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       waste::platform::AlignedPtr<uint8_t> buf(
           static_cast<uint8_t*>(waste::platform::AlignedAlloc(4096, block)));
       Picker pick(targets, block, 0x5eed + static_cast<uint64_t>(t));
-      while (!failed && Clock::now() < stop) {
+      while (run.running()) {
         auto [f, off] = pick.Next();
         Clock::time_point t0 = Clock::now();
         waste::Status st = f->ReadAt(off, buf.get(), block);
         if (!st.ok()) {
-          if (!failed.exchange(true)) error = st.message();
+          run.Fail(st.message());
           return;
         }
-        lat[static_cast<size_t>(t)].push_back(
-            std::chrono::duration<double>(Clock::now() - t0).count());
-        ++reads[static_cast<size_t>(t)];
+        run.Read(t, t0);
       }
     });
   }
   for (std::thread& th : pool) th.join();
-  Collect(lat, reads, start, block, error, &r);
+  run.Collect(block, &r);
   return r;
 }
 
@@ -183,16 +197,7 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
   r.engine = "uring";
   r.threads = threads;
   r.depth = depth;
-  std::vector<std::vector<double>> lat(static_cast<size_t>(threads));
-  std::vector<uint64_t> reads(static_cast<size_t>(threads), 0);
-  std::atomic<bool> failed{false};
-  std::string error;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point stop = start + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(seconds));
-  auto fail = [&](std::string why) {
-    if (!failed.exchange(true)) error = std::move(why);
-  };
+  RunState run(threads, seconds);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -201,7 +206,7 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
       while (entries < static_cast<unsigned>(depth)) entries *= 2;
       int rc = io_uring_queue_init(entries, &ring, 0);
       if (rc < 0) {
-        fail(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
+        run.Fail(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
         return;
       }
       std::vector<waste::platform::AlignedPtr<uint8_t>> bufs;
@@ -226,7 +231,7 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
         rc = io_uring_wait_cqe(&ring, &cqe);
         if (rc == -EINTR) continue;
         if (rc < 0) {
-          fail(fmt::format("io_uring_wait_cqe: {}", std::strerror(-rc)));
+          run.Fail(fmt::format("io_uring_wait_cqe: {}", std::strerror(-rc)));
           break;
         }
         int d = static_cast<int>(io_uring_cqe_get_data64(cqe));
@@ -234,14 +239,12 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
         io_uring_cqe_seen(&ring, cqe);
         --inflight;
         if (res != static_cast<int>(block)) {
-          fail(res < 0 ? fmt::format("read: {}", std::strerror(-res))
-                       : fmt::format("short read: {} of {} bytes", res, block));
+          run.Fail(res < 0 ? fmt::format("read: {}", std::strerror(-res))
+                           : fmt::format("short read: {} of {} bytes", res, block));
           continue;
         }
-        lat[static_cast<size_t>(t)].push_back(
-            std::chrono::duration<double>(Clock::now() - issued[static_cast<size_t>(d)]).count());
-        ++reads[static_cast<size_t>(t)];
-        if (!failed && Clock::now() < stop) {
+        run.Read(t, issued[static_cast<size_t>(d)]);
+        if (run.running()) {
           issue(d);
           io_uring_submit(&ring);
           ++inflight;
@@ -251,7 +254,7 @@ Result RunUring(const std::vector<Target>& targets, uint64_t block, int threads,
     });
   }
   for (std::thread& th : pool) th.join();
-  Collect(lat, reads, start, block, error, &r);
+  run.Collect(block, &r);
   return r;
 }
 
