@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "waste/engine.h"
 
 namespace waste::testing {
@@ -23,28 +24,6 @@ namespace waste::testing {
 // build time by waste-gen: its 268 MB of experts exceed every small budget
 // the tests use.
 inline std::string StreamingContainer() { return WASTE_STREAMING_CONTAINER; }
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("waste-stream-" + std::to_string(rd()) + "-" + std::to_string(rd())))
-                .string();
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A private copy of a container: every file symlinked except usage.waste,
 // so a test's hotlist never leaks into another's (and 268 MB are not copied).

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/platform.h"
+#include "temp_dir.h"
 
 namespace waste::testing {
 
@@ -45,27 +46,6 @@ class RecordBuffer {
  private:
   size_t n_;
   platform::AlignedPtr<uint8_t> p_;
-};
-
-// A fresh directory under the test temp dir, removed at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("waste-test-" + std::to_string(rd()) + "-" + std::to_string(rd())))
-                .string();
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
 };
 
 // A writable copy of a fixture container (the fixtures are read-only).
