@@ -317,17 +317,11 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
 }
 
 Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window) {
-  // Stable partition, resident items first. Items carry their pair ranges,
-  // so reordering them moves no output.
-  size_t ready = 0;
-  for (size_t i = 0; i < items_.size(); ++i) {
-    if (cache.Ready(layer, items_[i].expert)) {
-      std::rotate(items_.begin() + static_cast<std::ptrdiff_t>(ready),
-                  items_.begin() + static_cast<std::ptrdiff_t>(i),
-                  items_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      ++ready;
-    }
-  }
+  // Resident items first, each group in its old order. Items carry their
+  // pair ranges, so reordering them moves no output.
+  const auto late_begin = std::stable_partition(
+      items_.begin(), items_.end(), [&](const Item& it) { return cache.Ready(layer, it.expert); });
+  const size_t ready = static_cast<size_t>(late_begin - items_.begin());
   const size_t window = Window(cache);
   for (size_t b = 0; b < ready; b += window) {
     WASTE_TRY(RunItems(ops, cache, layer, b, std::min(ready, b + window)));
