@@ -18,7 +18,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/numerics.h"
-#include "thread_pool.h"
+#include "runtime/thread_pool.h"
 
 namespace waste::kernels {
 namespace {

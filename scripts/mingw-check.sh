@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 CXX="${MINGW_CXX:-x86_64-w64-mingw32-g++-posix}"
 OUT=build-mingw
 mkdir -p "$OUT"
-for src in src/status.cc src/platform/windows.cc src/platform/cpu_list.cc \
-           src/platform/cgroup.cc src/thread_pool.cc tests/smoke/platform_smoke.cc; do
+for src in src/base/status.cc src/platform/windows.cc src/platform/cpu_list.cc \
+           src/platform/cgroup.cc src/runtime/thread_pool.cc tests/smoke/platform_smoke.cc; do
   obj="$OUT/$(basename "$src").o"
   echo "  $CXX $src"
   "$CXX" -std=c++20 -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter -Werror \

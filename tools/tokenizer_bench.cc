@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pretokenizer.h"
-#include "tokenizer.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 

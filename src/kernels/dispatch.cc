@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backends/backend.h"
+#include "kernels/backends/backend.h"
 #include "kernels/baseline.h"
 #include "kernels/dispatch.h"
 #include "kernels/isa_register.h"
@@ -61,7 +61,7 @@ X86Support DetectX86() {
 
 // Accelerators compiled into this build, in order CUDA, Metal, BLAS
 // (ENGINE.md §3.2 step 4): each probes its device and takes slots or
-// declines (src/backends/).
+// declines (src/kernels/backends/).
 void RegisterAccelerators(KernelTable& table) {
   backends::ApplyAccelerators(table, backends::CompiledAccelerators());
 }

@@ -5,7 +5,7 @@
 // see accelerator_configure_refusal in tests/CMakeLists.txt.)
 #include <gtest/gtest.h>
 
-#include "backends/backend.h"
+#include "kernels/backends/backend.h"
 #include "kernels/kernel_table.h"
 
 namespace waste::backends {

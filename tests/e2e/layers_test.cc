@@ -6,14 +6,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "container.h"
+#include "container/container.h"
 #include "e2e/fixture_util.h"
-#include "expert_cache.h"
-#include "forward.h"
+#include "streaming/expert_cache.h"
+#include "model/forward.h"
 #include "kernels/kernel_table.h"
-#include "layer_weights.h"
-#include "ops.h"
-#include "session_state.h"
+#include "model/layer_weights.h"
+#include "runtime/ops.h"
+#include "model/session_state.h"
 
 namespace waste {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "e2e/streaming_util.h"
-#include "hotlist.h"
+#include "streaming/hotlist.h"
 #include "platform/platform.h"
 #include "waste/engine.h"
 #include "waste/memplan.h"

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "container.h"
-#include "format.h"
-#include "memplan_internal.h"
-#include "tensor_list.h"
+#include "container/container.h"
+#include "format/format.h"
+#include "engine/memplan_internal.h"
+#include "container/tensor_list.h"
 
 namespace {
 

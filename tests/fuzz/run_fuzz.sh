@@ -43,9 +43,9 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   binary="$build/container_fuzz"
   sources=(
     "$here/container_fuzz.cc"
-    "$root/src/format.cc" "$root/src/json_reader.cc" "$root/src/rope_config.cc"
-    "$root/src/manifest.cc" "$root/src/tensor_list.cc" "$root/src/trunk_stats.cc"
-    "$root/src/memplan.cc" "$root/src/status.cc"
+    "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
+    "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
+    "$root/src/engine/memplan.cc" "$root/src/base/status.cc"
     # memplan.cc's PlanMemory needs the platform shim (never called here).
     "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
     "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc"

@@ -8,7 +8,7 @@
 
 #include "platform/cpu_list.h"
 #include "platform/platform.h"
-#include "thread_pool.h"
+#include "runtime/thread_pool.h"
 
 namespace {
 

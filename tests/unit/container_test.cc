@@ -2,7 +2,7 @@
 // out (trunk rows, codebooks, expert rows reconstructed from codebooks,
 // indices and scales), record checks, and damaged copies refused with a
 // message that names what is wrong.
-#include "container.h"
+#include "container/container.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "container_test_util.h"
-#include "format.h"
+#include "format/format.h"
 #include "platform/platform.h"
-#include "tensor_list.h"
+#include "container/tensor_list.h"
 #include "shared_fixtures.h"
 
 namespace waste {

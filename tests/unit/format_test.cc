@@ -1,6 +1,6 @@
 // format.h: f16, crc32, VQ4P, trunk and record geometry, record header
 // checks, against the numbers FORMAT.md works out.
-#include "format.h"
+#include "format/format.h"
 
 #include <gtest/gtest.h>
 

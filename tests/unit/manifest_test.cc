@@ -7,10 +7,10 @@
 #include <cmath>
 #include <string>
 
-#include "container.h"
+#include "container/container.h"
 #include "container_test_util.h"
-#include "rope_config.h"
-#include "tensor_list.h"
+#include "format/rope_config.h"
+#include "container/tensor_list.h"
 #include "shared_fixtures.h"
 
 namespace waste {

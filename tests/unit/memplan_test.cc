@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "container.h"
+#include "container/container.h"
 #include "container_test_util.h"
 #include "generator.h"
-#include "memplan_internal.h"
+#include "engine/memplan_internal.h"
 #include "shared_fixtures.h"
 
 namespace waste {

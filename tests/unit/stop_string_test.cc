@@ -1,6 +1,6 @@
 // StopStringFilter (ENGINE.md §7.4): fires across pieces, never prints any
 // part of the stop string, prints everything else exactly once.
-#include "utf8.h"
+#include "text/utf8.h"
 #include "waste/text.h"
 
 #include <gtest/gtest.h>

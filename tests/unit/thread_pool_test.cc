@@ -2,7 +2,7 @@
 // results at any thread count, binding to a cpu list, thread-count rule.
 // The empty-dispatch timing at the end is printed, never asserted
 // (docs/PLATFORM.md records it).
-#include "thread_pool.h"
+#include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
 

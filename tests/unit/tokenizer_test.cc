@@ -2,7 +2,7 @@
 // behaviour where the reference diverges (ENGINE.md §9.2 a–f), plain vs
 // markup, BPE exactness, file validation, and agreement with the
 // independent Python tokenizer (tools/tokenizer_ref.py) over a corpus.
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@
 #include <set>
 #include <sstream>
 
-#include "bpe.h"
-#include "pretokenizer.h"
+#include "text/bpe.h"
+#include "text/pretokenizer.h"
 #include "shared_fixtures.h"
 
 namespace waste {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "pretokenizer.h"
+#include "text/pretokenizer.h"
 
 namespace waste {
 namespace {

@@ -1,7 +1,7 @@
 // ContainerWriter and the generator: write, read back through Container,
 // compare bytes and values; odd shapes (padded groups and row blocks),
 // every trunk format, VQ4P, determinism, refusals; the generator's presets.
-#include "container_writer.h"
+#include "writer/container_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "container.h"
+#include "container/container.h"
 #include "container_test_util.h"
 #include "generator.h"
 #include "platform/platform.h"
-#include "tensor_list.h"
+#include "container/tensor_list.h"
 #include "tokenizer_gen.h"
 #include "shared_fixtures.h"
 

@@ -4,7 +4,7 @@
 Replays a trace written by the engine with WASTE_CACHE_TRACE=FILE (one line
 per event: `H layer ids...` a routing hint, `P layer ids...` the router
 lookahead's ranked guesses for the next MoE layer, `A layer expert` a demand
-access) through a model of src/expert_cache.cc, for several cache sizes,
+access) through a model of src/streaming/expert_cache.cc, for several cache sizes,
 policies, lookahead depths and prefetch gates. Timing is not modelled (reads
 land at once), so hit rates are what the engine gets when reads keep up.
 

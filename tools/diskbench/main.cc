@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "container.h"
+#include "container/container.h"
 #include "platform/platform.h"
 
 #if defined(WASTE_HAVE_IO_URING)

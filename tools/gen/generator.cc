@@ -8,13 +8,13 @@
 #include <optional>
 #include <vector>
 
-#include "container_writer.h"
-#include "format.h"
+#include "writer/container_writer.h"
+#include "format/format.h"
 #include "platform/platform.h"
 #include "presets.h"
 #include "rng.h"
 #include "router_bias.h"
-#include "tensor_list.h"
+#include "container/tensor_list.h"
 #include "tokenizer_gen.h"
 
 #ifndef WASTE_DEFAULT_TRACE

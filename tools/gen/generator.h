@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "container.h"
+#include "container/container.h"
 #include "waste/status.h"
 
 namespace waste::gen {

@@ -1,0 +1,50 @@
+#include "base/engine_env.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace waste {
+
+bool EnvFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '0';
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (end == v) return fallback;
+  return static_cast<int>(x);
+}
+
+EngineOptions ResolveOptions(const Config& config) {
+  EngineOptions o;
+  o.verify = config.verify_records || EnvFlag("WASTE_VERIFY");
+  if (config.direct_io >= 0) {
+    o.direct_io = config.direct_io != 0;
+  } else {
+    const char* d = std::getenv("WASTE_DIRECT");
+    o.direct_io = !(d != nullptr && d[0] == '0');
+  }
+  o.lookahead = config.lookahead >= 0 ? config.lookahead : EnvInt("WASTE_LOOKAHEAD", 6);
+  if (o.lookahead < 0) o.lookahead = 0;
+  if (o.lookahead > 64) o.lookahead = 64;
+  o.io_threads = config.io_threads >= 0 ? config.io_threads : EnvInt("WASTE_IO_THREADS", 2);
+  if (o.io_threads < 0) o.io_threads = 0;
+  if (o.io_threads > 8) o.io_threads = 8;
+  const char* backend = std::getenv("WASTE_BACKEND");
+  o.force_baseline = config.force_baseline_kernels ||
+                     (backend != nullptr && std::string(backend) == "cpu");
+  o.profile = EnvFlag("WASTE_PROFILE");
+  if (!config.cpu_list.empty()) {
+    o.cpu_list = config.cpu_list;
+  } else if (const char* c = std::getenv("WASTE_CPUS")) {
+    o.cpu_list = c;
+  }
+  o.threads = config.threads;
+  return o;
+}
+
+}  // namespace waste

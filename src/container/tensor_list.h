@@ -1,0 +1,50 @@
+// The one list of language-model tensors (FORMAT.md §4.8): name, kind and
+// canonical shape per layer kind, in model order. The reader validates the
+// trunk index against it; the writer and generator emit exactly it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "container/container.h"
+#include "model/model_config.h"
+#include "waste/status.h"
+
+namespace waste {
+
+enum class TensorKind : uint8_t {
+  kMatrix,        // 2-D [out, in] exactly; F32, Q8G, Q4G or Q3G
+  kVector,        // F32, exactly elements() values (any shape)
+  kData,          // F32, at least elements() values
+  kOptionalData,  // like kData when present as F32; a quantized one is ignored
+};
+
+struct TensorSpec {
+  std::string name;              // without the tensor prefix
+  TensorKind kind = TensorKind::kMatrix;
+  std::vector<int64_t> shape;    // as writers store it ([Ck, 1, Kc] for a conv)
+  int64_t elements() const;
+};
+
+// Every tensor the engine reads for `cfg`, in model order: embedding, then
+// per layer norms, AttnRes vectors, attention, FFN, then final norm(s) and
+// lm_head.
+std::vector<TensorSpec> ModelTensors(const ModelConfig& cfg);
+
+// FORMAT.md §8.1 step 9: every entry's payload and scales lie inside
+// trunk.bin (`trunk_file_size` bytes). Errors name the tensor and offsets.
+Status ValidateTrunkIndex(const Manifest& m, uint64_t trunk_file_size);
+
+// FORMAT.md §8.1 step 14 and §4.8: every required tensor present (first entry
+// of a name wins) with the exact kind, format and shape; no MoE router on a
+// dense layer. Message: "required tensor is missing or has the wrong shape:
+// NAME (...)".
+Status ValidateRequiredTensors(const Manifest& m);
+
+// Name with the prefix applied.
+inline std::string PrefixedName(const ModelConfig& cfg, const std::string& name) {
+  return cfg.tensor_prefix + name;
+}
+
+}  // namespace waste

@@ -1,0 +1,188 @@
+// The memory plan from manifest.json alone (ENGINE.md §4): floor,
+// recommendation, and what a budget resolves to.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "container/container.h"
+#include "engine/memplan_internal.h"
+#include "platform/platform.h"
+#include "container/tensor_list.h"
+#include "waste/memplan.h"
+
+namespace waste {
+namespace {
+
+constexpr uint64_t kF32 = sizeof(float);
+
+std::string Size(uint64_t bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GB", bytes / kGiB);
+  return fmt::format("{:.0f} MB", bytes / (1024.0 * 1024.0));
+}
+
+}  // namespace
+
+uint64_t StateBytes(const ModelConfig& c, uint32_t ctx) {
+  const uint64_t n_kda = static_cast<uint64_t>(c.n_kda_layers());
+  const uint64_t n_mla = static_cast<uint64_t>(c.n_mla_layers());
+  const uint64_t hk = static_cast<uint64_t>(c.kda_heads), dk = static_cast<uint64_t>(c.kda_dim);
+  const uint64_t taps = c.conv_k > 0 ? static_cast<uint64_t>(c.conv_k - 1) : 0;
+  uint64_t kda = n_kda * hk * dk * dk * kF32            // recurrent state, one D x D per head
+                 + n_kda * 3 * taps * hk * dk * kF32;   // q/k/v conv rings
+  uint64_t mla = n_mla * ctx * static_cast<uint64_t>(c.kv_lora_rank + c.qk_rope) * kF32;
+  return kda + mla;
+}
+
+uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
+  const uint64_t t = kPrefillChunkTokens;
+  const uint64_t h = static_cast<uint64_t>(c.hidden);
+  const uint64_t v = static_cast<uint64_t>(c.vocab);
+  const uint64_t x = static_cast<uint64_t>(c.expert_in());
+  const uint64_t im = static_cast<uint64_t>(c.moe_inter);
+  const uint64_t e = static_cast<uint64_t>(c.n_experts);
+  const uint64_t k = static_cast<uint64_t>(c.top_k);
+  const uint64_t heads = static_cast<uint64_t>(c.n_heads);
+  const uint64_t ck = static_cast<uint64_t>(c.kda_channels());
+  const uint64_t dk = static_cast<uint64_t>(c.kda_dim);
+  const uint64_t hk = static_cast<uint64_t>(c.kda_heads);
+  const uint64_t rkv = static_cast<uint64_t>(c.kv_lora_rank);
+  const uint64_t rq = static_cast<uint64_t>(c.q_lora_rank);
+  const uint64_t dr = static_cast<uint64_t>(c.qk_rope);
+  const uint64_t dq = static_cast<uint64_t>(c.qk_head_dim());
+  const uint64_t dv = static_cast<uint64_t>(c.v_head);
+  const uint64_t ffn = std::max<uint64_t>(static_cast<uint64_t>(c.dense_inter),
+                                          static_cast<uint64_t>(c.shared_inter()));
+  uint64_t floats = 0;
+
+  // Residual stream of a chunk: mixture, normed input, sub-layer output,
+  // AttnRes partial sum; plus the last position's hidden state.
+  floats += (4 * t + 1) * h;
+  // AttnRes block history for every chunk token ((n_blocks + 4) x hidden).
+  if (c.attn_res_block > 0) {
+    uint64_t blocks = (static_cast<uint64_t>(c.n_layers) + c.attn_res_block - 1) /
+                          static_cast<uint64_t>(c.attn_res_block) + 1;
+    floats += t * (blocks + 4) * h + blocks + 1;
+  }
+  // Logits, and the sampler's probabilities and sort keys.
+  floats += 3 * v;
+  // KDA per chunk token: pre-conv and post-conv q/k/v, decay and output
+  // gates, output, the two rank-Dk bottlenecks and the per-head beta.
+  if (c.n_kda_layers() > 0) floats += t * (9 * ck + 2 * dk + hk);
+  // MLA per chunk token: query (and its LoRA bottleneck), latent KV row,
+  // absorbed query, per-head latent output, values and gate; plus one
+  // token's per-head scores over the whole context and absorption scratch.
+  if (c.n_mla_layers() > 0) {
+    floats += t * (heads * dq + rq + rkv + dr + heads * (rkv + dr) + heads * rkv + 2 * heads * dv);
+    floats += heads * (3 * rkv + ctx);
+  }
+  // Dense FFN / shared expert activations (gate and up) and output.
+  floats += t * (2 * ffn + h);
+  if (e > 0) {
+    const uint64_t per_v = static_cast<uint64_t>(c.quant.stages) * c.quant.entries;
+    const uint64_t table_in = x / c.quant.vec_dim * per_v;   // one input vector's LUT
+    const uint64_t table_mid = im / c.quant.vec_dim * per_v; // one expert's down-input LUT
+    // Router logits, scores and top-k per chunk token.
+    floats += t * (2 * e + 2 * k);
+    // Routed experts: gate/up/down activations for top_k experts, latent
+    // inputs and outputs of the chunk, and one output row.
+    floats += k * (2 * im + x) + 2 * t * x + std::max(x, h);
+    // LUTs: gate and up tables for every chunk token (decode uses the first
+    // of them) and the down tables of the experts being applied.
+    const uint64_t tables = (2 * t + 1) * table_in + 2 * table_mid;
+    floats += tables;
+    // VQ4P sums int8-quantised tables: one byte per entry plus one scale per
+    // 32 vector positions.
+    if (c.quant.index_bits == 6) {
+      floats += (tables + 3) / 4 + (2 * t + 2) * (x / c.quant.vec_dim / 32 + 1);
+    }
+    // Expert staging: one expert dequantised (3 x moe_inter x width).
+    floats += 3 * im * x;
+  }
+  // Small fixed buffers (norm scratch, rotary tables, per-call bookkeeping).
+  constexpr uint64_t kFixed = uint64_t{1} << 20;
+  return floats * kF32 + kFixed;
+}
+
+Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens) {
+  try {
+    std::string path = container_dir.empty() || container_dir.back() == '/'
+                           ? container_dir + "manifest.json"
+                           : container_dir + "/manifest.json";
+    Result<std::string> text = platform::ReadWholeFile(path);
+    if (!text) return IoError(fmt::format("manifest.json: {}", text.error().message()));
+    // The same manifest validation as open (W): plan refuses what open refuses.
+    WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifest(*text, path));
+    WASTE_TRY(ValidateRequiredTensors(m));
+    const ModelConfig& c = m.config;
+
+    MemPlan p;
+    p.ctx = ctx_tokens;
+    p.trunk_bytes = ResidentTrunkBytes(m);
+    p.state_bytes = StateBytes(c, ctx_tokens);
+    p.scratch_bytes = EstimateScratchBytes(c, ctx_tokens);
+    uint64_t bank_bytes = 0;  // the largest layer's bank
+    for (const BankInfo& b : m.banks) {
+      if (b.layer < 0) continue;
+      p.record_bytes = std::max(p.record_bytes, b.record_bytes);
+      bank_bytes = std::max(bank_bytes, b.bytes);
+      p.all_experts_bytes += b.bytes;
+    }
+    const uint64_t k = static_cast<uint64_t>(c.top_k);
+    const uint64_t layers = static_cast<uint64_t>(c.n_layers);
+    p.min_expert_cache = p.record_bytes * k * 2;
+    p.floor_bytes = p.trunk_bytes + p.state_bytes + p.scratch_bytes + p.min_expert_cache;
+    // R counts every layer, dense ones included (ENGINE.md §4.1).
+    p.working_set_bytes = p.record_bytes * k * layers;
+    p.recommended_bytes = p.floor_bytes + std::min(3 * p.working_set_bytes, bank_bytes * layers);
+    p.physical_ram_bytes = platform::PhysicalRam();
+    platform::UsableRam usable = platform::GetUsableRam();
+    p.usable_ram_bytes = usable.bytes;
+    p.usable_ram_source = usable.source;
+    return p;
+  } catch (const std::exception& e) {
+    return FormatError(fmt::format("{}: cannot plan memory: {}", container_dir, e.what()));
+  }
+}
+
+Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) {
+  BudgetResolution r;
+  const uint64_t floor = plan.floor_bytes;
+  const uint64_t usable = plan.usable_ram_bytes;
+  const uint64_t cap = usable - usable / 4;  // 25% left to the OS (ENGINE.md §4.3)
+  if (requested_bytes == 0) {
+    r.defaulted = true;
+    // A cache larger than every expert cannot help: the recommendation
+    // already caps 3 working sets there, and so do the smaller steps.
+    const uint64_t useful = plan.recommended_bytes - floor;
+    r.budget_bytes = plan.recommended_bytes;
+    if (usable > 0) {
+      r.budget_bytes = floor;
+      for (uint64_t step : {3, 2, 1}) {
+        uint64_t candidate = floor + std::min(step * plan.working_set_bytes, useful);
+        if (candidate <= cap) {
+          r.budget_bytes = candidate;
+          break;
+        }
+      }
+    }
+  } else {
+    if (requested_bytes < floor) {
+      return Status(Errc::kRamBudget,
+                    fmt::format("budget {} is below the model's floor of {} (trunk {}, state {}, "
+                                "scratch {}, minimum expert cache {})",
+                                Size(requested_bytes), Size(floor), Size(plan.trunk_bytes),
+                                Size(plan.state_bytes), Size(plan.scratch_bytes),
+                                Size(plan.min_expert_cache)));
+    }
+    r.budget_bytes = requested_bytes;
+  }
+  const uint64_t cache = r.budget_bytes - floor + plan.min_expert_cache;
+  r.slots = plan.record_bytes > 0 ? cache / plan.record_bytes : 0;
+  r.expert_cache_bytes = r.slots * plan.record_bytes;
+  r.over_cap = usable > 0 && r.budget_bytes > cap;
+  return r;
+}
+
+}  // namespace waste

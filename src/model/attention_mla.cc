@@ -1,0 +1,200 @@
+#include "model/attention_mla.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace waste {
+namespace {
+
+kernels::DequantFn DequantSlot(const kernels::KernelTable& k, TensorFmt fmt) {
+  switch (fmt) {
+    case TensorFmt::kQ8G: return k.dequant_q8g;
+    case TensorFmt::kQ4G: return k.dequant_q4g;
+    case TensorFmt::kQ3G: return k.dequant_q3g;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+MlaLayer::MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_tokens)
+    : cfg_(cfg), ctx_(ctx_tokens), max_tokens_(max_tokens < 1 ? 1 : max_tokens) {
+  const size_t heads = static_cast<size_t>(cfg.n_heads);
+  const size_t r = static_cast<size_t>(cfg.kv_lora_rank);
+  const size_t n = max_tokens_;
+  q_.resize(n * heads * static_cast<size_t>(cfg.qk_head_dim()));
+  qa_.resize(n * static_cast<size_t>(cfg.q_lora_rank));
+  kv_.resize(n * (r + static_cast<size_t>(cfg.qk_rope)));
+  o_.resize(n * heads * static_cast<size_t>(cfg.v_head));
+  gate_.resize(cfg.mla_output_gate ? o_.size() : 0);
+}
+
+uint64_t MlaLayer::scratch_bytes() const {
+  const size_t r = static_cast<size_t>(cfg_.kv_lora_rank);
+  const size_t per_thread = static_cast<size_t>(cfg_.qk_nope) * r + 2 * r + ctx_;
+  const size_t threads = thread_scratch_.empty() ? 1 : thread_scratch_.size();
+  return (q_.size() + qa_.size() + kv_.size() + o_.size() + gate_.size() + threads * per_thread) *
+         sizeof(float);
+}
+
+// GPT-J interleaved pairs; θ = f32(f32(pos)·ω_j), f32 cos/sin (MODEL.md §4.3).
+void MlaLayer::Rotate(float* v, int pos) const {
+  const std::vector<float>& omega = cfg_.rope.omega;
+  for (size_t j = 0; j < omega.size(); ++j) {
+    float theta = static_cast<float>(pos) * omega[j];
+    float c = std::cos(theta), s = std::sin(theta);
+    float a = v[2 * j], b = v[2 * j + 1];
+    v[2 * j] = a * c - b * s;
+    v[2 * j + 1] = a * s + b * c;
+  }
+}
+
+void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state, int pos0,
+                       const float* x, size_t n, float* out) {
+  const int heads = cfg_.n_heads, dn = cfg_.qk_nope, dr = cfg_.qk_rope, dv = cfg_.v_head;
+  const int dq = dn + dr, r = cfg_.kv_lora_rank;
+  const size_t R = static_cast<size_t>(r);
+  const size_t row = static_cast<size_t>(r + dr);
+  const size_t hidden = static_cast<size_t>(cfg_.hidden);
+  const size_t qw = static_cast<size_t>(heads * dq), ow = static_cast<size_t>(heads * dv);
+  const size_t qa_w = static_cast<size_t>(cfg_.q_lora_rank);
+  const bool gated = w.g_proj != nullptr;
+
+  // Query, latent + rope key, output gate: one region (the low-rank query's
+  // second half after its norm).
+  if (n == 1) {
+    if (w.q_proj != nullptr) {
+      if (gated) {
+        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
+      } else {
+        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}});
+      }
+    } else {
+      if (gated) {
+        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
+      } else {
+        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}});
+      }
+      RmsNorm(qa_.data(), w.q_a_norm, cfg_.rms_eps, qa_w, qa_.data());
+      ops.MatVec(*w.q_b, qa_.data(), q_.data());
+    }
+  } else {
+    if (w.q_proj != nullptr) {
+      if (gated) {
+        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row},
+                        {w.g_proj, x, hidden, gate_.data(), ow}});
+      } else {
+        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row}});
+      }
+    } else {
+      if (gated) {
+        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row},
+                        {w.g_proj, x, hidden, gate_.data(), ow}});
+      } else {
+        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row}});
+      }
+      for (size_t t = 0; t < n; ++t) {
+        float* qa = qa_.data() + t * qa_w;
+        RmsNorm(qa, w.q_a_norm, cfg_.rms_eps, qa_w, qa);
+      }
+      ops.MatMul(*w.q_b, qa_.data(), qa_w, n, q_.data(), qw);
+    }
+  }
+  // Cache rows [RMSNorm(c) | rotated kr] for every token of the chunk.
+  for (size_t t = 0; t < n; ++t) {
+    const int pos = pos0 + static_cast<int>(t);
+    const float* kv = kv_.data() + t * row;
+    float* cache_row = state.kv.data() + static_cast<size_t>(pos) * row;
+    RmsNorm(kv, w.kv_a_norm, cfg_.rms_eps, R, cache_row);
+    std::memcpy(cache_row + r, kv + r, static_cast<size_t>(dr) * sizeof(float));
+    if (cfg_.rope.enabled) {
+      Rotate(cache_row + r, pos);
+      float* q = q_.data() + t * qw;
+      for (int h = 0; h < heads; ++h) Rotate(q + static_cast<size_t>(h * dq + dn), pos);
+    }
+  }
+  state.n_kv = pos0 + static_cast<int>(n);
+
+  const float scale = cfg_.rope.att_mul / std::sqrt(static_cast<float>(dq));
+  const TensorView& kvb = *w.kv_b;
+  const kernels::KernelTable& k = ops.k();
+  const kernels::MatVecArgs vargs = WeightArgs(kvb);
+  const kernels::MatVecFn matvec = MatVecSlot(k, kvb.fmt);
+  const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
+  const size_t per_thread = static_cast<size_t>(dn) * R + 2 * R + ctx_;
+  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
+    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
+  }
+  for (auto& s : thread_scratch_) s.resize(per_thread);
+
+  // Heads are independent: each runs wholly inside one task, for every
+  // token of the chunk.
+  ops.ForDynamic(static_cast<size_t>(heads), 1, [&](size_t hb, size_t he) {
+    float* wk = thread_scratch_[static_cast<size_t>(Ops::Worker())].data();  // W_kb,h [dn][r]
+    float* qt = wk + static_cast<size_t>(dn) * R;  // q̃ = W_kbᵀ q_nope
+    float* cbar = qt + R;
+    float* scores = cbar + R;
+    for (size_t h = hb; h < he; ++h) {
+      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
+      if (dequant != nullptr) {
+        kernels::DequantArgs d;
+        d.w = vargs;
+        d.w.weights += static_cast<size_t>(base) * d.w.row_bytes;
+        if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(base) * d.w.groups;
+        d.out = wk;
+        d.out_stride = R;
+        dequant(d, 0, static_cast<size_t>(dn));
+      } else {
+        for (int i = 0; i < dn; ++i) DequantizeRow(kvb, base + i, wk + static_cast<size_t>(i) * R);
+      }
+      for (size_t t = 0; t < n; ++t) {
+        const int nk = pos0 + static_cast<int>(t) + 1;
+        const float* qh = q_.data() + t * qw + h * static_cast<size_t>(dq);
+        std::memset(qt, 0, R * sizeof(float));
+        for (int i = 0; i < dn; ++i) {
+          if (qh[i] == 0.0f) continue;
+          k.axpy_f32(qh[i], wk + static_cast<size_t>(i) * R, qt, R);
+        }
+        float m = -INFINITY;
+        for (int s = 0; s < nk; ++s) {
+          const float* cs = state.kv.data() + static_cast<size_t>(s) * row;
+          float sc = k.dot_f32(qt, cs, R);
+          if (dr > 0) sc += k.dot_f32(qh + dn, cs + r, static_cast<size_t>(dr));
+          sc *= scale;
+          scores[s] = sc;
+          if (sc > m) m = sc;
+        }
+        float sum = 0.0f;
+        for (int s = 0; s < nk; ++s) {
+          scores[s] = std::exp(scores[s] - m);
+          sum += scores[s];
+        }
+        float inv = 1.0f / sum;
+        std::memset(cbar, 0, R * sizeof(float));
+        for (int s = 0; s < nk; ++s) {
+          k.axpy_f32(scores[s] * inv, state.kv.data() + static_cast<size_t>(s) * row, cbar, R);
+        }
+        // o_h = W_vb,h · c̄: rows [base+dn, base+dn+dv) of kv_b.
+        // Offsetting the weights (not y) keeps every pointer inside its array.
+        kernels::MatVecArgs a = vargs;
+        size_t first = static_cast<size_t>(base + dn);
+        a.weights += first * a.row_bytes;
+        if (a.scales != nullptr) a.scales += first * a.groups;
+        a.x = cbar;
+        a.y = o_.data() + t * ow + h * static_cast<size_t>(dv);
+        matvec(a, 0, static_cast<size_t>(dv));
+      }
+    }
+  });
+
+  if (gated) {
+    for (size_t i = 0; i < n * ow; ++i) o_[i] *= Sigmoid(gate_[i]);
+  }
+  if (n == 1) {
+    ops.MatVec(*w.o_proj, o_.data(), out);
+  } else {
+    ops.MatMul(*w.o_proj, o_.data(), ow, n, out, hidden);
+  }
+}
+
+}  // namespace waste

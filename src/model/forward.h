@@ -1,0 +1,77 @@
+// The forward pass: embedding row → layers (dispatched on each layer's
+// AttnKind / FfnKind, never on a model name) → final norm → lm_head.
+// Prompts run in chunks of up to kMaxChunk tokens, layer-major: attention
+// steps token by token (the recurrence and the causal cache need it), the
+// channel mixers run over the whole chunk (batched matmuls, each distinct
+// expert read once). A chunk of one token is the decode step. Attention
+// Residuals (K3) keep a per-token block history inside the pass.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/attention_mla.h"
+#include "container/container.h"
+#include "streaming/expert_cache.h"
+#include "model/ffn.h"
+#include "model/kda.h"
+#include "model/layer_weights.h"
+#include "model/moe.h"
+#include "runtime/ops.h"
+#include "model/session_state.h"
+
+namespace waste {
+
+class Forward {
+ public:
+  static constexpr size_t kMaxChunk = 64;
+
+  Forward(const Container& container, const ModelWeights& weights, SessionState& state,
+          ExpertCache& cache, uint32_t ctx_tokens, int lookahead = 0);
+
+  // Feeds `tokens` (ids already validated) at state.pos(); advances the
+  // position. With want_logits, logits() holds the last token's logits.
+  Status Run(const Ops& ops, std::span<const int> tokens, bool want_logits);
+
+  const std::vector<float>& logits() const { return logits_; }
+  const std::vector<float>& last_hidden() const { return last_hidden_; }
+  uint64_t scratch_bytes() const;
+
+  // Debug/test hooks (null = off): the residual after every layer, per
+  // token ([layer][hidden] appended per token), and each MoE routing on
+  // the decode path.
+  std::vector<float>* hidden_trace = nullptr;
+  std::function<void(int pos, int layer, const Routing&)> on_route;
+
+ private:
+  Status RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits);
+  void Mix(size_t t, const float* p, const float* norm_w, const float* proj_w, float* out);
+
+  const Container& container_;
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  SessionState& state_;
+  ExpertCache& cache_;
+  KdaLayer kda_;
+  MlaLayer mla_;
+  std::unique_ptr<Mlp> dense_;
+  std::unique_ptr<MoeLayer> moe_;
+
+  std::vector<float> x_;      // [chunk][hidden] residual (AttnRes: the mixture)
+  std::vector<float> p_;      // [chunk][hidden] AttnRes live partial sum
+  std::vector<float> xn_;     // [chunk][hidden] normed input of a sub-layer
+  std::vector<float> f_;      // [chunk][hidden] sub-layer output
+  std::vector<float> blocks_; // AttnRes: [chunk][max_blocks][hidden]
+  std::vector<float> mix_s_;  // AttnRes scores
+  std::vector<int> next_moe_;  // [layer] next MoE layer after it, or -1
+  int lookahead_ = 0;
+  size_t max_blocks_ = 0;
+  size_t n_blocks_ = 0;
+  std::vector<float> logits_;
+  std::vector<float> last_hidden_;
+};
+
+}  // namespace waste

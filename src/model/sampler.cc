@@ -1,0 +1,82 @@
+#include "model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace waste {
+
+int Argmax(std::span<const float> logits) {
+  int best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+Sampler::Sampler(const SamplerParams& params)
+    : p_(params), state_(params.seed != 0 ? params.seed : 0x853c49e6748fea9bULL) {}
+
+float Sampler::NextUniform() {
+  state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+  return static_cast<float>(static_cast<double>(state_ >> 11) * (1.0 / 9007199254740992.0));
+}
+
+int Sampler::Sample(std::span<const float> logits) {
+  const size_t v = logits.size();
+  if (p_.temperature <= 0.0f || v == 0) return Argmax(logits);
+  const float u = NextUniform();
+  const float t = p_.temperature;
+  const float m = logits[static_cast<size_t>(Argmax(logits))];
+  const bool use_k = p_.top_k > 0 && static_cast<size_t>(p_.top_k) < v;
+  if (!use_k && p_.top_p >= 1.0f) {
+    probs_.resize(v);
+    float z = 0.0f;
+    for (size_t i = 0; i < v; ++i) {
+      probs_[i] = std::exp((logits[i] - m) / t);
+      z += probs_[i];
+    }
+    float r = u * z, c = 0.0f;
+    for (size_t i = 0; i < v; ++i) {
+      c += probs_[i];
+      if (r <= c) return static_cast<int>(i);
+    }
+    return static_cast<int>(v - 1);
+  }
+  order_.resize(v);
+  std::iota(order_.begin(), order_.end(), 0);
+  const size_t k = use_k ? static_cast<size_t>(p_.top_k) : v;
+  auto by_logit = [&](int a, int b) {
+    float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  };
+  if (k < v) {
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k),
+                      order_.end(), by_logit);
+  } else {
+    std::sort(order_.begin(), order_.end(), by_logit);
+  }
+  probs_.resize(k);
+  float z = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    probs_[i] = std::exp((logits[static_cast<size_t>(order_[i])] - m) / t);
+    z += probs_[i];
+  }
+  size_t keep = k;
+  float c = 0.0f;
+  for (size_t i = 0; i < k; ++i) {
+    c += probs_[i] / z;
+    if (c >= p_.top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  float r = u * c, acc = 0.0f;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += probs_[i] / z;
+    if (r <= acc) return order_[i];
+  }
+  return order_[0];
+}
+
+}  // namespace waste

@@ -1,0 +1,57 @@
+// What carries from one token to the next (MODEL.md §10): KDA recurrent
+// state and conv rings, MLA latent KV cache, the position. Save/Load use
+// the reference's byte layout (ENGINE.md §8), so sessions move between
+// engines; Load validates everything in a read-only pass before touching
+// the live state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+#include "waste/status.h"
+
+namespace waste {
+
+struct KdaLayerState {
+  std::vector<float> s;       // [heads][dim][dim]
+  std::vector<float> rings;   // [q,k,v][C][conv_k - 1], oldest first
+};
+
+struct MlaLayerState {
+  std::vector<float> kv;      // [ctx][kv_lora_rank + qk_rope]: [c | rotated kr]
+  int n_kv = 0;
+};
+
+class SessionState {
+ public:
+  SessionState(const ModelConfig& cfg, uint32_t ctx_tokens);
+
+  void Reset();
+  int pos() const { return pos_; }
+  void set_pos(int pos) { pos_ = pos; }
+  uint32_t ctx_tokens() const { return ctx_tokens_; }
+  bool bounded() const { return n_mla_ > 0; }
+  // Tokens that still fit (INT32_MAX-ish when unbounded).
+  int64_t room() const;
+
+  KdaLayerState& kda(int layer) { return kda_[static_cast<size_t>(layer)]; }
+  MlaLayerState& mla(int layer) { return mla_[static_cast<size_t>(layer)]; }
+
+  uint64_t bytes() const;    // what this state really holds
+
+  // `hidden` is the last token's residual (stored for format compatibility).
+  Status Save(const std::string& path, const std::vector<float>& hidden) const;
+  Status Load(const std::string& path);
+
+ private:
+  const ModelConfig& cfg_;
+  uint32_t ctx_tokens_;
+  int n_mla_ = 0;
+  int pos_ = 0;
+  std::vector<KdaLayerState> kda_;  // indexed by layer (empty for MLA layers)
+  std::vector<MlaLayerState> mla_;  // indexed by layer (empty for KDA layers)
+};
+
+}  // namespace waste

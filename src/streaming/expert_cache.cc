@@ -1,0 +1,626 @@
+#include "streaming/expert_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace waste {
+namespace {
+
+constexpr uint64_t kSlotAlign = 16384;  // O_DIRECT sector rules and GPU page wrapping
+constexpr uint64_t kPageAlign = platform::kBypassAlignment;
+constexpr int kSamples = 16;            // ENGINE.md §5.2
+constexpr size_t kMaxHintWindow = 64;   // ENGINE.md §5.4
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+using Clock = std::chrono::steady_clock;
+
+// Tag layout handed to the reader: slot | layer << 32 | expert << 48.
+uint64_t MakeTag(int slot, int layer, int expert) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(slot)) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(layer)) << 32) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(expert)) << 48);
+}
+
+}  // namespace
+
+const char* ReplacementName(Replacement r) {
+  switch (r) {
+    case Replacement::kLfru: return "lfru";
+    case Replacement::kLru: return "lru";
+    case Replacement::kLfuHistory: return "lfu-history";
+  }
+  return "?";
+}
+
+SlotLayout PlanSlots(uint64_t record_bytes, uint64_t cache_bytes, uint64_t min_slots) {
+  SlotLayout l;
+  if (record_bytes == 0) return l;
+  l.slot_bytes = RoundUp(record_bytes, kSlotAlign);
+  l.slots = cache_bytes / l.slot_bytes;
+  if (l.slots < min_slots) {
+    // 16 KiB padding would starve a floor-sized cache (records far below
+    // 16 KiB): pad to the bypass alignment only, which O_DIRECT accepts.
+    uint64_t tight = RoundUp(record_bytes, kPageAlign);
+    if (cache_bytes / tight > l.slots) {
+      l.slot_bytes = tight;
+      l.slots = cache_bytes / tight;
+    }
+  }
+  return l;
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& container,
+                                                         uint64_t slots, CachePolicy policy,
+                                                         bool verify_crc) {
+  SlotLayout l;
+  l.slot_bytes = RoundUp(container.max_record_bytes(), kSlotAlign);
+  l.slots = std::max<uint64_t>(slots, 1);
+  ExpertCacheOptions o;
+  o.policy = policy == CachePolicy::kLru ? Replacement::kLru : Replacement::kLfru;
+  o.verify_crc = verify_crc;
+  o.io.backend = IoBackend::kSync;
+  return Create(container, l, o);
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& container,
+                                                         const SlotLayout& layout,
+                                                         const ExpertCacheOptions& options) {
+  const uint64_t record = container.max_record_bytes();
+  SlotLayout l = layout;
+  if (record == 0) l.slots = 0;  // dense model: nothing to hold
+  if (record > 0 && l.slot_bytes < RoundUp(record, kPageAlign)) {
+    return ArgError(fmt::format("expert cache slots of {} bytes cannot hold {}-byte records",
+                                l.slot_bytes, record));
+  }
+  if (record > 0 && l.slots < 1) {
+    return Status(Errc::kRamBudget, "the expert cache has room for no record at all");
+  }
+  std::unique_ptr<ExpertCache> cache(new ExpertCache(container, l, options));
+  if (l.slots == 0) return cache;
+  void* p = platform::AlignedAlloc(kSlotAlign, l.slots * l.slot_bytes);
+  if (p == nullptr) {
+    return OomError(fmt::format("expert cache of {} slots x {} bytes", l.slots, l.slot_bytes));
+  }
+  cache->arena_.reset(static_cast<uint8_t*>(p));
+  for (uint64_t i = 0; i < l.slots; ++i) {
+    cache->slots_[i].data = cache->arena_.get() + i * l.slot_bytes;
+  }
+  ExpertCache* self = cache.get();
+  WASTE_ASSIGN_OR_RETURN(
+      cache->reader_,
+      ExpertReader::Create(options.io,
+                           std::span<uint8_t>(cache->arena_.get(), l.slots * l.slot_bytes),
+                           l.slot_bytes,
+                           [self](uint64_t tag, Status st) { self->OnRead(tag, std::move(st)); }));
+  return cache;
+}
+
+ExpertCache::ExpertCache(const Container& c, const SlotLayout& layout,
+                         const ExpertCacheOptions& o)
+    : container_(c),
+      slot_count_(layout.slots),
+      slot_bytes_(layout.slot_bytes),
+      policy_(o.policy),
+      verify_(o.verify_crc),
+      max_spec_(std::max(1, o.max_speculative)),
+      slots_(layout.slots) {
+  const ModelConfig& cfg = c.config();
+  n_experts_ = std::max(1, cfg.n_experts);
+  index_.assign(static_cast<size_t>(std::max(1, cfg.n_layers)) * static_cast<size_t>(n_experts_),
+                -1);
+  if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
+  free_.reserve(slots_.size());
+  hint_.reserve(static_cast<size_t>(n_experts_));
+  for (size_t i = slots_.size(); i > 0; --i) free_.push_back(static_cast<int>(i - 1));
+  hint_window_ = std::clamp<size_t>(static_cast<size_t>(layout.slots / 2), 1, kMaxHintWindow);
+  // Developer aid: WASTE_CACHE_TRACE=FILE appends every hint (H), lookahead
+  // guess (P) and demand access (A) for offline replacement studies
+  // (tools/cache_sim.py).
+  if (const char* path = std::getenv("WASTE_CACHE_TRACE"); path != nullptr && *path != '\0') {
+    trace_ = std::fopen(path, "a");
+  }
+}
+
+ExpertCache::~ExpertCache() {
+  reader_.reset();  // drains: no completion may touch a slot after this
+  if (trace_ != nullptr) std::fclose(trace_);
+}
+
+uint64_t ExpertCache::metadata_bytes() const {
+  return slots_.capacity() * sizeof(Slot) + index_.capacity() * sizeof(int32_t) +
+         free_.capacity() * sizeof(int) + freq_.capacity() * sizeof(float) +
+         hint_.capacity() * sizeof(HintEntry);
+}
+
+bool ExpertCache::Valid(int layer, int expert) const {
+  return layer >= 0 && layer < container_.config().n_layers && container_.is_moe_layer(layer) &&
+         expert >= 0 && expert < container_.bank(layer).experts;
+}
+
+size_t ExpertCache::Key(int layer, int expert) const {
+  return static_cast<size_t>(layer) * static_cast<size_t>(n_experts_) + static_cast<size_t>(expert);
+}
+
+Status ExpertCache::ErrorFor(int layer, int expert, const Status& why) const {
+  // ParseRecord already names the record; plain I/O errors do not.
+  std::string prefix = fmt::format("expert {} of layer {}: ", expert, layer);
+  if (why.message().rfind(prefix, 0) == 0) return why;
+  std::string reason = why.message();
+  if (reason.find("short read") != std::string::npos || why.code() == Errc::kIo) {
+    return IoError(prefix + "short read (" + reason + ")");
+  }
+  return Status(why.code(), prefix + reason);
+}
+
+// --- replacement ---------------------------------------------------------------
+
+// A lookahead record not yet used whose layer has not routed since the
+// guess: it is about to be needed (or not) — never evicted before that.
+bool ExpertCache::Pending(const Slot& s) const {
+  return s.origin == Origin::kSpeculative && !s.used && s.spec_gen == hint_seq_;
+}
+
+// A lookahead record its layer routed past without using: a wrong guess,
+// the first thing to go.
+bool ExpertCache::Stale(const Slot& s) const {
+  return s.origin == Origin::kSpeculative && !s.used && s.spec_gen != hint_seq_;
+}
+
+bool ExpertCache::Better(const Slot& a, const Slot& b) const {
+  const bool sa = Stale(a), sb = Stale(b);
+  if (sa != sb) return sa;
+  switch (policy_) {
+    case Replacement::kLru:
+      return a.last < b.last;
+    case Replacement::kLfuHistory: {
+      float fa = freq_[Key(a.layer, a.expert)], fb = freq_[Key(b.layer, b.expert)];
+      return fa < fb || (fa == fb && a.last < b.last);
+    }
+    case Replacement::kLfru:
+    default:
+      return a.hits < b.hits || (a.hits == b.hits && a.last < b.last);
+  }
+}
+
+int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) {
+  auto evictable = [this](const Slot& s) {
+    return s.pins == 0 && s.state != State::kLoading && !Pending(s);
+  };
+  for (;;) {
+    if (!free_.empty()) {
+      int i = free_.back();
+      free_.pop_back();
+      return i;
+    }
+    int best = -1;
+    if (policy_ == Replacement::kLfuHistory) {
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        if (!evictable(s)) continue;
+        if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = static_cast<int>(i);
+      }
+    } else {
+      for (int draw = 0; draw < kSamples; ++draw) {
+        rng_ = rng_ * 1664525u + 1013904223u;
+        int i = static_cast<int>(rng_ % slots_.size());
+        const Slot& s = slots_[static_cast<size_t>(i)];
+        if (!evictable(s)) continue;
+        if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = i;
+      }
+      if (best < 0) {
+        for (size_t i = 0; i < slots_.size(); ++i) {
+          if (evictable(slots_[i])) {
+            best = static_cast<int>(i);
+            break;
+          }
+        }
+      }
+    }
+    if (best < 0 && demand) {
+      // Only pending guesses are left unpinned: a demand read beats them.
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        if (s.pins == 0 && s.state != State::kLoading) {
+          best = static_cast<int>(i);
+          break;
+        }
+      }
+    }
+    if (best >= 0) {
+      Slot& s = slots_[static_cast<size_t>(best)];
+      if (s.layer >= 0) {
+        index_[Key(s.layer, s.expert)] = -1;
+        if (s.state == State::kReady) ++counters_.evictions;
+      }
+      s.layer = s.expert = -1;
+      s.state = State::kEmpty;
+      return best;
+    }
+    // Everything unpinned is still being read: wait for one to land.
+    if (wait_lock == nullptr || loading_ == 0) return -1;
+    landed_.wait(*wait_lock);
+  }
+}
+
+void ExpertCache::Claim(int slot, int layer, int expert, Origin origin, uint32_t hits) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.layer = layer;
+  s.expert = expert;
+  s.state = State::kLoading;
+  s.origin = origin;
+  s.used = false;
+  s.spec_gen = hint_seq_;
+  s.hits = hits;
+  s.last = clock_;
+  s.pins = 0;
+  s.view = {};
+  s.error = Status::Ok();
+  index_[Key(layer, expert)] = slot;
+}
+
+void ExpertCache::Drop(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (s.layer >= 0 && index_[Key(s.layer, s.expert)] == slot) index_[Key(s.layer, s.expert)] = -1;
+  s.layer = s.expert = -1;
+  s.state = State::kEmpty;
+  s.pins = 0;
+  s.view = {};
+  free_.push_back(slot);
+}
+
+void ExpertCache::CountAccess(int layer, int expert) {
+  if (policy_ != Replacement::kLfuHistory) return;
+  // Exponential decay without touching every count: each access is worth a
+  // little more than the last; renormalise before floats lose precision.
+  // Half-life: 16 accesses per slot of cache.
+  const float half_life = static_cast<float>(std::max<uint64_t>(64, 16 * slot_count_));
+  freq_[Key(layer, expert)] += freq_step_;
+  freq_step_ *= std::exp2(1.0f / half_life);
+  if (freq_step_ > 1e30f) {
+    for (float& f : freq_) f /= freq_step_;
+    freq_step_ = 1.0f;
+  }
+}
+
+// --- reads -----------------------------------------------------------------------
+
+void ExpertCache::StartRead(int slot, ReadClass cls) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  const BankInfo& bank = container_.bank(s.layer);
+  ReadRequest r;
+  r.file = &container_.bank_file(s.layer);
+  r.offset = static_cast<uint64_t>(s.expert) * bank.record_bytes;
+  r.dst = s.data;
+  r.bytes = bank.record_bytes;
+  r.tag = MakeTag(slot, s.layer, s.expert);
+  r.cls = cls;
+  ++loading_;
+  if (cls == ReadClass::kSpeculative) ++spec_in_flight_;
+  s.queued_low = cls != ReadClass::kDemand;
+  reader_->Submit(r);
+}
+
+// Synchronous mode: the read happens here, on the caller's thread.
+Status ExpertCache::ReadNow(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  const int layer = s.layer, expert = s.expert;
+  const BankInfo& bank = container_.bank(layer);
+  auto t0 = Clock::now();
+  Status st = container_.bank_file(layer).ReadAt(static_cast<uint64_t>(expert) * bank.record_bytes,
+                                                 s.data, bank.record_bytes);
+  double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  ++counters_.io_reads;
+  counters_.io_busy_seconds += dt;
+  if (s.origin != Origin::kWarm) counters_.read_seconds += dt;
+  if (!st.ok()) {
+    Drop(slot);
+    return ErrorFor(layer, expert, st);
+  }
+  counters_.io_bytes += bank.record_bytes;
+  if (s.origin != Origin::kWarm) counters_.bytes_read += bank.record_bytes;
+  auto view = container_.ParseRecord(layer, expert, s.data, verify_);
+  if (!view) {
+    Drop(slot);
+    return ErrorFor(layer, expert, view.error());
+  }
+  s.view = *view;
+  s.state = State::kReady;
+  return Status::Ok();
+}
+
+// Completion, on a reader thread.
+void ExpertCache::OnRead(uint64_t tag, Status status) {
+  const int slot = static_cast<int>(tag & 0xffffffffu);
+  const int layer = static_cast<int>((tag >> 32) & 0xffff);
+  const int expert = static_cast<int>((tag >> 48) & 0xffff);
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  // The slot is ours while it is loading: validate outside the lock.
+  Result<ExpertRecordView> view = status.ok()
+                                      ? container_.ParseRecord(layer, expert, s.data, verify_)
+                                      : Result<ExpertRecordView>(status);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --loading_;
+    if (s.origin == Origin::kSpeculative) --spec_in_flight_;
+    s.queued_low = false;
+    if (status.ok()) {
+      const uint64_t bytes = container_.bank(layer).record_bytes;
+      if (s.origin != Origin::kWarm) counters_.bytes_read += bytes;
+    }
+    if (view) {
+      s.view = *view;
+      s.state = State::kReady;
+    } else if (s.pins == 0) {
+      Drop(slot);  // nobody is waiting: a later demand re-reads and reports
+    } else {
+      s.state = State::kFailed;
+      s.error = ErrorFor(layer, expert, view.error());
+    }
+  }
+  landed_.notify_all();
+}
+
+Result<ExpertRef> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (s.state == State::kLoading) {
+    auto t0 = Clock::now();
+    ++counters_.waits;
+    landed_.wait(lock, [&] { return s.state != State::kLoading; });
+    counters_.read_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  if (s.state == State::kFailed) {
+    Status err = s.error;
+    if (--s.pins == 0) Drop(slot);
+    return err;
+  }
+  return ExpertRef{s.view, slot};
+}
+
+// --- hints -----------------------------------------------------------------------
+
+bool ExpertCache::IssueHint(HintEntry& e) {
+  const size_t key = Key(hint_layer_, e.expert);
+  int s = index_[key];
+  if (s >= 0) {
+    ++slots_[static_cast<size_t>(s)].pins;
+    e.miss = false;
+    Urgent(s);
+  } else {
+    s = FindVictim(nullptr, /*demand=*/true);
+    if (s < 0) return false;  // everything pinned or in flight: Acquire will wait
+    Claim(s, hint_layer_, e.expert, Origin::kDemand, 1);
+    slots_[static_cast<size_t>(s)].pins = 1;
+    ++counters_.misses;
+    ++counters_.prefetched;
+    e.miss = true;
+    StartRead(s, ReadClass::kDemand);
+  }
+  e.slot = s;
+  e.state = 1;
+  ++hint_outstanding_;
+  return true;
+}
+
+void ExpertCache::IssueHints() {
+  while (hint_outstanding_ < hint_window_ && hint_cursor_ < hint_.size()) {
+    HintEntry& e = hint_[hint_cursor_];
+    if (e.state != 0) {
+      ++hint_cursor_;
+      continue;
+    }
+    if (!IssueHint(e)) return;
+    ++hint_cursor_;
+  }
+}
+
+void ExpertCache::ReleaseHint() {
+  for (HintEntry& e : hint_) {
+    if (e.state == 1) {
+      Slot& s = slots_[static_cast<size_t>(e.slot)];
+      if (--s.pins == 0 && s.state == State::kFailed) Drop(e.slot);
+    }
+  }
+  hint_.clear();
+  hint_cursor_ = 0;
+  hint_outstanding_ = 0;
+  hint_layer_ = -1;
+}
+
+void ExpertCache::Trace(char kind, int layer, std::span<const int> ids) {
+  if (trace_ == nullptr) return;
+  std::fprintf(trace_, "%c %d", kind, layer);
+  for (int e : ids) std::fprintf(trace_, " %d", e);
+  std::fputc('\n', trace_);
+}
+
+void ExpertCache::Hint(int layer, std::span<const int> experts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Trace('H', layer, experts);
+  ReleaseHint();
+  ++hint_seq_;
+  if (!reader_ || slots_.empty()) return;  // synchronous: Acquire reads on demand
+  hint_layer_ = layer;
+  for (int e : experts) {
+    if (Valid(layer, e)) hint_.push_back(HintEntry{e});
+  }
+  IssueHints();
+}
+
+void ExpertCache::Prefetch(int layer, std::span<const int> experts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Trace('P', layer, experts);
+  if (!reader_ || slots_.empty()) return;  // synchronous: speculation would only add latency
+  int claimed[kMaxHintWindow];
+  int n = 0;
+  for (int e : experts) {
+    if (!Valid(layer, e) || index_[Key(layer, e)] >= 0) continue;
+    if (spec_in_flight_ + n >= max_spec_ || n == static_cast<int>(kMaxHintWindow)) break;
+    int s = FindVictim(nullptr, /*demand=*/false);
+    if (s < 0) break;
+    Claim(s, layer, e, Origin::kSpeculative, 1);
+    ++counters_.spec_reads;
+    claimed[n++] = s;
+  }
+  // The reader takes speculative reads newest first: submit the best guess last.
+  while (n > 0) StartRead(claimed[--n], ReadClass::kSpeculative);
+}
+
+void ExpertCache::Urgent(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (s.state == State::kLoading && s.queued_low && reader_) {
+    reader_->Promote(MakeTag(slot, s.layer, s.expert));
+    s.queued_low = false;
+  }
+}
+
+// --- demand ----------------------------------------------------------------------
+
+Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!Valid(layer, expert)) {
+    return ArgError(fmt::format("expert {} of layer {}: no such expert record", expert, layer));
+  }
+  ++clock_;
+  CountAccess(layer, expert);
+  Trace('A', layer, std::span<const int>(&expert, 1));
+  if (layer == hint_layer_) {
+    for (size_t i = 0; i < hint_.size(); ++i) {
+      HintEntry& e = hint_[i];
+      if (e.expert != expert || e.state == 2) continue;
+      if (e.state == 0 && !IssueHint(e)) {
+        e.state = 2;  // no slot right now: the plain path below waits for one
+        break;
+      }
+      e.state = 2;
+      --hint_outstanding_;
+      Slot& s = slots_[static_cast<size_t>(e.slot)];
+      if (!e.miss) {
+        ++counters_.hits;
+        ++s.hits;
+      }
+      s.last = clock_;
+      if (s.origin == Origin::kSpeculative && !s.used) ++counters_.spec_used;
+      s.used = true;
+      IssueHints();
+      return WaitReady(e.slot, lock);  // the hint's pin is now the caller's
+    }
+  }
+  int s = index_[Key(layer, expert)];
+  if (s >= 0) {
+    Slot& sl = slots_[static_cast<size_t>(s)];
+    ++counters_.hits;
+    ++sl.hits;
+    sl.last = clock_;
+    ++sl.pins;
+    if (sl.origin == Origin::kSpeculative && !sl.used) ++counters_.spec_used;
+    sl.used = true;
+    Urgent(s);
+    return WaitReady(s, lock);
+  }
+  ++counters_.misses;
+  s = FindVictim(reader_ ? &lock : nullptr, /*demand=*/true);
+  if (s < 0) {
+    return IoError(fmt::format(
+        "expert {} of layer {}: expert cache could not free a slot to read into", expert, layer));
+  }
+  Claim(s, layer, expert, Origin::kDemand, 1);
+  Slot& sl = slots_[static_cast<size_t>(s)];
+  sl.pins = 1;
+  sl.used = true;
+  if (reader_) {
+    StartRead(s, ReadClass::kDemand);
+    return WaitReady(s, lock);
+  }
+  WASTE_TRY(ReadNow(s));
+  return ExpertRef{sl.view, s};
+}
+
+bool ExpertCache::Ready(int layer, int expert) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!Valid(layer, expert)) return false;
+  int s = index_[Key(layer, expert)];
+  return s >= 0 && slots_[static_cast<size_t>(s)].state == State::kReady;
+}
+
+void ExpertCache::Release(int slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot < 0 || static_cast<size_t>(slot) >= slots_.size()) return;
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (s.pins > 0) --s.pins;
+}
+
+// --- warm-up -----------------------------------------------------------------------
+
+int ExpertCache::Warm(std::span<const WarmEntry> entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int started = 0;
+  for (const WarmEntry& w : entries) {
+    if (free_.empty()) break;  // warm-up never evicts
+    if (!Valid(w.layer, w.expert) || index_[Key(w.layer, w.expert)] >= 0) continue;
+    int s = free_.back();
+    free_.pop_back();
+    Claim(s, w.layer, w.expert, Origin::kWarm, std::max<uint32_t>(1, w.hits));
+    if (policy_ == Replacement::kLfuHistory) {
+      freq_[Key(w.layer, w.expert)] = static_cast<float>(std::max<uint32_t>(1, w.hits));
+    }
+    ++counters_.warm_reads;
+    ++started;
+    if (reader_) {
+      StartRead(s, ReadClass::kWarm);
+    } else {
+      (void)ReadNow(s);  // a damaged record is simply not warmed (Drop frees it)
+    }
+  }
+  return started;
+}
+
+void ExpertCache::Drain() {
+  if (reader_) reader_->Drain();
+}
+
+// --- reporting ---------------------------------------------------------------------
+
+ExpertCacheCounters ExpertCache::counters() const {
+  ExpertCacheCounters c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c = counters_;
+  }
+  if (reader_) {
+    ReaderCounters r = reader_->counters();
+    c.io_reads = r.reads;
+    c.io_bytes = r.bytes;
+    c.io_busy_seconds = r.busy_seconds;
+  }
+  return c;
+}
+
+IoBackend ExpertCache::backend() const { return reader_ ? reader_->backend() : IoBackend::kSync; }
+int ExpertCache::io_threads() const { return reader_ ? reader_->threads() : 0; }
+int ExpertCache::io_depth() const { return reader_ ? reader_->depth() : 1; }
+bool ExpertCache::fixed_buffers() const { return reader_ && reader_->fixed_buffers(); }
+
+uint64_t ExpertCache::clock() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clock_;
+}
+
+std::vector<ExpertCache::SlotUsage> ExpertCache::Usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SlotUsage> out;
+  for (const Slot& s : slots_) {
+    if (s.layer >= 0 && s.state == State::kReady) {
+      out.push_back({s.layer, s.expert, s.hits, static_cast<uint32_t>(s.last)});
+    }
+  }
+  return out;
+}
+
+}  // namespace waste

@@ -1,0 +1,224 @@
+// The bounded expert cache (ENGINE.md §5): equal slots sized from the
+// largest record, LFRU replacement with sampled eviction (or LRU), pinned
+// records never evicted, hits never re-read. A miss is one positioned read
+// of the whole record through the container's bank file (cache-bypass when
+// the filesystem allows) straight into its slot, validated by
+// Container::ParseRecord on arrival.
+//
+// Reads are asynchronous unless the reader is off (WASTE_IO_THREADS=0 or
+// WASTE_IO=sync): Hint() issues all of a layer's misses at once (demand
+// priority), Prefetch() issues the router lookahead's guesses (speculative
+// priority), Warm() loads the learned hotlist (lowest priority); Acquire()
+// of a record still in flight waits for it. All slot claims happen on the
+// caller's thread under one mutex that no read ever holds.
+//
+// Cache contents and read timing only change speed: logits never depend on
+// them (the tests compare every mode bit for bit).
+#pragma once
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "container/container.h"
+#include "streaming/expert_reader.h"
+#include "platform/platform.h"
+#include "waste/config.h"
+#include "waste/status.h"
+
+namespace waste {
+
+struct ExpertRef {
+  ExpertRecordView view;
+  int slot = -1;
+};
+
+struct ExpertCacheCounters {
+  uint64_t hits = 0;                 // demand accesses found resident (or in flight)
+  uint64_t misses = 0;               // demand accesses that had to read
+  uint64_t bytes_read = 0;           // demand + speculative bytes (warm-up excluded)
+  uint64_t evictions = 0;
+  uint64_t prefetched = 0;           // misses whose read was issued by a hint, before use
+  uint64_t spec_reads = 0;           // router lookahead reads issued
+  uint64_t spec_used = 0;            // lookahead records later demanded
+  uint64_t warm_reads = 0;           // hotlist records loaded at open
+  uint64_t waits = 0;                // Acquires that blocked on a read in flight
+  double read_seconds = 0;           // time Acquire spent blocked on reads
+  // The reader's view (every read, warm-up included).
+  uint64_t io_reads = 0;
+  uint64_t io_bytes = 0;
+  double io_busy_seconds = 0;        // wall time with at least one read in flight
+};
+
+// Replacement policies beyond the public CachePolicy (WASTE_CACHE_POLICY).
+// Under every policy a lookahead record nobody has used yet is never
+// evicted before its layer routes (only a demand read with nothing else to
+// take may), and one its layer routed past unused (a wrong guess) goes
+// first: offline replays (tools/diskbench/cache_sim.py) put that at +3
+// points of decode hits and fewer reads than plain LFRU.
+enum class Replacement : uint8_t {
+  kLfru = 0,      // ENGINE.md §5.2: lowest slot hits, ties by oldest use, 16 samples
+  kLru = 1,       // oldest use, 16 samples
+  kLfuHistory = 2 // lowest decayed access count of the (layer, expert) over the
+                  // whole run (kept across evictions), ties by oldest use, full scan
+};
+const char* ReplacementName(Replacement r);
+
+struct ExpertCacheOptions {
+  Replacement policy = Replacement::kLfru;
+  bool verify_crc = false;
+  IoChoice io;                       // backend, reader threads, queue depth
+  int max_speculative = 32;          // lookahead reads in flight at most
+};
+
+// Slot geometry for a cache of at most `cache_bytes` holding records of
+// `record_bytes`: 16 KiB-aligned, 16 KiB-padded slots (ENGINE.md §5.1),
+// or 4 KiB-padded when padding would leave fewer than `min_slots`.
+struct SlotLayout {
+  uint64_t slot_bytes = 0;
+  uint64_t slots = 0;
+};
+SlotLayout PlanSlots(uint64_t record_bytes, uint64_t cache_bytes, uint64_t min_slots);
+
+class ExpertCache {
+ public:
+  static Result<std::unique_ptr<ExpertCache>> Create(const Container& container,
+                                                     const SlotLayout& layout,
+                                                     const ExpertCacheOptions& options);
+  // Compatibility: `slots` of the default 16 KiB-padded size, synchronous.
+  static Result<std::unique_ptr<ExpertCache>> Create(const Container& container, uint64_t slots,
+                                                     CachePolicy policy, bool verify_crc);
+  ~ExpertCache();
+  ExpertCache(const ExpertCache&) = delete;
+  ExpertCache& operator=(const ExpertCache&) = delete;
+
+  // Returns the record pinned until Release(ref.slot). Errors read
+  // "expert E of layer L: <reason>".
+  Result<ExpertRef> Acquire(int layer, int expert);
+  void Release(int slot);
+  // True when (layer, expert) is in memory and read completely: Acquire
+  // will not wait for it. For callers that order work so compute on
+  // resident records covers the reads still in flight.
+  bool Ready(int layer, int expert) const;
+
+  // A layer has routed: these records will be Acquired next, in this order.
+  // Pins them and starts every missing read at once (a sliding window of at
+  // most min(64, slots/2) for long prefill lists).
+  void Hint(int layer, std::span<const int> experts);
+  // Router lookahead's guess for the next MoE layer: speculative reads,
+  // unpinned, not counted as misses (bytes are counted), never evicting a
+  // pinned or in-flight record, skipped when no slot is free right now.
+  void Prefetch(int layer, std::span<const int> experts);
+
+  struct WarmEntry {
+    int layer, expert;
+    uint32_t hits;
+  };
+  // Hotlist warm-up: loads entries in order into empty slots (never
+  // evicting) with the given hit counts, through the reader threads at the
+  // lowest priority (synchronously when there are none). Invalid entries
+  // are skipped. Returns the number of reads started.
+  int Warm(std::span<const WarmEntry> entries);
+  // Waits until every read issued so far has landed (tests, benchmarks).
+  void Drain();
+
+  uint64_t slots() const { return slot_count_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint64_t allocated_bytes() const { return slot_count_ * slot_bytes_; }
+  // Bookkeeping besides the slots (index table, slot table, decay counts).
+  uint64_t metadata_bytes() const;
+  ExpertCacheCounters counters() const;
+  IoBackend backend() const;
+  int io_threads() const;
+  int io_depth() const;
+  bool fixed_buffers() const;
+  Replacement policy() const { return policy_; }
+
+  struct SlotUsage {
+    int layer, expert;
+    uint32_t hits, last;
+  };
+  std::vector<SlotUsage> Usage() const;   // finished records, slot order
+  uint64_t clock() const;
+
+ private:
+  enum class State : uint8_t { kEmpty, kLoading, kReady, kFailed };
+  enum class Origin : uint8_t { kDemand, kSpeculative, kWarm };
+  struct Slot {
+    uint8_t* data = nullptr;
+    int layer = -1, expert = -1;
+    State state = State::kEmpty;
+    Origin origin = Origin::kDemand;
+    bool used = false;               // demanded since it was loaded
+    bool queued_low = false;         // read queued at speculative / warm priority
+    uint64_t spec_gen = 0;           // hints seen when it was claimed
+    uint32_t hits = 0;
+    uint64_t last = 0;
+    int pins = 0;
+    ExpertRecordView view;
+    Status error;
+  };
+  struct HintEntry {
+    int expert;
+    int slot = -1;
+    uint8_t state = 0;               // 0 pending, 1 issued, 2 consumed
+    bool miss = false;               // counted as a miss when issued
+  };
+
+  ExpertCache(const Container& c, const SlotLayout& layout, const ExpertCacheOptions& o);
+  bool Valid(int layer, int expert) const;
+  size_t Key(int layer, int expert) const;
+  int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand);
+  bool Better(const Slot& a, const Slot& b) const;
+  bool Pending(const Slot& s) const;
+  bool Stale(const Slot& s) const;
+  void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits);
+  void Drop(int slot);
+  void StartRead(int slot, ReadClass cls);
+  void Trace(char kind, int layer, std::span<const int> ids);
+  void Urgent(int slot);
+  Status ReadNow(int slot);
+  void OnRead(uint64_t tag, Status status);
+  bool IssueHint(HintEntry& e);
+  void IssueHints();
+  void ReleaseHint();
+  Result<ExpertRef> WaitReady(int slot, std::unique_lock<std::mutex>& lock);
+  void CountAccess(int layer, int expert);
+  Status ErrorFor(int layer, int expert, const Status& why) const;
+
+  const Container& container_;
+  uint64_t slot_count_;
+  uint64_t slot_bytes_;
+  Replacement policy_;
+  bool verify_;
+  int n_experts_ = 0;
+  int max_spec_ = 32;
+  size_t hint_window_ = 1;
+  platform::AlignedPtr<uint8_t> arena_;
+  std::vector<Slot> slots_;
+  std::vector<int32_t> index_;       // layer * experts + expert -> slot, -1 = absent
+  std::vector<int> free_;            // empty slots, popped from the back
+  std::vector<float> freq_;          // kLfuHistory: decayed access counts per record
+  float freq_step_ = 1.0f;
+  uint64_t clock_ = 0;
+  uint32_t rng_ = 0x9e3779b9u;
+  int loading_ = 0;
+  int spec_in_flight_ = 0;
+  ExpertCacheCounters counters_;
+  int hint_layer_ = -1;
+  uint64_t hint_seq_ = 0;
+  std::vector<HintEntry> hint_;
+  size_t hint_cursor_ = 0;
+  size_t hint_outstanding_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable landed_;
+  std::FILE* trace_ = nullptr;
+  std::unique_ptr<ExpertReader> reader_;   // last: stopped before the slots go
+};
+
+}  // namespace waste

@@ -1,0 +1,147 @@
+#include "text/tokenizer_files.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace waste {
+namespace {
+
+int Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// Standard alphabet; '=' padding optional but only at the end.
+bool DecodeBase64(std::string_view in, std::string* out) {
+  out->clear();
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  if (in.size() % 4 == 1) return false;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const int v = Base64Value(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return true;
+}
+
+bool ParseRank(std::string_view s, int* rank) {
+  if (s.empty() || s.size() > 9) return false;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *rank = v;
+  return true;
+}
+
+std::string Where(std::string_view name, size_t line) {
+  return std::string(name) + " line " + std::to_string(line);
+}
+
+}  // namespace
+
+Result<std::vector<RankedToken>> ParseRankFile(std::string_view content, std::string_view name) {
+  std::vector<RankedToken> tokens;
+  size_t line_no = 0;
+  while (!content.empty()) {
+    ++line_no;
+    const size_t eol = content.find('\n');
+    std::string_view line = content.substr(0, eol);
+    content.remove_prefix(eol == std::string_view::npos ? content.size() : eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) {
+      return FormatError(Where(name, line_no) + ": expected '<base64 bytes> <rank>'");
+    }
+    RankedToken t;
+    if (!DecodeBase64(line.substr(0, space), &t.bytes) || t.bytes.empty()) {
+      return FormatError(Where(name, line_no) + ": '" + std::string(line.substr(0, space)) +
+                         "' is not base64 of a non-empty token");
+    }
+    if (!ParseRank(line.substr(space + 1), &t.rank) || t.rank >= BytePairEncoder::kMaxRank) {
+      return FormatError(Where(name, line_no) + ": rank '" + std::string(line.substr(space + 1)) +
+                         "' is not an integer in [0, " + std::to_string(BytePairEncoder::kMaxRank) +
+                         ")");
+    }
+    tokens.push_back(std::move(t));
+  }
+  if (tokens.empty()) return FormatError(std::string(name) + ": no tokens");
+  return tokens;
+}
+
+Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::string_view name) {
+  const nlohmann::json doc = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return FormatError(std::string(name) + ": not valid JSON");
+  if (!doc.is_array()) {
+    return FormatError(std::string(name) + ": expected an array of {\"id\", \"text\"} objects");
+  }
+  std::vector<SpecialToken> specials;
+  std::unordered_map<int, size_t> by_id;
+  std::unordered_set<std::string> texts;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const nlohmann::json& e = doc[i];
+    const std::string where = std::string(name) + " entry " + std::to_string(i);
+    if (!e.is_object()) return FormatError(where + ": not an object");
+    const auto id = e.find("id");
+    const auto text = e.find("text");
+    if (id == e.end() || !id->is_number_integer()) {
+      return FormatError(where + ": \"id\" missing or not an integer");
+    }
+    if (text == e.end() || !text->is_string()) {
+      return FormatError(where + ": \"text\" missing or not a string");
+    }
+    const int64_t id_value = id->get<int64_t>();
+    if (id_value < 0 || id_value >= std::numeric_limits<int>::max()) {
+      return FormatError(where + ": id " + std::to_string(id_value) + " is outside [0, 2^31 - 1)");
+    }
+    SpecialToken s{static_cast<int>(id_value), text->get<std::string>()};
+    if (s.text.empty()) return FormatError(where + ": empty text");
+    if (by_id.count(s.id) != 0) {
+      return FormatError(where + ": id " + std::to_string(s.id) + " repeats entry " +
+                         std::to_string(by_id[s.id]));
+    }
+    if (!texts.insert(s.text).second) {
+      return FormatError(where + ": text '" + s.text + "' appears twice");
+    }
+    by_id[s.id] = i;
+    specials.push_back(std::move(s));
+  }
+  return specials;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, bool* missing) {
+  *missing = false;
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    *missing = (err == ENOENT);
+    return IoError(path + ": " + std::strerror(err));
+  }
+  std::string content;
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) content.append(buf, got);
+  if (std::ferror(f.get())) return IoError(path + ": read failed");
+  return content;
+}
+
+}  // namespace waste

@@ -1,0 +1,34 @@
+// Readers for the tokenizer's container files (FORMAT.md §9.1–9.2):
+// tokenizer.model / tiktoken.model (one "<base64> <rank>" line per token)
+// and specials.json (a JSON array of {"id", "text"}). The bytes are
+// untrusted: every malformed line or entry is a kFormat error naming the
+// file and the line or entry, never skipped silently.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "text/bpe.h"
+#include "waste/status.h"
+
+namespace waste {
+
+struct SpecialToken {
+  int id = 0;
+  std::string text;
+};
+
+// Parses a rank file's content. Blank lines (and a trailing CR) are
+// ignored; `name` is used in messages.
+Result<std::vector<RankedToken>> ParseRankFile(std::string_view content, std::string_view name);
+
+// Parses specials.json (real JSON: escapes are decoded). Ids must be in
+// [0, 2^31 - 1); texts non-empty; neither may repeat.
+Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::string_view name);
+
+// Reads a whole file. kIo when it cannot be read; `missing` is set (and the
+// result is an error) when it does not exist.
+Result<std::string> ReadWholeFile(const std::string& path, bool* missing);
+
+}  // namespace waste
