@@ -1,6 +1,5 @@
-// `waste convert SRC OUT` and `waste verify CONTAINER [--source CKPT]`:
-// thin front ends over waste/convert.h with their own option parsing (they
-// take no engine options). Progress: a bar with ETA and throughput on a
+// `waste convert SRC OUT`: a thin front end over waste/convert.h with its
+// own option parsing (it takes no engine options). Progress: a bar with ETA and throughput on a
 // terminal, one JSON object per line with --json, plain lines otherwise.
 #include <fmt/format.h>
 
@@ -96,7 +95,9 @@ int ConvertMain(const std::vector<std::string>& args) {
       ->check(CLI::IsMember({"vq3r", "vq2r", "vq4p"}));
   app.add_option("--seed", o.seed, "seed of the codebook training (default 0)");
   app.add_flag("--trunk8", o.trunk8, "store every quantised trunk matrix Q8G (default Q4G)");
-  app.add_option("--train-vectors", o.train_vectors, "codebook training vectors per layer and kind");
+  auto* tv = app.add_option("--train-vectors", o.train_vectors, "codebook training vectors per layer and kind");
+  app.add_flag("--reference-recipe", o.reference_recipe,
+               "emulate the reference converter's recipe (same size; for quality comparisons)");
   app.add_flag("--json", json, "progress and the summary as JSON lines on stdout");
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -104,6 +105,7 @@ int ConvertMain(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (o.reference_recipe && tv->count() == 0) o.train_vectors = 300000;  // the reference's T
   std::string err;
   o.layers = ParseLayers(layers, &err);
   if (!err.empty()) {
@@ -133,67 +135,12 @@ int ConvertMain(const std::vector<std::string>& args) {
                                 {"layers", layers_j}};
     std::fprintf(stdout, "%s\n", j.dump().c_str());
   } else {
-    std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%, %.1f s, %.2f GB read, peak RSS %.0f MiB, %d threads\n",
+    std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%, %.1f s, %.1f MB read, peak RSS %.0f MiB, %d threads\n",
                  o.out_dir.c_str(), rep.complete ? "complete" : "incomplete (rerun to continue)",
                  rep.layers_finished, rep.layers_total, 100 * rep.trunk_rel_error, rep.seconds,
-                 rep.source_bytes_read / 1e9, rep.peak_rss_bytes / 1048576.0, rep.threads);
+                 rep.source_bytes_read / 1e6, rep.peak_rss_bytes / 1048576.0, rep.threads);
   }
   return 0;
-}
-
-int VerifyMain(const std::vector<std::string>& args) {
-  CLI::App app("Check a container: every record's header and crc32, every trunk tensor; with --source, "
-               "the reconstruction error of every tensor against the checkpoint",
-               "waste verify");
-  VerifyOptions o;
-  bool json = false, all = false;
-  app.add_option("CONTAINER", o.container_dir, "container directory")->required();
-  app.add_option("--source", o.source_dir, "checkpoint the container was converted from");
-  app.add_option("--threads", o.threads, "worker threads (default: every CPU)");
-  app.add_flag("--all", all, "print every tensor's error, not only outliers");
-  app.add_flag("--json", json, "the report as one JSON object on stdout");
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  if (!json) o.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  Result<VerifyReport> r = Verify(o);
-  if (!r) {
-    std::fprintf(stderr, "waste verify: %s\n", r.error().message().c_str());
-    return 1;
-  }
-  const VerifyReport& rep = *r;
-  if (json) {
-    nlohmann::ordered_json errs = nlohmann::ordered_json::array();
-    for (const VerifyTensorError& e : rep.errors) {
-      if (all || e.outlier) errs.push_back({{"name", e.name}, {"rel_error", e.rel_error}, {"outlier", e.outlier}});
-    }
-    nlohmann::ordered_json j = {{"sound", rep.sound}, {"problems", rep.problems},
-                                {"records_checked", rep.records_checked},
-                                {"trunk_tensors_checked", rep.trunk_tensors_checked},
-                                {"expert_median_error", rep.expert_median_error},
-                                {"expert_max_error", rep.expert_max_error},
-                                {"trunk_max_error", rep.trunk_max_error}, {"errors", errs}};
-    std::fprintf(stdout, "%s\n", j.dump(1).c_str());
-  } else {
-    for (const VerifyTensorError& e : rep.errors) {
-      if (all || e.outlier) {
-        std::fprintf(stdout, "%-60s %8.4f%s\n", e.name.c_str(), e.rel_error, e.outlier ? "  OUTLIER" : "");
-      }
-    }
-    for (const std::string& p : rep.problems) std::fprintf(stdout, "problem: %s\n", p.c_str());
-    std::fprintf(stdout, "%s: %s — %llu records, %llu trunk tensors", o.container_dir.c_str(),
-                 rep.sound ? "sound" : "NOT sound", static_cast<unsigned long long>(rep.records_checked),
-                 static_cast<unsigned long long>(rep.trunk_tensors_checked));
-    if (!o.source_dir.empty()) {
-      std::fprintf(stdout, "; expert error median %.2f%% max %.2f%%, trunk max %.2f%%",
-                   100 * rep.expert_median_error, 100 * rep.expert_max_error, 100 * rep.trunk_max_error);
-    }
-    std::fprintf(stdout, "\n");
-  }
-  return rep.sound ? 0 : 1;
 }
 
 }  // namespace waste::cli

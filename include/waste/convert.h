@@ -37,6 +37,12 @@ struct ConvertOptions {
   bool trunk8 = false;           // every quantised trunk matrix Q8G (default Q4G)
   int64_t train_vectors = 262144;  // codebook training vectors per (layer, kind)
   int kmeans_iterations = 16;    // upper bound; stops earlier when converged
+  // Emulate the reference converter's recipe instead (max-scaled trunk
+  // groups; books from 12 sampled experts, random-sample initialisation,
+  // 10 Lloyd iterations, no empty-cluster repair; indices chosen against
+  // f32 books; row scale max|w|): same container size, for side-by-side
+  // quality measurements.
+  bool reference_recipe = false;
   std::function<void(const ConvertProgress&)> progress;
 };
 

@@ -79,7 +79,7 @@ Result<Json> SourceFingerprint(const convert::Checkpoint& ckpt) {
 
 Status SaveState(const std::string& out, const Json& state) {
   const std::string text = state.dump(1) + "\n";
-  return platform::WriteFileAtomic(JoinPath(out, "convert.json"), text.data(), text.size());
+  return convert::PublishBytes(JoinPath(out, "convert.json"), text);
 }
 
 bool FileMatches(const std::string& path, const Json& want) {
@@ -160,7 +160,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   if (ec) return IoError(fmt::format("create {}: {}", o.out_dir, ec.message()));
   WASTE_ASSIGN_OR_RETURN(Json fingerprint, SourceFingerprint(*ckpt));
   const Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
-                         {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations}};
+                         {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
+                         {"reference_recipe", o.reference_recipe}};
   Json state = {{"version", kStateVersion}, {"source", fingerprint}, {"settings", settings},
                 {"layers", Json::object()}};
   const std::string state_path = JoinPath(o.out_dir, "convert.json");
@@ -251,7 +252,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   } else {
     state.erase("trunk");
     WASTE_ASSIGN_OR_RETURN(convert::TrunkResult tr,
-                           convert::WriteTrunk(*ckpt, model, o.trunk8, o.out_dir, pool.get(),
+                           convert::WriteTrunk(*ckpt, model, o.trunk8, o.reference_recipe, o.out_dir, pool.get(),
                                                [&](int done, int total) {
                                                  emit("trunk", -1, fmt::format("{}/{} tensors", done, total));
                                                }));
@@ -276,6 +277,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     job.train_vectors = o.train_vectors;
     job.kmeans_iterations = o.kmeans_iterations;
     job.seed = o.seed;
+    job.reference = o.reference_recipe;
     const uint64_t before = source_bytes;
     WASTE_ASSIGN_OR_RETURN(convert::LayerResult lr,
                            convert::ConvertLayer(*ckpt, model, job, o.out_dir, pool.get(), &experts_done,
@@ -323,7 +325,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
                                                    JoinPath(o.out_dir, fmt::format("parts/codebooks-L{}.bin", l))));
       books += part;
     }
-    WASTE_TRY(platform::WriteFileAtomic(JoinPath(o.out_dir, "codebooks.bin"), books.data(), books.size()));
+    WASTE_TRY(convert::PublishBytes(JoinPath(o.out_dir, "codebooks.bin"), books));
     OJson root = OJson::object();
     root["format_version"] = format::kFormatVersion;
     root["arch"] = model.arch;
@@ -345,7 +347,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifest(text, JoinPath(o.out_dir, "manifest.json")));
     WASTE_TRY(ValidateTrunkIndex(m, state["trunk"]["bytes"].get<uint64_t>()));
     WASTE_TRY(ValidateRequiredTensors(m));
-    WASTE_TRY(platform::WriteFileAtomic(JoinPath(o.out_dir, "manifest.json"), text.data(), text.size()));
+    WASTE_TRY(convert::PublishBytes(JoinPath(o.out_dir, "manifest.json"), text));
     report.complete = true;
   }
   report.seconds = elapsed();

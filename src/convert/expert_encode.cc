@@ -26,7 +26,8 @@ float RowScale(const float* row, int cols) {
 
 }  // namespace
 
-MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const KindBooks& books) {
+MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const KindBooks& books,
+                         bool reference) {
   const format::RecordLayout& l = b.layout();
   const format::MatrixLayout& m = l.m[kind];
   const int n_stages = static_cast<int>(books.stages.size());
@@ -38,7 +39,7 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
   for (int r = 0; r < m.rows; ++r) {
     const float* row = w + static_cast<size_t>(r) * m.cols;
     const uint16_t h = format::F32ToF16(RowScale(row, m.cols));
-    const float a = format::F16ToF32(h);
+    const float a = reference ? RowScale(row, m.cols) : format::F16ToF32(h);
     const float inv = a > 0.0f ? 1.0f / a : 0.0f;
     for (int v = 0; v < m.nv; ++v) {
       for (int j = 0; j < kVecDim; ++j) rho[j] = row[v * kVecDim + j] * inv;
@@ -65,7 +66,22 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
     auto row_err = [&](float s) { return ww - 2.0 * s * wu + static_cast<double>(s) * s * uu; };
     uint16_t best = h;
     double best_e = row_err(a);
-    if (uu > 0) {
+    if (reference) {
+      // Error as the engine decodes it: f16 scale, f16 books.
+      best_e = 0;
+      for (int v = 0; v < m.nv; ++v) {
+        float u16[kVecDim] = {0};
+        uint8_t s8[8];
+        b.GetRun(kind, r, v, s8);
+        for (int s = 0; s < n_stages; ++s) {
+          for (int j = 0; j < kVecDim; ++j) u16[j] += RoundBookValue(books.stages[s].entry(s8[s])[j]);
+        }
+        for (int j = 0; j < kVecDim; ++j) {
+          const double d = row[v * kVecDim + j] - static_cast<double>(format::F16ToF32(h)) * u16[j];
+          best_e += d * d;
+        }
+      }
+    } else if (uu > 0) {
       const uint16_t h2 = format::F32ToF16(static_cast<float>(wu / uu));
       if (format::F16IsFinite(h2)) {
         const double e2 = row_err(format::F16ToF32(h2));

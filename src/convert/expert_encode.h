@@ -28,7 +28,9 @@ struct MatrixError {
 };
 
 // Encodes w [rows][cols] (the layout's matrix `kind`) into `b`.
-MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const KindBooks& books);
+// `reference`: normalise by the f32 max and keep it (the reference's way).
+MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const KindBooks& books,
+                         bool reference = false);
 
 // Appends `count` row-normalised training vectors of w [rows][cols], drawn
 // uniformly (with replacement) by `rng_seed`; all vectors when count >= rows*cols/8.

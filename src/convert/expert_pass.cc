@@ -86,12 +86,17 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
   const int threads = pool != nullptr ? pool->size() : 1;
 
   // 1. Training vectors from every expert: `per` of each kind per expert.
+  // The reference samples 12 experts (0, step, 2 step, ...) only.
+  std::vector<int> sampled;
+  const int step = job.reference ? std::max(1, E / 12) : 1;
+  for (int e = 0; e < E && (!job.reference || sampled.size() < 12); e += step) sampled.push_back(e);
+  const int ns = static_cast<int>(sampled.size());
   size_t per[3], total[3];
   for (int k = 0; k < 3; ++k) {
     const format::MatrixLayout& ml = job.layout.m[k];
     const size_t vectors = static_cast<size_t>(ml.rows) * ml.nv;
-    per[k] = std::min(vectors, static_cast<size_t>((job.train_vectors + E - 1) / E));
-    total[k] = per[k] * static_cast<size_t>(E);
+    per[k] = std::min(vectors, static_cast<size_t>((job.train_vectors + ns - 1) / ns));
+    total[k] = per[k] * static_cast<size_t>(ns);
     if (total[k] < static_cast<size_t>(q.entries)) {
       return FormatError(fmt::format(
           "layer {}: {} training vectors for a {}-entry codebook (experts too small)", job.layer,
@@ -103,10 +108,11 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
   FirstError first;
   std::atomic<uint64_t> source_bytes{0};
   const size_t batch = static_cast<size_t>(std::max(2, 2 * threads));
-  for (size_t b0 = 0; b0 < static_cast<size_t>(E); b0 += batch) {
-    const size_t n = std::min(batch, static_cast<size_t>(E) - b0);
+  for (size_t b0 = 0; b0 < static_cast<size_t>(ns); b0 += batch) {
+    const size_t n = std::min(batch, static_cast<size_t>(ns) - b0);
     ForExperts(pool, n, [&](size_t i) {
-      const int e = static_cast<int>(b0 + i);
+      const int slot = static_cast<int>(b0 + i);
+      const int e = sampled[slot];
       ExpertMatrices x;
       Status st = LoadExpert(ckpt, model, job, e, &x);
       if (!st.ok()) return first.Set(e, std::move(st));
@@ -118,7 +124,7 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
                               Rng(job.seed, 0x73616D70ull, static_cast<uint64_t>(job.layer),
                                   static_cast<uint64_t>(k == 2 ? 1 : 0), static_cast<uint64_t>(e))
                                   .Next(),
-                              train[k].data() + static_cast<size_t>(e) * per[k] * kVecDim);
+                              train[k].data() + static_cast<size_t>(slot) * per[k] * kVecDim);
       }
     });
     if (first.expert >= 0) return first.status;
@@ -134,7 +140,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
     KmeansOptions ko;
     ko.entries = q.entries;
     ko.stages = q.stages;
-    ko.max_iterations = job.kmeans_iterations;
+    ko.max_iterations = job.reference ? 10 : job.kmeans_iterations;
+    ko.reference = job.reference;
     ko.seed = Rng(job.seed, 0x626F6F6Bull, static_cast<uint64_t>(job.layer), static_cast<uint64_t>(k)).Next();
     KmeansReport kr;
     std::vector<float> b = TrainResidualBooks(train[k], ko, pool, &kr);
@@ -183,7 +190,7 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
       ExpertRecordBuilder& rb = builders[i];
       rb.Clear();
       for (int k = 0; k < 3; ++k) {
-        errs[i * 3 + k] = EncodeMatrix(rb, k, x.m[k].values.data(), books[k]);
+        errs[i * 3 + k] = EncodeMatrix(rb, k, x.m[k].values.data(), books[k], job.reference);
       }
       rb.Finish(job.layer, e, job.codebook_base);
       if (experts_done != nullptr) ++*experts_done;

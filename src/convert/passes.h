@@ -37,6 +37,10 @@ class StagedFile {
   uint32_t crc_ = 0;
 };
 
+// Writes a small file atomically (temporary, fsync, rename), readable by all
+// like the data files.
+Status PublishBytes(const std::string& path, const std::string& bytes);
+
 // crc32 and size of a whole file (resume validation).
 Result<std::pair<uint64_t, uint32_t>> FileCrc(const std::string& path);
 
@@ -52,7 +56,7 @@ struct TrunkResult {
 uint8_t TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8);
 std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64_t>& shape);
 
-Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8,
+Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick);
 
@@ -64,6 +68,7 @@ struct LayerJob {
   int64_t train_vectors = 0;
   int kmeans_iterations = 16;
   uint64_t seed = 0;
+  bool reference = false;        // the reference converter's recipe (ConvertOptions)
 };
 
 struct LayerResult {

@@ -21,7 +21,7 @@ namespace {
 using OJson = nlohmann::ordered_json;
 
 Status Put(const std::string& out_dir, const std::string& name, const std::string& bytes) {
-  return platform::WriteFileAtomic(JoinPath(out_dir, name), bytes.data(), bytes.size());
+  return PublishBytes(JoinPath(out_dir, name), bytes);
 }
 
 // A template given as a list of {name, template} picks "default" (else the first).

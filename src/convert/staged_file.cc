@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "convert/passes.h"
@@ -59,6 +60,17 @@ Status StagedFile::Commit() {
     return IoError(fmt::format("close {}: {}", tmp_, std::strerror(errno)));
   }
   return platform::CommitFile(tmp_, path_);
+}
+
+Status PublishBytes(const std::string& path, const std::string& bytes) {
+  WASTE_TRY(platform::WriteFileAtomic(path, bytes.data(), bytes.size()));
+  std::error_code ec;
+  std::filesystem::permissions(path,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                   std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+                               ec);
+  if (ec) return IoError(fmt::format("chmod {}: {}", path, ec.message()));
+  return Status::Ok();
 }
 
 Result<std::pair<uint64_t, uint32_t>> FileCrc(const std::string& path) {

@@ -41,7 +41,7 @@ uint8_t TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, 
   return format::kFmtQ4G;
 }
 
-Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8,
+Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick) {
   TrunkResult out;
@@ -79,7 +79,11 @@ Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model,
           const float* row = x.values.data() + r * static_cast<size_t>(g.cols);
           uint8_t* p = packed.data() + r * g.row_bytes;
           uint16_t* s = scales.data() + r * static_cast<size_t>(g.groups);
-          QuantizeTrunkRow(fmt, row, g.cols, p, s);
+          if (reference) {
+            QuantizeTrunkRowMaxScale(fmt, row, g.cols, p, s);
+          } else {
+            QuantizeTrunkRow(fmt, row, g.cols, p, s);
+          }
           err[r] = TrunkRowError(fmt, row, g.cols, p, s);
           double n2 = 0;
           for (int64_t i = 0; i < g.cols; ++i) n2 += static_cast<double>(row[i]) * row[i];

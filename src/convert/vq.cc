@@ -139,7 +139,19 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
   std::vector<double> err(nc);
   for (int s = 0; s < o.stages; ++s) {
     Rng rng(o.seed, 0x6B6D65616E73ull, static_cast<uint64_t>(s));
-    std::vector<float> centres = SeedPlusPlus(vectors.data(), n, k, rng, pool);
+    std::vector<float> centres;
+    if (o.reference) {
+      // Forgy: k distinct rows of a random permutation.
+      std::vector<size_t> perm(n);
+      for (size_t i = 0; i < n; ++i) perm[i] = i;
+      for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below(i + 1)]);
+      for (int c = 0; c < k; ++c) {
+        centres.insert(centres.end(), vectors.data() + perm[c] * kVecDim,
+                       vectors.data() + perm[c] * kVecDim + kVecDim);
+      }
+    } else {
+      centres = SeedPlusPlus(vectors.data(), n, k, rng, pool);
+    }
     double prev = std::numeric_limits<double>::infinity();
     int iters = 0;
     for (int it = 0; it < o.max_iterations; ++it) {
@@ -173,7 +185,8 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
       std::vector<size_t> taken;
       for (int c = 0; c < k; ++c) {
         float* cc = centres.data() + static_cast<size_t>(c) * kVecDim;
-        if (cnt[c] > 0) {
+        if (cnt[c] > 0 || o.reference) {
+          if (cnt[c] == 0) continue;  // the reference leaves an empty centre where it was
           for (int j = 0; j < kVecDim; ++j) {
             cc[j] = static_cast<float>(acc[static_cast<size_t>(c) * kVecDim + j] / cnt[c]);
           }
@@ -193,11 +206,15 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
         std::copy_n(vectors.data() + worst * kVecDim, kVecDim, cc);
         if (report != nullptr) ++report->repaired;
       }
-      if (taken.empty() && prev - total <= o.tolerance * prev) break;
+      // Converged: the error fell by less than the tolerance (never on the
+      // first pass, whose predecessor is infinite).
+      if (!o.reference && taken.empty() && std::isfinite(prev) && prev - total <= o.tolerance * prev) break;
       prev = total;
     }
     // What the engine decodes: f16 entries, subnormals flushed.
-    for (float& v : centres) v = RoundBookValue(v);
+    if (!o.reference) {
+      for (float& v : centres) v = RoundBookValue(v);
+    }
     BookSearch search(centres.data(), k);
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
       double ce = 0;

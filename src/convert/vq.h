@@ -39,6 +39,7 @@ struct KmeansOptions {
   int max_iterations = 16;
   double tolerance = 1e-4;    // stop when the error improves by less than this fraction
   uint64_t seed = 0;
+  bool reference = false;     // random-sample init, fixed iterations, no repair, f32 books
 };
 
 struct KmeansReport {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -221,6 +222,13 @@ Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
     cfg["eos_token_id"] = tok->n_ranks + 2;
   }
   if (o.vocab > 0) cfg["vocab_size"] = std::max(o.vocab, cfg["vocab_size"].get<int>());
+  if (!o.override_json.empty()) {
+    try {
+      cfg.merge_patch(OJson::parse(o.override_json));
+    } catch (const std::exception& e) {
+      return ArgError(fmt::format("--override: {}", e.what()));
+    }
+  }
   // The model as the engine sees it: its tensor list and shapes.
   OJson head = {{"format_version", 0}, {"tensor_prefix", preset.tensor_prefix}, {"config", cfg},
                 {"expert_quant", {{"stages", 3}, {"vec_dim", 8}, {"entries", 256}, {"index_bits", 8}, {"index_block", 64}}}};

@@ -24,6 +24,7 @@ struct CheckpointOptions {
   int shards = 3;
   bool tokenizer = false;
   int vocab = 0;                     // > 0: override vocab_size (512 makes the embedding Q8G)
+  std::string override_json;         // JSON merge patch applied to the preset's config
 };
 
 struct CheckpointReport {

@@ -28,7 +28,8 @@ constexpr const char* kUsage =
     "  --checkpoint     write a checkpoint in the family's published layout instead of a\n"
     "                   container (config.json, index, safetensors shards) for waste convert;\n"
     "                   with --dtype bf16|fp8|mxfp4 (fp8: every *_proj matrix e4m3 with\n"
-    "                   32x32 block scales; mxfp4: routed experts), --shards N, --vocab N\n";
+    "                   32x32 block scales; mxfp4: routed experts), --shards N, --vocab N,\n"
+    "                   --override JSON (merged into the preset's config)\n";
 
 std::string Count(uint64_t n) {
   if (n >= 1000000000ull) return fmt::format("{:.2f} B", n / 1e9);
@@ -83,6 +84,10 @@ int Run(int argc, char** argv) {
       } else {
         return Usage("--dtype takes bf16, fp8 or mxfp4");
       }
+    } else if (a == "--override") {
+      const char* v = value();
+      if (v == nullptr) return Usage("--override needs a JSON object");
+      co.override_json = v;
     } else if (a == "--shards" || a == "--vocab") {
       const char* v = value();
       if (v == nullptr) return Usage(fmt::format("{} needs a number", a));

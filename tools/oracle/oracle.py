@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from waste_oracle import Container, FormatError, Model  # noqa: E402
+from waste_oracle import Checkpoint, Container, FormatError, Model  # noqa: E402
 
 
 def parse_ids(s):
@@ -34,7 +34,9 @@ def argmax_first(v):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("container")
+    ap.add_argument("container", help="container directory (or a checkpoint with --checkpoint)")
+    ap.add_argument("--checkpoint", action="store_true",
+                    help="the directory is a published safetensors checkpoint: run the float model")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--ids", help='token ids: "1 17 42", "1,17,42" or a JSON list')
     g.add_argument("--ids-file", help="JSON file: a list of ids, or an object with prompt_ids")
@@ -74,7 +76,10 @@ def main(argv=None):
         print("oracle: empty prompt", file=sys.stderr)
         return 2
     try:
-        ct = Container(a.container, verify_crc=a.verify, warn=warn)
+        if a.checkpoint:
+            ct = Checkpoint(a.container, warn=warn)
+        else:
+            ct = Container(a.container, verify_crc=a.verify, warn=warn)
         vq4p = ct.eq.IB == 6
         if vq4p:
             mode = "dense" if a.vq4p_lut is False else "lut-int8"

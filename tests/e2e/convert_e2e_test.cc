@@ -1,0 +1,370 @@
+// waste convert end to end on checkpoints written by waste-gen --checkpoint
+// in each family's published layout: the container opens, waste verify
+// --source finds it sound, eval runs on it, the bytes do not depend on the
+// thread count, and a conversion killed at any point and rerun ends with
+// the same bytes as an uninterrupted one.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_gen.h"
+#include "container/container.h"
+#include "temp_dir.h"
+#include "waste/convert.h"
+
+#ifdef WASTE_CLI_BINARY
+#include <signal.h>
+
+#include "cli/subprocess.h"
+#endif
+
+namespace waste {
+namespace {
+
+using waste::testing::TempDir;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Every file of a finished container (what the engine reads, plus the
+// converter's own state).
+const std::vector<std::string> kFiles = {"manifest.json", "trunk.bin", "codebooks.bin", "experts-L1.bin",
+                                         "experts-L2.bin", "experts-L3.bin", "tokenizer.model",
+                                         "specials.json", "chat_template.jinja", "convert.json"};
+
+void ExpectSameFiles(const std::string& a, const std::string& b) {
+  for (const std::string& f : kFiles) {
+    ASSERT_TRUE(std::filesystem::exists(a + "/" + f)) << f;
+    EXPECT_TRUE(Slurp(a + "/" + f) == Slurp(b + "/" + f)) << f << " differs";
+  }
+}
+
+std::string MakeCheckpoint(const TempDir& dir, const std::string& preset, gen::CheckpointDType dtype,
+                           bool tokenizer, const std::string& override_json = "", int vocab = 512) {
+  gen::CheckpointOptions o;
+  o.out_dir = dir / "ckpt";
+  o.preset = preset;
+  o.dtype = dtype;
+  o.tokenizer = tokenizer;
+  o.vocab = vocab;  // 512: embedding and head reach Q8G
+  o.override_json = override_json;
+  o.seed = 5;
+  auto r = gen::GenerateCheckpoint(o);
+  EXPECT_TRUE(r) << r.error().message();
+  return o.out_dir;
+}
+
+Result<ConvertReport> ConvertNow(const std::string& src, const std::string& out, int threads,
+                          std::vector<int> layers = {}) {
+  ConvertOptions o;
+  o.source_dir = src;
+  o.out_dir = out;
+  o.threads = threads;
+  o.layers = std::move(layers);
+  o.seed = 3;
+  return Convert(o);
+}
+
+void ExpectSound(const std::string& out, const std::string& src, double expert_bound) {
+  VerifyOptions v;
+  v.container_dir = out;
+  v.source_dir = src;
+  v.threads = 2;
+  auto r = Verify(v);
+  ASSERT_TRUE(r) << r.error().message();
+  for (const std::string& p : r->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(r->sound);
+  EXPECT_GT(r->records_checked, 0u);
+  EXPECT_LT(r->expert_median_error, expert_bound);
+  EXPECT_LT(r->trunk_max_error, 0.15);
+}
+
+TEST(ConvertE2E, KimiLinearConvertsOpensVerifiesAndEvaluates) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  auto rep = ConvertNow(src, dir / "out", 2);
+  ASSERT_TRUE(rep) << rep.error().message();
+  EXPECT_TRUE(rep->complete);
+  EXPECT_EQ(rep->family, "kimi-linear");
+  ASSERT_EQ(rep->layers.size(), 3u);
+  for (const ConvertLayerReport& l : rep->layers) {
+    for (double e : l.rel_error) EXPECT_LT(e, 0.25);  // VQ3R on heavy-tailed weights
+  }
+  auto c = Container::Open(dir / "out");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ((*c)->config().n_experts, 8);
+  ExpectSound(dir / "out", src, 0.23);
+#ifdef WASTE_CLI_BINARY
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "eval", dir / "out", "hello world"});
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_FALSE(p.out.empty());
+#endif
+}
+
+TEST(ConvertE2E, BytesDoNotDependOnTheThreadCount) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  ASSERT_TRUE(ConvertNow(src, dir / "one", 1));
+  ASSERT_TRUE(ConvertNow(src, dir / "three", 3));
+  ExpectSameFiles(dir / "one", dir / "three");
+}
+
+TEST(ConvertE2E, LayerSubsetsThenTheRestGiveTheSameContainer) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  ASSERT_TRUE(ConvertNow(src, dir / "whole", 2));
+  auto part = ConvertNow(src, dir / "steps", 2, {2});
+  ASSERT_TRUE(part);
+  EXPECT_FALSE(part->complete);
+  EXPECT_EQ(part->layers_finished, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / "steps/manifest.json"));
+  auto rest = ConvertNow(src, dir / "steps", 2);
+  ASSERT_TRUE(rest);
+  EXPECT_TRUE(rest->complete);
+  EXPECT_TRUE(rest->trunk_cached);
+  int cached = 0;
+  for (const ConvertLayerReport& l : rest->layers) cached += l.cached;
+  EXPECT_EQ(cached, 1);
+  ExpectSameFiles(dir / "whole", dir / "steps");
+}
+
+TEST(ConvertE2E, DamagedFinishedFilesAreRedoneNotTrusted) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  ASSERT_TRUE(ConvertNow(src, dir / "a", 2));
+  ASSERT_TRUE(ConvertNow(src, dir / "b", 2));
+  {  // flip one byte inside a finished bank: same size, wrong contents
+    std::fstream f(dir / "b/experts-L2.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5000);
+    f.put('\x5A');
+  }
+  auto again = ConvertNow(src, dir / "b", 2);
+  ASSERT_TRUE(again);
+  for (const ConvertLayerReport& l : again->layers) EXPECT_EQ(l.cached, l.layer != 2) << l.layer;
+  ExpectSameFiles(dir / "a", dir / "b");
+}
+
+#ifdef WASTE_CLI_BINARY
+TEST(ConvertE2E, KilledAnywhereThenRerunIsByteIdentical) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  ASSERT_TRUE(ConvertNow(src, dir / "clean", 2));
+  // Time a whole CLI run, then kill fresh runs at spread-out points of it.
+  const auto t0 = std::chrono::steady_clock::now();
+  test::ProcessResult full = test::RunProcess({WASTE_CLI_BINARY, "convert", src, dir / "timing", "--threads", "2", "--seed", "3"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string out = dir / "killed";
+  int kills = 0;
+  for (double f : {0.05, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9}) {
+    auto p = test::Subprocess::Spawn({WASTE_CLI_BINARY, "convert", src, out, "--threads", "2", "--seed", "3"});
+    ASSERT_NE(p, nullptr);
+    std::this_thread::sleep_for(std::chrono::duration<double>(f * total));
+    if (!p->exited()) {
+      p->Signal(SIGKILL);
+      ++kills;
+    }
+    p->Wait(60);
+  }
+  test::ProcessResult last = test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--threads", "2", "--seed", "3"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  ExpectSameFiles(dir / "clean", out);
+  std::printf("killed %d runs at spread-out points of a %.2f s conversion\n", kills, total);
+}
+
+TEST(ConvertE2E, CliVerifyExitStatusSaysWhetherSound) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  ASSERT_TRUE(ConvertNow(src, dir / "out", 2));
+  test::ProcessResult ok = test::RunProcess({WASTE_CLI_BINARY, "verify", dir / "out", "--source", src});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  {
+    std::fstream f(dir / "out/experts-L3.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x11');
+  }
+  test::ProcessResult bad = test::RunProcess({WASTE_CLI_BINARY, "verify", dir / "out"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("crc"), std::string::npos) << bad.out;
+}
+#endif
+
+TEST(ConvertE2E, DeepSeekFp8AndK3Mxfp4Convert) {
+  for (auto [preset, dtype] : {std::pair{"deepseek-v3-tiny", gen::CheckpointDType::kFp8},
+                               std::pair{"k3-tiny", gen::CheckpointDType::kMxfp4}}) {
+    TempDir dir;
+    const std::string src = MakeCheckpoint(dir, preset, dtype, false);
+    auto rep = ConvertNow(src, dir / "out", 2);
+    ASSERT_TRUE(rep) << preset << ": " << rep.error().message();
+    EXPECT_TRUE(rep->complete) << preset;
+    ExpectSound(dir / "out", src, 0.25);
+  }
+}
+
+TEST(ConvertE2E, MalformedSourcesAreRefusedWithTheirNames) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  // An expert tensor dropped from the index (still in its shard: invisible).
+  {
+    nlohmann::json index = nlohmann::json::parse(Slurp(src + "/model.safetensors.index.json"));
+    ASSERT_EQ(index["weight_map"].erase("model.layers.2.block_sparse_moe.experts.5.w3.weight"), 1u);
+    std::ofstream(src + "/model.safetensors.index.json") << index.dump();
+  }
+  auto r = ConvertNow(src, dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("experts.5.w3.weight is missing"), std::string::npos) << r.error().message();
+  // A truncated shard.
+  TempDir dir2;
+  const std::string src2 = MakeCheckpoint(dir2, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string shard = src2 + "/model-00002-of-00003.safetensors";
+  std::filesystem::resize_file(shard, std::filesystem::file_size(shard) - 100);
+  auto r2 = ConvertNow(src2, dir2 / "out", 2);
+  ASSERT_FALSE(r2);
+  EXPECT_NE(r2.error().message().find("model-00002-of-00003.safetensors"), std::string::npos);
+  // Other settings into the same directory.
+  TempDir dir3;
+  const std::string src3 = MakeCheckpoint(dir3, "tiny", gen::CheckpointDType::kBf16, false);
+  ASSERT_TRUE(ConvertNow(src3, dir3 / "out", 2));
+  ConvertOptions o;
+  o.source_dir = src3;
+  o.out_dir = dir3 / "out";
+  o.expert_format = "vq2r";
+  auto r3 = Convert(o);
+  ASSERT_FALSE(r3);
+  EXPECT_NE(r3.error().message().find("other settings"), std::string::npos);
+}
+
+TEST(ConvertE2E, Vq2rAndVq4pConvert) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  for (const char* f : {"vq2r", "vq4p"}) {
+    ConvertOptions o;
+    o.source_dir = src;
+    o.out_dir = dir / f;
+    o.expert_format = f;
+    o.threads = 2;
+    auto r = Convert(o);
+    ASSERT_TRUE(r) << r.error().message();
+    ExpectSound(dir / f, src, std::string(f) == "vq2r" ? 0.40 : 0.26);
+  }
+}
+
+// The float model (numpy oracle, straight from the checkpoint) against the
+// converted container (same oracle): KL divergence and top-1 agreement over
+// a prompt, for our recipe and for the reference's recipe at the same size.
+#if defined(WASTE_CLI_BINARY) && defined(WASTE_PYTHON)
+namespace oracle_kl {
+
+std::vector<float> Logits(const std::string& dir, bool checkpoint, const std::string& tmp, bool* ok) {
+  std::vector<std::string> argv = {WASTE_PYTHON, std::string(WASTE_SOURCE_DIR) + "/tools/oracle/oracle.py", dir,
+                                   "--ids", "3 40 77 114 151 188 225 262 299 336 373 410 447 484 521 558 595 632 669 706 743 780 817 854 891 928 965",
+                                   "--all-logits-out", tmp, "--quiet"};
+  if (checkpoint) argv.push_back("--checkpoint");
+  test::ProcessResult r = test::RunProcess(argv, {}, 300);
+  *ok = r.exit_code == 0;
+  if (!*ok) ADD_FAILURE() << r.err;
+  std::string bytes = Slurp(tmp);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+// Mean KL(float || converted) in nats and the top-1 agreement.
+std::pair<double, double> Compare(const std::vector<float>& f, const std::vector<float>& q, size_t vocab) {
+  const size_t t = f.size() / vocab;
+  double kl = 0;
+  int agree = 0;
+  for (size_t i = 0; i < t; ++i) {
+    const float* a = f.data() + i * vocab;
+    const float* b = q.data() + i * vocab;
+    double ma = a[0], mb = b[0];
+    size_t ia = 0, ib = 0;
+    for (size_t j = 0; j < vocab; ++j) {
+      if (a[j] > ma) ma = a[j], ia = j;
+      if (b[j] > mb) mb = b[j], ib = j;
+    }
+    double za = 0, zb = 0;
+    for (size_t j = 0; j < vocab; ++j) za += std::exp(a[j] - ma), zb += std::exp(b[j] - mb);
+    for (size_t j = 0; j < vocab; ++j) {
+      const double la = a[j] - ma - std::log(za), lb = b[j] - mb - std::log(zb);
+      kl += std::exp(la) * (la - lb);
+    }
+    agree += ia == ib;
+  }
+  return {kl / t, static_cast<double>(agree) / t};
+}
+
+}  // namespace oracle_kl
+
+TEST(ConvertE2E, CloserToTheFloatModelThanTheReferenceRecipe) {
+  if (!std::filesystem::exists(WASTE_PYTHON)) GTEST_SKIP() << WASTE_PYTHON << " not found";
+  if (test::RunProcess({WASTE_PYTHON, "-c", "import numpy"}).exit_code != 0) {
+    GTEST_SKIP() << "numpy is not available to " << WASTE_PYTHON;
+  }
+  // 32 experts (the reference trains on 12 of them) and a dense MLP big
+  // enough for Q4G.
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false,
+                                         R"({"num_experts": 32, "intermediate_size": 512})", 1024);
+  ConvertOptions o;
+  o.source_dir = src;
+  o.out_dir = dir / "ours";
+  o.threads = 2;
+  o.seed = 3;
+  o.train_vectors = 65536;
+  auto ours = Convert(o);
+  ASSERT_TRUE(ours);
+  o.out_dir = dir / "ref";
+  o.reference_recipe = true;
+  o.train_vectors = 300000;
+  auto ref = Convert(o);
+  ASSERT_TRUE(ref);
+  // Expert reconstruction error, every layer and kind: lower at the same size.
+  double err_ours = 0, err_ref = 0;
+  for (size_t i = 0; i < ours->layers.size(); ++i) {
+    for (int k = 0; k < 3; ++k) err_ours += ours->layers[i].rel_error[k], err_ref += ref->layers[i].rel_error[k];
+  }
+  std::printf("expert error: ours %.2f%%, reference recipe %.2f%%; trunk ours %.2f%%, reference %.2f%%\n",
+              100 * err_ours / 9, 100 * err_ref / 9, 100 * ours->trunk_rel_error, 100 * ref->trunk_rel_error);
+  EXPECT_LT(err_ours, 0.97 * err_ref);
+  EXPECT_LT(ours->trunk_rel_error, ref->trunk_rel_error);
+  auto c = Container::Open(dir / "ours");
+  ASSERT_TRUE(c);
+  const size_t vocab = static_cast<size_t>((*c)->config().vocab);
+  bool ok1, ok2, ok3;
+  std::vector<float> f = oracle_kl::Logits(src, true, dir / "f.f32", &ok1);
+  std::vector<float> q = oracle_kl::Logits(dir / "ours", false, dir / "q.f32", &ok2);
+  std::vector<float> r = oracle_kl::Logits(dir / "ref", false, dir / "r.f32", &ok3);
+  ASSERT_TRUE(ok1 && ok2 && ok3);
+  ASSERT_EQ(f.size(), q.size());
+  ASSERT_EQ(f.size(), r.size());
+  auto [kl_ours, top1_ours] = oracle_kl::Compare(f, q, vocab);
+  auto [kl_ref, top1_ref] = oracle_kl::Compare(f, r, vocab);
+  std::printf("KL to the float model: ours %.4f nats (top-1 %.0f%%), reference recipe %.4f (top-1 %.0f%%)\n",
+              kl_ours, 100 * top1_ours, kl_ref, 100 * top1_ref);
+  // 27 positions of a random model: KL is noisy, so the bound is loose.
+  EXPECT_LT(kl_ours, 0.5);
+  EXPECT_LT(kl_ours, kl_ref);
+  // Same container size.
+  EXPECT_EQ(std::filesystem::file_size(dir / "ours/trunk.bin"), std::filesystem::file_size(dir / "ref/trunk.bin"));
+  EXPECT_EQ(std::filesystem::file_size(dir / "ours/experts-L1.bin"),
+            std::filesystem::file_size(dir / "ref/experts-L1.bin"));
+}
+#endif
+
+}  // namespace
+}  // namespace waste

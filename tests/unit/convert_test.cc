@@ -1,0 +1,302 @@
+// The converter's pieces against hand-computed values: source number
+// formats, safetensors validation (errors name file and tensor), the trunk
+// quantiser's error against max scaling, k-means determinism across thread
+// counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/dequant.h"
+#include "convert/safetensors.h"
+#include "convert/trunk_quant.h"
+#include "convert/vq.h"
+#include "format/format.h"
+#include "runtime/thread_pool.h"
+#include "temp_dir.h"
+
+namespace waste::convert {
+namespace {
+
+using waste::testing::TempDir;
+
+TEST(ConvertDequant, Bf16AndF16AreExact) {
+  EXPECT_EQ(Bf16ToF32(0x3F80), 1.0f);
+  EXPECT_EQ(Bf16ToF32(0xC040), -3.0f);
+  EXPECT_EQ(Bf16ToF32(0x3E20), 0.15625f);
+  const uint8_t f16[4] = {0x00, 0x3C, 0x00, 0xC2};  // 1.0, -3.0
+  float out[2];
+  ASSERT_TRUE(DecodeFloats(DType::kF16, f16, 2, out, "t").ok());
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -3.0f);
+}
+
+TEST(ConvertDequant, E4M3ByHand) {
+  EXPECT_EQ(E4M3ToF32(0x38), 1.0f);                 // E=7, m=0
+  EXPECT_EQ(E4M3ToF32(0xB8), -1.0f);
+  EXPECT_EQ(E4M3ToF32(0x7E), 448.0f);               // E=15, m=6: the largest finite
+  EXPECT_EQ(E4M3ToF32(0x01), std::ldexp(1.0f, -9)); // subnormal: 1/8 * 2^-6
+  EXPECT_EQ(E4M3ToF32(0x0F), 1.875f * std::ldexp(1.0f, -6));  // E=1, m=7
+  EXPECT_EQ(E4M3ToF32(0x44), 3.0f);                 // E=8, m=4: 1.5 * 2
+  EXPECT_TRUE(std::isnan(E4M3ToF32(0x7F)));
+  EXPECT_TRUE(std::isnan(E4M3ToF32(0xFF)));
+}
+
+TEST(ConvertDequant, E5M2ByHand) {
+  EXPECT_EQ(E5M2ToF32(0x3C), 1.0f);
+  EXPECT_EQ(E5M2ToF32(0xC2), -3.0f);
+  EXPECT_EQ(E5M2ToF32(0x7B), 57344.0f);
+  EXPECT_TRUE(std::isinf(E5M2ToF32(0x7C)));
+}
+
+TEST(ConvertDequant, Fp8BlockScalesUseTheConfiguredTile) {
+  // 3 x 5 matrix of ones, tile 2 x 2: scale grid 2 x 3; partial edge tiles
+  // take the scale of the tile they fall in.
+  std::vector<float> w(15, 1.0f);
+  const float s[6] = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(ApplyBlockScales(w.data(), 3, 5, s, 2, 3, 2, 2, "t").ok());
+  const float want[15] = {1, 1, 2, 2, 3, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6};
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(w[i], want[i]) << i;
+  // The same scale grid read with a tile that does not produce it is refused.
+  Status st = ApplyBlockScales(w.data(), 3, 5, s, 2, 3, 3, 2, "shard.safetensors: tensor x");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("tensor x"), std::string::npos);
+}
+
+TEST(ConvertDequant, Mxfp4ByHand) {
+  EXPECT_EQ(Mxfp4Value(7), 6.0f);
+  EXPECT_EQ(Mxfp4Value(15), -6.0f);
+  EXPECT_EQ(Mxfp4Value(9), -0.5f);
+  EXPECT_EQ(Mxfp4Value(5), 3.0f);
+  // One row of 32: byte k holds elements 2k (low nibble) and 2k+1 (high).
+  std::vector<uint8_t> packed(16, 0);
+  packed[0] = 0x7A;   // element 0: 0xA -> -1, element 1: 0x7 -> 6
+  packed[15] = 0x92;  // element 30: 0x2 -> 1, element 31: 0x9 -> -0.5
+  const uint8_t scale = 128;  // 2^(128-127) = 2
+  float out[32];
+  DecodeMxfp4(packed.data(), &scale, 1, 32, out);
+  EXPECT_EQ(out[0], -2.0f);
+  EXPECT_EQ(out[1], 12.0f);
+  EXPECT_EQ(out[30], 2.0f);
+  EXPECT_EQ(out[31], -1.0f);
+  EXPECT_EQ(out[5], 0.0f);
+  const uint8_t zero_scale = 0;  // e = 0 decodes to 0
+  DecodeMxfp4(packed.data(), &zero_scale, 1, 32, out);
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+// A safetensors file from (name, dtype, shape, bytes), optionally damaged.
+struct FakeTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+void WriteSafetensors(const std::string& path, const std::vector<FakeTensor>& ts, int64_t cut = 0,
+                      int64_t lie = 0) {
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  uint64_t off = 0;
+  for (const FakeTensor& t : ts) {
+    h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size() + lie}}};
+    off += t.bytes.size();
+  }
+  std::string text = h.dump();
+  while ((8 + text.size()) % 8) text += ' ';
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
+  file += text;
+  for (const FakeTensor& t : ts) file.append(t.bytes.begin(), t.bytes.end());
+  file.resize(file.size() - static_cast<size_t>(cut));
+  std::ofstream(path, std::ios::binary) << file;
+}
+
+std::vector<uint8_t> Bf16Bytes(std::vector<uint16_t> v) {
+  std::vector<uint8_t> b(v.size() * 2);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+TEST(ConvertSafetensors, ReadsASingleFileCheckpoint) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors",
+                   {{"a.weight", "BF16", {2, 2}, Bf16Bytes({0x3F80, 0x4000, 0xC040, 0x0000})},
+                    {"b", "F32", {}, std::vector<uint8_t>{0, 0, 0x80, 0x3F}}});
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ck) << ck.error().message();
+  auto a = LoadF32(**ck, "a.weight", SourceQuant{});
+  ASSERT_TRUE(a) << a.error().message();
+  EXPECT_EQ(a->values, (std::vector<float>{1, 2, -3, 0}));
+  auto b = LoadF32(**ck, "b", SourceQuant{});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->values, std::vector<float>{1.0f});
+  EXPECT_TRUE(b->shape.empty());
+}
+
+TEST(ConvertSafetensors, TruncatedShardNamesFileAndTensor) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors",
+                   {{"x.weight", "BF16", {2, 2}, Bf16Bytes({1, 2, 3, 4})},
+                    {"y.weight", "BF16", {2, 2}, Bf16Bytes({1, 2, 3, 4})}},
+                   /*cut=*/3);
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_FALSE(ck);
+  EXPECT_NE(ck.error().message().find("model.safetensors"), std::string::npos);
+  EXPECT_NE(ck.error().message().find("y.weight"), std::string::npos);
+  EXPECT_NE(ck.error().message().find("truncated"), std::string::npos);
+}
+
+TEST(ConvertSafetensors, ByteCountMustMatchShapeAndDtype) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", {{"x.weight", "F32", {3}, std::vector<uint8_t>(8)}});
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_FALSE(ck);
+  EXPECT_NE(ck.error().message().find("x.weight"), std::string::npos);
+}
+
+TEST(ConvertSafetensors, UnknownDtypeAndIntegerTensorsAreRefused) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", {{"x", "F4_E2M1", {2}, std::vector<uint8_t>(1)}});
+  EXPECT_FALSE(Checkpoint::Open(dir.path()));
+  TempDir dir2;
+  WriteSafetensors(dir2 / "model.safetensors", {{"x.weight", "I32", {2}, std::vector<uint8_t>(8)}});
+  auto ck = Checkpoint::Open(dir2.path());
+  ASSERT_TRUE(ck);
+  auto x = LoadF32(**ck, "x.weight", SourceQuant{});
+  ASSERT_FALSE(x);
+  EXPECT_NE(x.error().message().find("I32"), std::string::npos);
+}
+
+TEST(ConvertSafetensors, IndexEntryMissingFromItsShard) {
+  TempDir dir;
+  WriteSafetensors(dir / "model-00001-of-00001.safetensors", {{"x", "F32", {1}, std::vector<uint8_t>(4)}});
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"metadata":{},"weight_map":{"x":"model-00001-of-00001.safetensors","gone":"model-00001-of-00001.safetensors"}})";
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_FALSE(ck);
+  EXPECT_NE(ck.error().message().find("gone"), std::string::npos);
+}
+
+TEST(ConvertSafetensors, Fp8NeedsItsScaleAndTheConfiguredTile) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors",
+                   {{"m.up_proj.weight", "F8_E4M3", {2, 2}, {0x38, 0x38, 0x38, 0x38}},
+                    {"n.up_proj.weight", "F8_E4M3", {2, 2}, {0x38, 0x40, 0x38, 0x38}},
+                    {"n.up_proj.weight_scale_inv", "F32", {1, 1}, {0, 0, 0, 0x40}}});
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ck);
+  auto m = LoadF32(**ck, "m.up_proj.weight", SourceQuant{});
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("m.up_proj.weight_scale_inv"), std::string::npos);
+  auto n = LoadF32(**ck, "n.up_proj.weight", SourceQuant{});
+  ASSERT_FALSE(n);  // no weight_block_size in the config: never guessed
+  EXPECT_NE(n.error().message().find("weight_block_size"), std::string::npos);
+  SourceQuant q;
+  q.fp8_block_known = true;
+  auto n2 = LoadF32(**ck, "n.up_proj.weight", q);
+  ASSERT_TRUE(n2) << n2.error().message();
+  EXPECT_EQ(n2->values, (std::vector<float>{2, 4, 2, 2}));  // scale 2.0 times 1, 2, 1, 1
+}
+
+TEST(ConvertSafetensors, Mxfp4NeedsItsScale) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", {{"e.w1.weight_packed", "U8", {1, 16}, std::vector<uint8_t>(16, 0x22)}});
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ck);
+  auto w = LoadF32(**ck, "e.w1.weight", SourceQuant{});
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message().find("e.w1.weight_scale"), std::string::npos);
+}
+
+std::vector<float> HeavyTailed(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::student_t_distribution<float> t(3.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = 0.02f * t(g);
+  return v;
+}
+
+TEST(ConvertTrunkQuant, MinimisedScalesBeatMaxScaling) {
+  const int64_t cols = 1000;  // not a multiple of 128: a padded last group
+  for (uint8_t fmt : {format::kFmtQ4G, format::kFmtQ8G}) {
+    double ours = 0, ref = 0;
+    for (int r = 0; r < 64; ++r) {
+      std::vector<float> x = HeavyTailed(cols, 7 + r);
+      const format::TrunkGeometry g = format::ComputeTrunkGeometry(fmt, {1, cols}, kTrunkGroup);
+      std::vector<uint8_t> p(g.row_bytes);
+      std::vector<uint16_t> s(g.groups);
+      QuantizeTrunkRow(fmt, x.data(), cols, p.data(), s.data());
+      ours += TrunkRowError(fmt, x.data(), cols, p.data(), s.data());
+      QuantizeTrunkRowMaxScale(fmt, x.data(), cols, p.data(), s.data());
+      ref += TrunkRowError(fmt, x.data(), cols, p.data(), s.data());
+    }
+    // Q4G: clipping and the code -8 pay; Q8G: 254 levels leave little to gain.
+    EXPECT_LT(ours, (fmt == format::kFmtQ4G ? 0.85 : 1.0) * ref) << "fmt " << int(fmt);
+  }
+}
+
+TEST(ConvertTrunkQuant, PaddingEncodesZero) {
+  std::vector<float> x(130, 0.5f);
+  std::vector<uint8_t> p(128);
+  std::vector<uint16_t> s(2);
+  QuantizeTrunkRow(format::kFmtQ4G, x.data(), 130, p.data(), s.data());
+  for (int64_t i = 130; i < 256; ++i) EXPECT_EQ(format::TrunkCode(format::kFmtQ4G, p.data(), i), 0);
+  // Only the f16 rounding of the scale is lost: 7 x f16(0.5/7) = 0.49988.
+  EXPECT_NEAR(TrunkRowError(format::kFmtQ4G, x.data(), 130, p.data(), s.data()), 0.0, 1e-5);
+}
+
+TEST(ConvertKmeans, SameBooksAtAnyThreadCountAndEveryEntryUsed) {
+  std::vector<float> data = HeavyTailed(20000 * kVecDim, 3);
+  KmeansOptions o;
+  o.entries = 64;
+  o.stages = 2;
+  o.max_iterations = 8;
+  o.seed = 42;
+  std::vector<std::vector<float>> books;
+  for (int threads : {1, 2, 3}) {
+    auto pool = ThreadPool::Create(threads);
+    ASSERT_TRUE(pool);
+    std::vector<float> v = data;
+    KmeansReport rep;
+    books.push_back(TrainResidualBooks(v, o, pool->get(), &rep));
+    ASSERT_EQ(rep.stage_error.size(), 2u);
+    EXPECT_LT(rep.stage_error[1], rep.stage_error[0]);
+  }
+  EXPECT_EQ(books[0], books[1]);
+  EXPECT_EQ(books[0], books[2]);
+  // Every value is what the engine decodes (f16, subnormals flushed).
+  for (float b : books[0]) EXPECT_EQ(b, RoundBookValue(b));
+  // No dead entry in the first stage.
+  std::vector<int> used(64, 0);
+  BookSearch s(books[0].data(), 64);
+  for (size_t i = 0; i < data.size() / kVecDim; ++i) used[s.Nearest(data.data() + i * kVecDim)] = 1;
+  for (int c = 0; c < 64; ++c) EXPECT_EQ(used[c], 1) << c;
+}
+
+TEST(ConvertKmeans, NearestMatchesBruteForce) {
+  std::vector<float> book = HeavyTailed(256 * kVecDim, 11);
+  std::vector<float> x = HeavyTailed(500 * kVecDim, 12);
+  BookSearch s(book.data(), 256);
+  int agree = 0;
+  for (int i = 0; i < 500; ++i) {
+    int best = 0;
+    double bd = 1e30;
+    for (int c = 0; c < 256; ++c) {
+      double d = 0;
+      for (int j = 0; j < kVecDim; ++j) d += std::pow(double(x[i * 8 + j]) - book[c * 8 + j], 2);
+      if (d < bd) {
+        bd = d;
+        best = c;
+      }
+    }
+    agree += s.Nearest(x.data() + i * 8) == best;
+  }
+  EXPECT_GE(agree, 498);  // the expanded form may differ on exact near-ties only
+}
+
+}  // namespace
+}  // namespace waste::convert
