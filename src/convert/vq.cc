@@ -6,9 +6,30 @@
 
 #include "convert/rng.h"
 #include "format/format.h"
+#include "kernels/kernel_table.h"
 
 namespace waste::convert {
+
+#ifdef WASTE_CONVERT_AVX2
+int NearestAvx2(const float* t, const float* norm, int n, const float* x);  // vq_search_avx2.cc
+#endif
+
 namespace {
+
+// The AVX2 search when this build has it and the CPU runs it (decided once).
+bool UseAvx2() {
+#ifdef WASTE_CONVERT_AVX2
+  static const bool yes = [] {
+    for (kernels::Isa i : kernels::SupportedIsas()) {
+      if (i == kernels::Isa::kAvx2 || i == kernels::Isa::kAvx512) return true;
+    }
+    return false;
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
 
 constexpr size_t kChunk = 4096;  // fixed split: results independent of thread count
 
@@ -99,6 +120,13 @@ BookSearch::BookSearch(const float* book, int n)
 }
 
 int BookSearch::Nearest(const float* x, float* dist) const {
+#ifdef WASTE_CONVERT_AVX2
+  if (n_ % 8 == 0 && UseAvx2()) {
+    const int c = NearestAvx2(t_.data(), norm_.data(), n_, x);
+    if (dist != nullptr) *dist = Dist2(x, entry(c));
+    return c;
+  }
+#endif
   // Scores in blocks of 64 entries: a plain loop the compiler vectorises.
   const float x0 = -2 * x[0], x1 = -2 * x[1], x2 = -2 * x[2], x3 = -2 * x[3];
   const float x4 = -2 * x[4], x5 = -2 * x[5], x6 = -2 * x[6], x7 = -2 * x[7];
