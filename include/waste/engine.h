@@ -25,7 +25,7 @@
 
 namespace waste {
 
-class Engine {
+class WASTE_EXPORT Engine {
  public:
   static Result<std::unique_ptr<Engine>> Open(const std::string& container_dir,
                                               const Config& config) noexcept;
@@ -56,9 +56,10 @@ class Engine {
   // Feeds `ids` at the current position; returns the last position's logits
   // (valid until the next call). Prompt must fit: ctx - position >= n.
   Result<std::span<const float>> Eval(std::span<const int> ids) noexcept;
-  // Prefill + sampling loop (ENGINE.md §7.2).
-  Status Generate(std::span<const int> prompt, const GenParams& params,
-                  const TokenCallback& on_token) noexcept;
+  // Prefill + sampling loop (ENGINE.md §7.2): why it stopped, or the
+  // error (Session::Generate).
+  Result<FinishReason> Generate(std::span<const int> prompt, const GenParams& params,
+                                const TokenCallback& on_token) noexcept;
 
   // Not const: a token emitted by Generate but not yet fed is fed first.
   Status SaveState(const std::string& path) noexcept;

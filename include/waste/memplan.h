@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "waste/export.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -29,7 +30,7 @@ struct MemPlan {
 };
 
 // `sessions` (0 is taken as 1) sessions of `ctx_tokens` each.
-Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
+WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
                            uint32_t sessions = 1) noexcept;
 
 struct BudgetResolution {
@@ -42,6 +43,6 @@ struct BudgetResolution {
 
 // requested 0 = default rule. kRamBudget (message states the floor) when
 // requested is below the floor.
-Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) noexcept;
+WASTE_EXPORT Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) noexcept;
 
 }  // namespace waste

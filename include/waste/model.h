@@ -42,6 +42,7 @@
 
 #include "waste/chat.h"
 #include "waste/config.h"
+#include "waste/export.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
 #include "waste/types.h"
@@ -56,7 +57,7 @@ struct SnapshotData;
 // MLA latent rows in use, the position. Immutable; copies are cheap and
 // share the data (a server's prefix cache keeps them). Restores into any
 // session of the model that took it whose context has room for it.
-class SessionSnapshot {
+class WASTE_EXPORT SessionSnapshot {
  public:
   SessionSnapshot() noexcept = default;
   bool empty() const noexcept { return data_ == nullptr; }
@@ -76,7 +77,7 @@ struct SessionOptions {
 
 class Session;
 
-class Model {
+class WASTE_EXPORT Model {
  public:
   static Result<std::unique_ptr<Model>> Open(const std::string& container_dir,
                                              const Config& config) noexcept;
@@ -115,7 +116,7 @@ class Model {
   std::shared_ptr<ModelCore> core_;
 };
 
-class Session {
+class WASTE_EXPORT Session {
  public:
   ~Session();
   Session(const Session&) = delete;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "waste/export.h"
+
 namespace waste {
 
 struct ModelInfo {
@@ -115,6 +117,6 @@ enum class FinishReason : int {
 };
 
 // "eos", "stop_token", "stop_string", "length", "context_full", "cancelled".
-const char* FinishReasonName(FinishReason reason) noexcept;
+WASTE_EXPORT const char* FinishReasonName(FinishReason reason) noexcept;
 
 }  // namespace waste

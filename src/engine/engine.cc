@@ -49,12 +49,9 @@ Result<std::span<const float>> Engine::Eval(std::span<const int> ids) noexcept {
   return session_->Eval(ids);
 }
 
-Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
-                        const TokenCallback& on_token) noexcept {
-  Result<FinishReason> r = session_->Generate(prompt, params, on_token);
-  if (!r) return r.error();
-  if (*r == FinishReason::kCancelled) return Status(Errc::kCancelled, "cancelled by callback");
-  return Status::Ok();
+Result<FinishReason> Engine::Generate(std::span<const int> prompt, const GenParams& params,
+                                      const TokenCallback& on_token) noexcept {
+  return session_->Generate(prompt, params, on_token);
 }
 
 Status Engine::SaveState(const std::string& path) noexcept { return session_->SaveState(path); }

@@ -56,6 +56,16 @@ Status CheckCpus(const std::string& list, std::vector<int>* cpus) {
   return Status::Ok();
 }
 
+// Hands a warning to the host's sink, if any (the library never prints).
+void Log(const Config& config, LogLevel level, const std::string& message) {
+  if (!config.log) return;
+  try {
+    config.log(level, message);
+  } catch (...) {
+    // A throwing sink loses its message, never the open.
+  }
+}
+
 Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config& config) {
   auto m = std::make_shared<ModelCore>();
   m->config = config;
@@ -72,11 +82,22 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
                          PlanMemory(dir, m->config.ctx_tokens, m->config.max_sessions));
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
   m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
+  if (m->budget.over_cap) {
+    Log(config, LogLevel::kWarning,
+        fmt::format("the budget of {} leaves under a quarter of the {} of usable RAM to the rest "
+                    "of the system; expect swapping",
+                    Size(m->budget.budget_bytes), Size(m->plan.usable_ram_bytes)));
+  }
 
   ContainerOptions copts;
   copts.verify_crc = o.verify;
   copts.direct_io = o.direct_io;
   WASTE_ASSIGN_OR_RETURN(m->container, Container::Open(dir, copts));
+  if (o.direct_io && !m->container->direct_io()) {
+    Log(config, LogLevel::kInfo,
+        "cache-bypass reads are unavailable for this container's files; expert records go "
+        "through the page cache");
+  }
   const ModelConfig& cfg = m->container->config();
   WASTE_ASSIGN_OR_RETURN(m->weights, ResolveWeights(*m->container));
 

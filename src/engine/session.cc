@@ -182,6 +182,13 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     const int eos = s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
     for (int t = 0; t < params.max_tokens; ++t) {
+      // Every token delivered has been (or, the last one, will be) fed, so
+      // one that no longer fits is not delivered (ENGINE.md §7.2 step 4).
+      if (s.state->room() < 1) {
+        s.detail = s.ContextFull();
+        reason = FinishReason::kContextFull;
+        break;
+      }
       auto ts = Clock::now();
       ExpertCacheCounters before = cache.counters();
       std::string piece = tokenizer ? std::string(tokenizer->Piece(tok)) : std::string();
@@ -202,15 +209,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       }
       s.pending = tok;
       Status step;
-      if (!last) {
-        if (s.state->room() < 1) {
-          s.detail = s.ContextFull();
-          reason = FinishReason::kContextFull;
-          last = true;
-        } else {
-          step = s.Feed({}, true);
-        }
-      }
+      if (!last) step = s.Feed({}, true);
       auto te = Clock::now();
       double dt = Seconds(ts, te);
       ExpertCacheCounters after = cache.counters();

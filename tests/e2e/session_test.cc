@@ -236,6 +236,91 @@ TEST_F(SessionTest, TwoSessionsRaiseTheFloorByOneSession) {
   EXPECT_EQ(two->state_bytes, 2 * one->state_bytes);
 }
 
+// Generate says why it stopped: stop token, stop string (also across two
+// pieces), length, full context (with its detail), cancellation.
+TEST_F(SessionTest, GenerateReportsWhyItStopped) {
+  // The tokenizer set: stop strings match decoded pieces.
+  const std::string set = "warp-tiny-tok";
+  if (!FixturesPresent(set)) GTEST_SKIP() << "fixture set " << set << " not found";
+  std::vector<int> greedy = Ids(ReadJson(FixtureDir(set) + "/greedy16.json")["greedy16"]);
+  Config cfg;
+  cfg.ctx_tokens = 256;
+  auto opened = Model::Open(FixtureDir(set) + "/container", cfg);
+  ASSERT_TRUE(opened.has_value());
+  auto& m = *opened;
+  auto s = New(*m);
+  auto run = [&](const GenParams& p, std::vector<int>* got, int cancel_at = -1) {
+    s->Reset();
+    got->clear();
+    return s->Generate(prompt_a_, p, [&](const TokenEvent& e) {
+      got->push_back(e.token);
+      return e.index != cancel_at;
+    });
+  };
+  std::vector<int> got;
+  GenParams p;
+  p.max_tokens = 16;
+  auto r = run(p, &got);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, FinishReason::kLength);
+  EXPECT_EQ(got, greedy);
+
+  p.stop_tokens = {greedy[2]};
+  r = run(p, &got);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, FinishReason::kStopToken);
+  EXPECT_EQ(got.size(), 3u);
+  p.stop_tokens.clear();
+
+  p.stop_strings = {m->TokenPiece(greedy[1]) + m->TokenPiece(greedy[2])};
+  r = run(p, &got);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, FinishReason::kStopString);
+  EXPECT_LE(got.size(), 3u);
+  p.stop_strings.clear();
+
+  r = run(p, &got, /*cancel_at=*/1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, FinishReason::kCancelled);
+  EXPECT_EQ(got.size(), 2u);
+
+  // 16 prompt tokens in a 20-token context: 4 generated, then full.
+  auto small = Open(1, 20);
+  auto t = New(*small);
+  got.clear();
+  r = t->Generate(prompt_a_, p, [&](const TokenEvent& e) {
+    got.push_back(e.token);
+    return true;
+  });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, FinishReason::kContextFull);
+  EXPECT_EQ(got.size(), 4u);
+  EXPECT_EQ(t->position(), 20);
+  EXPECT_NE(t->error_detail().find("is full"), std::string::npos) << t->error_detail();
+  EXPECT_STREQ(FinishReasonName(FinishReason::kContextFull), "context_full");
+  // A prompt that does not fit is an error, and nothing is evaluated.
+  auto err = t->Generate(prompt_a_, p, nullptr);
+  ASSERT_FALSE(err.has_value());
+  EXPECT_EQ(err.error().code(), Errc::kArg);
+}
+
+TEST_F(SessionTest, TheLogSinkGetsTheBudgetWarning) {
+  Config cfg;
+  cfg.ctx_tokens = 256;
+  auto plan = PlanMemory(FixtureDir(kSet) + "/container", 256);
+  ASSERT_TRUE(plan.has_value());
+  if (plan->usable_ram_bytes == 0) GTEST_SKIP() << "usable RAM unknown on this host";
+  cfg.ram_budget_bytes = plan->usable_ram_bytes;  // more than three quarters of it
+  std::vector<std::string> warnings;
+  cfg.log = [&](LogLevel level, std::string_view message) {
+    if (level == LogLevel::kWarning) warnings.emplace_back(message);
+  };
+  auto m = Model::Open(FixtureDir(kSet) + "/container", cfg);
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("usable RAM"), std::string::npos) << warnings[0];
+}
+
 TEST_F(SessionTest, SessionsOutliveTheirModelHandle) {
   auto m = Open(1);
   ASSERT_TRUE(m);
