@@ -76,7 +76,7 @@ int BenchCommand(const Options& o) {
   Clock::time_point first_token = start;
   double first_token_ms = 0;
   Stats at_first;  // the counters when prefill has finished (decode-only figures)
-  Status status = engine->Generate(prompt, ParamsFromOptions(o), [&](const TokenEvent& e) {
+  const Result<FinishReason> finished = engine->Generate(prompt, ParamsFromOptions(o), [&](const TokenEvent& e) {
     if (tally.tokens == 0) {
       first_token = Clock::now();
       first_token_ms = e.ms_total;
@@ -86,6 +86,7 @@ int BenchCommand(const Options& o) {
     return true;
   });
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const Status status = finished ? Status::Ok() : finished.error();
   if (!status.ok()) {
     ReportFailure("generate", status, DetailOf(status, *engine), o);
     return 1;

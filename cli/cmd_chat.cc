@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "prompt_plan.h"
 #include "engine_setup.h"
 #include "generation.h"
 #include "piece_writer.h"
@@ -156,12 +157,16 @@ int ChatCommand(const Options& o) {
     PieceWriter stream(StopFor(o, turn), [](std::string_view bytes) { WriteOut(bytes); });
     g_interrupted.store(false);
     g_generating.store(true);
-    Status status = engine->Generate(ids, params, [&](const TokenEvent& e) {
+    const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
       if (g_interrupted.load()) return false;
       return stream.Push(e.piece);
     });
     g_generating.store(false);
     stream.Finish();
+    const Status status = !finished ? finished.error()
+                          : *finished == FinishReason::kCancelled
+                              ? Status(Errc::kCancelled, "cancelled by callback")
+                              : Status::Ok();
 
     if (status.code() == Errc::kCancelled && !stream.stopped()) {
       WriteOut("\n(stopped)");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "prompt_plan.h"
 #include "engine_setup.h"
 #include "prompt.h"
 #include "report.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "prompt_plan.h"
 #include "engine_setup.h"
 #include "generation.h"
 #include "piece_writer.h"
@@ -68,13 +69,17 @@ int RunCommand(const Options& o) {
   TokenTally tally;
   std::vector<int> generated;
   const GenParams params = ParamsFromOptions(o);
-  Status status = engine->Generate(ids, params, [&](const TokenEvent& e) {
+  const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
     tally.Add(e);
     generated.push_back(e.token);
     return stream.Push(e.piece);
   });
   stream.Finish();
   if (!o.json) WriteOut("\n");
+  const Status status = !finished ? finished.error()
+                        : *finished == FinishReason::kCancelled
+                            ? Status(Errc::kCancelled, "cancelled by callback")
+                            : Status::Ok();
 
   const bool stopped_by_string = status.code() == Errc::kCancelled && stream.stopped();
   if (!status.ok() && !stopped_by_string) {

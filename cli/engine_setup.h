@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "options.h"
+#include "prompt_plan.h"
 #include "waste/chat.h"
 #include "waste/waste.h"
 

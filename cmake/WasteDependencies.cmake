@@ -2,7 +2,9 @@
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
-find_package(CLI11 REQUIRED)
+if(WASTE_STANDALONE)
+  find_package(CLI11 REQUIRED)  # the CLI's option parser only
+endif()
 find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)

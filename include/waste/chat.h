@@ -6,16 +6,17 @@
 // is a list of segments, each tokenized on its own in its own mode — markup
 // for template structure and media blocks, plain for anything a person
 // wrote — and never concatenated before tokenizing, so user text cannot
-// forge a control token. Engine::TokenizeSegments turns a segment list into
-// ids. See docs/TOKENIZER.md.
+// forge a control token. Model::TokenizeSegments turns a segment list into
+// ids. See docs/TOKENIZER.md. (How the `waste` commands assemble their
+// prompts from these is the CLI's business: cli/prompt_plan.h.)
 #pragma once
 
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "waste/export.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -33,10 +34,10 @@ struct ChatTemplate {
   // "user" and "assistant" are [prefix, suffix] string pairs and whose
   // optional "open" is a string; other keys are ignored; no length caps.
   // kFormat (the message names `name` and the field) otherwise.
-  static Result<ChatTemplate> Parse(std::string_view json, std::string_view name) noexcept;
+  WASTE_EXPORT static Result<ChatTemplate> Parse(std::string_view json, std::string_view name) noexcept;
   // <dir>/chat.json; nullopt when the container has none; kIo when it
   // exists but cannot be read; kFormat when it is malformed.
-  static Result<std::optional<ChatTemplate>> Load(const std::string& container_dir) noexcept;
+  WASTE_EXPORT static Result<std::optional<ChatTemplate>> Load(const std::string& container_dir) noexcept;
 
   // The template applies only with a user prefix, an assistant prefix or
   // an open string.
@@ -53,41 +54,8 @@ struct PromptSegment {
   bool operator==(const PromptSegment&) const = default;
 };
 
-// What a command feeds the model for one turn, and how to present it.
-struct PromptPlan {
-  std::vector<PromptSegment> segments;
-  // Untemplated prompts are echoed to stdout before the continuation.
-  bool echo_prompt = false;
-  // The stop string to use when --stop was not given: the assistant suffix
-  // of a template in use, else empty (none).
-  std::string default_stop;
-};
-
-// Empty segments are never produced. `media_blocks` are MediaBlock() texts.
-
-// `run`. Templated unless `tmpl` is null or unusable or `raw`: then the
-// media blocks and the prompt are all markup (the user may write control
-// tokens on purpose). `system` is used only when templated and non-empty.
-PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view system,
-                          std::span<const std::string> media_blocks,
-                          std::string_view prompt) noexcept;
-
-// `chat`: the system turn evaluated once at start; empty without a usable
-// template or without system text.
-std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl,
-                                               std::string_view system) noexcept;
-
-// `chat`: one typed line. Templated, the turn ends with "open" (or the
-// assistant prefix when open is empty); untemplated, the line is markup and
-// echoed.
-PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> media_blocks,
-                         std::string_view line) noexcept;
-
-// `eval`: always the untemplated markup form.
-std::vector<PromptSegment> BuildEvalPrompt(std::string_view prompt) noexcept;
-
 // The markup block one image contributes before the text; the size is
 // omitted when unknown (width or height <= 0).
-std::string MediaBlock(int width, int height) noexcept;
+WASTE_EXPORT std::string MediaBlock(int width, int height) noexcept;
 
 }  // namespace waste

@@ -4,15 +4,26 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace waste {
 
 enum class CachePolicy : uint8_t { kLfru = 0, kLru = 1 };
 
+enum class LogLevel : uint8_t { kInfo = 0, kWarning = 1 };
+// Where the library's warnings go (it never prints). Called on the thread
+// that made the call; must not throw.
+using LogSink = std::function<void(LogLevel, std::string_view)>;
+
 struct Config {
   uint64_t ram_budget_bytes = 0;     // 0 = default rule (ENGINE.md §4.3)
-  uint32_t ctx_tokens = 4096;        // MLA context capacity
+  uint32_t ctx_tokens = 4096;        // MLA context capacity of each session
+  // Sessions the budget keeps room for (each: state + scratch at
+  // ctx_tokens); the expert cache gets what is left. Model::NewSession
+  // refuses a session beyond this reserve. 0 is taken as 1.
+  uint32_t max_sessions = 1;
   int threads = 0;                   // 0 = WASTE_THREADS, else CPU count
   std::string cpu_list;              // "0-5,8"; empty = WASTE_CPUS, else unbound
   bool verify_records = false;       // crc32 every record read (OR with WASTE_VERIFY)
@@ -23,6 +34,9 @@ struct Config {
   std::string usage_path;            // hotlist; empty = <container>/usage.waste
   bool exclusive_open = false;
   bool force_baseline_kernels = false;  // like WASTE_BACKEND=cpu
+  // Warnings (a budget that leaves under a quarter of usable RAM, buffered
+  // reads where cache-bypass reads were asked for); empty = dropped.
+  LogSink log;
 };
 
 }  // namespace waste

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "waste/export.h"
+
 namespace waste {
 
 enum class Errc : int {
@@ -23,7 +25,7 @@ enum class Errc : int {
 };
 
 // The fixed short text for a code (the reference's waste_strerror).
-const char* ErrcText(Errc code) noexcept;
+WASTE_EXPORT const char* ErrcText(Errc code) noexcept;
 
 // A code plus a message that names what is wrong and where.
 class Status {
@@ -38,38 +40,40 @@ class Status {
   Errc code() const noexcept { return code_; }
   const std::string& message() const noexcept { return message_; }
   // "<ErrcText>: <message>" or just the text when there is no message.
-  std::string ToString() const;
+  WASTE_EXPORT std::string ToString() const noexcept;
 
  private:
   Errc code_ = Errc::kOk;
   std::string message_;
 };
 
-inline Status IoError(std::string m) { return Status(Errc::kIo, std::move(m)); }
-inline Status FormatError(std::string m) { return Status(Errc::kFormat, std::move(m)); }
-inline Status ArgError(std::string m) { return Status(Errc::kArg, std::move(m)); }
-inline Status UnsupportedError(std::string m) {
+inline Status IoError(std::string m) noexcept { return Status(Errc::kIo, std::move(m)); }
+inline Status FormatError(std::string m) noexcept { return Status(Errc::kFormat, std::move(m)); }
+inline Status ArgError(std::string m) noexcept { return Status(Errc::kArg, std::move(m)); }
+inline Status UnsupportedError(std::string m) noexcept {
   return Status(Errc::kUnsupported, std::move(m));
 }
-inline Status OomError(std::string m) { return Status(Errc::kOom, std::move(m)); }
+inline Status OomError(std::string m) noexcept { return Status(Errc::kOom, std::move(m)); }
 
 // Spelled like std::expected so a move to C++23 is a rename.
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                    // NOLINT
-  Result(Status status) : v_(std::move(status)) {}             // NOLINT
+  Result(T value) noexcept : v_(std::move(value)) {}           // NOLINT
+  Result(Status status) noexcept : v_(std::move(status)) {}    // NOLINT
 
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  const Status& error() const { return std::get<1>(v_); }
+  // value() on an error, or error() on a value, is a bug in the caller: it
+  // ends the process (std::terminate) rather than throwing.
+  T& value() & noexcept { return std::get<0>(v_); }
+  const T& value() const& noexcept { return std::get<0>(v_); }
+  T&& value() && noexcept { return std::get<0>(std::move(v_)); }
+  T& operator*() & noexcept { return value(); }
+  const T& operator*() const& noexcept { return value(); }
+  T* operator->() noexcept { return &value(); }
+  const T* operator->() const noexcept { return &value(); }
+  const Status& error() const noexcept { return std::get<1>(v_); }
 
  private:
   std::variant<T, Status> v_;

@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "waste/export.h"
+
 namespace waste {
 
 // Re-chunks a byte stream (decoded token pieces) so that every chunk it
@@ -21,7 +23,7 @@ namespace waste {
 // pieces is held back (at most 3 bytes) until it completes; bytes that can
 // never become valid pass through at once, so nothing is lost and the
 // concatenation of all output equals the concatenation of all input.
-class Utf8Stream {
+class WASTE_EXPORT Utf8Stream {
  public:
   // Appends `bytes` and returns what can be printed now.
   std::string Push(std::string_view bytes) noexcept;
@@ -42,7 +44,7 @@ class Utf8Stream {
 // text, so markup stop strings work) and fires when the stop string spans
 // several pieces. Bytes that might begin the stop string are held back until
 // they are known not to, so no part of it is ever printed.
-class StopStringFilter {
+class WASTE_EXPORT StopStringFilter {
  public:
   // An empty stop string never fires: everything passes straight through.
   explicit StopStringFilter(std::string stop) noexcept;

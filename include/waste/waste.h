@@ -1,32 +1,34 @@
-// Umbrella include for hosts: the engine API, configuration, memory plan,
-// status codes and build facts.
+// Umbrella include for C++ hosts: models and sessions, the one-session
+// Engine, configuration, memory plan, status codes, text helpers and build
+// facts. (The C API is the separate <waste.h>.)
 #pragma once
 
 #include "waste/config.h"
 #include "waste/engine.h"
+#include "waste/export.h"
 #include "waste/memplan.h"
+#include "waste/model.h"
 #include "waste/status.h"
 #include "waste/text.h"
+#include "waste/version.h"
 
-#define WASTE_VERSION_MAJOR 0
-#define WASTE_VERSION_MINOR 1
-#define WASTE_VERSION_PATCH 0
-#define WASTE_VERSION_STRING "0.1.0"
-#define WASTE_API_VERSION 1
-#define WASTE_FORMAT_VERSION 0
 
 #include <cstdint>
 #include <string>
 
 namespace waste {
 
+// The linked library's version ("0.1.0") and MAJOR*10000 + MINOR*100 +
+// PATCH; WASTE_VERSION_STRING / WASTE_VERSION_NUMBER are the headers'.
+WASTE_EXPORT const char* Version() noexcept;
+WASTE_EXPORT int VersionNumber() noexcept;
 // "WASTE 0.1.0 (container v0, backend AVX-512, crc32 zlib, x86_64)"
-std::string BuildInfo();
+WASTE_EXPORT std::string BuildInfo() noexcept;
 // Backend name of the process-wide kernel table ("CPU", "AVX-512", ...).
-std::string BackendName();
-uint64_t PhysicalRam();
-uint64_t UsableRam();
+WASTE_EXPORT std::string BackendName() noexcept;
+WASTE_EXPORT uint64_t PhysicalRam() noexcept;
+WASTE_EXPORT uint64_t UsableRam() noexcept;
 // Peak resident set size of this process so far (0 if unknown).
-uint64_t PeakRssBytes();
+WASTE_EXPORT uint64_t PeakRssBytes() noexcept;
 
 }  // namespace waste

@@ -17,9 +17,13 @@ const char* ErrcText(Errc code) noexcept {
   return "unknown error";
 }
 
-std::string Status::ToString() const {
-  if (message_.empty()) return ErrcText(code_);
-  return std::string(ErrcText(code_)) + ": " + message_;
+std::string Status::ToString() const noexcept {
+  try {
+    if (message_.empty()) return ErrcText(code_);
+    return std::string(ErrcText(code_)) + ": " + message_;
+  } catch (...) {
+    return {};  // out of memory: nothing better to say
+  }
 }
 
 }  // namespace waste

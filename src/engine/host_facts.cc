@@ -1,11 +1,33 @@
-// Public machine facts (include/waste/waste.h) over the platform shim.
+// Public version and machine facts (include/waste/waste.h) over the
+// platform shim.
 #include "platform/platform.h"
 #include "waste/waste.h"
 
 namespace waste {
 
-uint64_t PhysicalRam() { return platform::PhysicalRam(); }
-uint64_t UsableRam() { return platform::GetUsableRam().bytes; }
-uint64_t PeakRssBytes() { return platform::PeakRssBytes(); }
+const char* Version() noexcept { return WASTE_VERSION_STRING; }
+int VersionNumber() noexcept { return WASTE_VERSION_NUMBER; }
+
+uint64_t PhysicalRam() noexcept {
+  try {
+    return platform::PhysicalRam();
+  } catch (...) {
+    return 0;
+  }
+}
+uint64_t UsableRam() noexcept {
+  try {
+    return platform::GetUsableRam().bytes;
+  } catch (...) {
+    return 0;
+  }
+}
+uint64_t PeakRssBytes() noexcept {
+  try {
+    return platform::PeakRssBytes();
+  } catch (...) {
+    return 0;
+  }
+}
 
 }  // namespace waste

@@ -23,9 +23,15 @@ constexpr const char kCrc32Impl[] = "zlib";
 
 }  // namespace
 
-std::string BackendName() { return kernels::ActiveKernels().name; }
+std::string BackendName() noexcept {
+  try {
+    return kernels::ActiveKernels().name;
+  } catch (...) {
+    return {};
+  }
+}
 
-std::string BuildInfo() {
+std::string BuildInfo() noexcept try {
   std::string s = "WASTE " WASTE_VERSION_STRING " (container v";
   s += std::to_string(WASTE_FORMAT_VERSION);
   s += ", backend ";
@@ -36,6 +42,8 @@ std::string BuildInfo() {
   s += kArch;
   s += ")";
   return s;
+} catch (...) {
+  return {};
 }
 
 }  // namespace waste

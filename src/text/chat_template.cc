@@ -59,16 +59,6 @@ Result<std::string> ReadFile(const std::string& path, bool* missing) {
   return content;
 }
 
-void Add(std::vector<PromptSegment>* segments, SegmentMode mode, std::string_view text) {
-  if (!text.empty()) segments->push_back({mode, std::string(text)});
-}
-
-void AddMedia(std::vector<PromptSegment>* segments, std::span<const std::string> media_blocks) {
-  for (const std::string& block : media_blocks) Add(segments, SegmentMode::kMarkup, block);
-}
-
-bool Templated(const ChatTemplate* tmpl) { return tmpl != nullptr && tmpl->usable(); }
-
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view name) noexcept {
@@ -95,61 +85,6 @@ Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& contai
   } catch (const std::exception&) {
     return OomError(container_dir + "/chat.json: out of memory");
   }
-}
-
-PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view system,
-                          std::span<const std::string> media_blocks,
-                          std::string_view prompt) noexcept {
-  PromptPlan plan;
-  if (raw || !Templated(tmpl)) {
-    AddMedia(&plan.segments, media_blocks);
-    Add(&plan.segments, SegmentMode::kMarkup, prompt);
-    plan.echo_prompt = true;
-    return plan;
-  }
-  plan.segments = BuildChatSystemTurn(tmpl, system);
-  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_prefix);
-  AddMedia(&plan.segments, media_blocks);
-  Add(&plan.segments, SegmentMode::kPlain, prompt);
-  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
-  Add(&plan.segments, SegmentMode::kMarkup, tmpl->open);
-  plan.default_stop = tmpl->assistant_suffix;
-  return plan;
-}
-
-std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl,
-                                               std::string_view system) noexcept {
-  std::vector<PromptSegment> segments;
-  if (!Templated(tmpl) || system.empty()) return segments;
-  Add(&segments, SegmentMode::kMarkup, tmpl->system_prefix);
-  Add(&segments, SegmentMode::kPlain, system);
-  Add(&segments, SegmentMode::kMarkup, tmpl->system_suffix);
-  return segments;
-}
-
-PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> media_blocks,
-                         std::string_view line) noexcept {
-  PromptPlan plan;
-  if (!Templated(tmpl)) {
-    AddMedia(&plan.segments, media_blocks);
-    Add(&plan.segments, SegmentMode::kMarkup, line);
-    plan.echo_prompt = true;
-    return plan;
-  }
-  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_prefix);
-  AddMedia(&plan.segments, media_blocks);
-  Add(&plan.segments, SegmentMode::kPlain, line);
-  Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
-  Add(&plan.segments, SegmentMode::kMarkup,
-      tmpl->open.empty() ? tmpl->assistant_prefix : tmpl->open);
-  plan.default_stop = tmpl->assistant_suffix;
-  return plan;
-}
-
-std::vector<PromptSegment> BuildEvalPrompt(std::string_view prompt) noexcept {
-  std::vector<PromptSegment> segments;
-  Add(&segments, SegmentMode::kMarkup, prompt);
-  return segments;
 }
 
 std::string MediaBlock(int width, int height) noexcept {

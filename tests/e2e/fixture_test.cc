@@ -110,11 +110,11 @@ TEST_P(FixtureTest, Greedy16ViaGenerate) {
   std::vector<int> got;
   GenParams p;
   p.max_tokens = 16;
-  Status st = e->Generate(Prompt(), p, [&](const TokenEvent& ev) {
+  auto st = e->Generate(Prompt(), p, [&](const TokenEvent& ev) {
     got.push_back(ev.token);
     return true;
   });
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(st.has_value()) << st.error().ToString();
   EXPECT_EQ(got, Ids(g["greedy16_via_generate"]));
   // Every emitted token counts as fed: the position is prompt + generated.
   EXPECT_EQ(e->position(), static_cast<int>(Prompt().size() + got.size()));
@@ -169,7 +169,7 @@ TEST_P(FixtureTest, SessionSaveLoadContinuesIdentically) {
   ASSERT_TRUE(a->SaveState(path).ok());
   std::vector<int> uninterrupted;
   std::vector<int> next = {5};
-  ASSERT_TRUE(a->Generate(next, p, collect(&uninterrupted)).ok());
+  ASSERT_TRUE(a->Generate(next, p, collect(&uninterrupted)).has_value());
 
   auto b = Open();
   ASSERT_TRUE(b);
@@ -177,7 +177,7 @@ TEST_P(FixtureTest, SessionSaveLoadContinuesIdentically) {
   ASSERT_TRUE(ls.ok()) << ls.ToString();
   EXPECT_EQ(b->position(), static_cast<int>(prompt.size()));
   std::vector<int> resumed;
-  ASSERT_TRUE(b->Generate(next, p, collect(&resumed)).ok());
+  ASSERT_TRUE(b->Generate(next, p, collect(&resumed)).has_value());
   EXPECT_EQ(resumed, uninterrupted);
   std::filesystem::remove_all(dir);
 }

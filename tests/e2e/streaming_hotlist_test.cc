@@ -41,11 +41,11 @@ Outcome RunOnce(const std::string& dir, bool learn) {
   GenParams p;
   p.max_tokens = 12;
   std::vector<int> prompt = TestPrompt((*e)->info().vocab, 10);
-  Status st = (*e)->Generate(prompt, p, [&](const TokenEvent& ev) {
+  auto st = (*e)->Generate(prompt, p, [&](const TokenEvent& ev) {
     out.tokens.push_back(ev.token);
     return true;
   });
-  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(st.has_value()) << st.error().ToString();
   out.stats = (*e)->stats();
   if (learn) {
     Status saved = (*e)->SaveUsage();

@@ -2,6 +2,7 @@
 // §1.5 prompt assembly, including that user text cannot forge a control
 // token (segments tokenized through the internal bridge chat_template.h,
 // the same code Engine::TokenizeSegments runs).
+#include "prompt_plan.h"
 #include "text/chat_template.h"
 #include "shared_fixtures.h"
 

@@ -1,0 +1,383 @@
+// The C API (include/waste.h) over the C++ one: a waste_ctx is one Model
+// plus one Session. Nothing thrown below escapes (every entry point is a
+// firewall); status codes are the Errc values, which equal the reference's.
+#include "waste.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "waste/model.h"
+#include "waste/waste.h"
+
+struct waste_ctx {
+  std::unique_ptr<waste::Model> model;
+  std::unique_ptr<waste::Session> session;
+  std::string detail;  // what waste_error_detail returns; empty = NULL
+};
+
+namespace {
+
+using waste::Errc;
+using waste::Status;
+
+waste_status Code(Errc e) { return static_cast<waste_status>(static_cast<int>(e)); }
+
+// Records the failure's message as the context's detail.
+waste_status Fail(waste_ctx* ctx, const Status& st) {
+  if (ctx != nullptr) ctx->detail = st.message();
+  return Code(st.code());
+}
+
+void CopyString(const std::string& s, char* out, size_t cap) {
+  size_t n = std::min(s.size(), cap - 1);
+  std::memcpy(out, s.data(), n);
+  out[n] = '\0';
+}
+
+waste_status Tokenize(waste_ctx* ctx, const char* text, int add_bos, bool markup, int32_t* out,
+                      size_t cap, size_t* n_out) {
+  if (ctx == nullptr || text == nullptr || n_out == nullptr) return WASTE_E_ARG;
+  *n_out = 0;
+  try {
+    ctx->detail.clear();
+    auto ids = ctx->model->Tokenize(text, markup, add_bos != 0);
+    if (!ids) return Fail(ctx, ids.error());
+    *n_out = ids->size();
+    if (ids->size() > cap || (out == nullptr && !ids->empty())) {
+      ctx->detail = "the output buffer holds " + std::to_string(cap) + " ids; " +
+                    std::to_string(ids->size()) + " are needed";
+      return WASTE_E_ARG;
+    }
+    std::copy(ids->begin(), ids->end(), out);
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void waste_cfg_init(waste_cfg* cfg) {
+  if (cfg == nullptr) return;
+  std::memset(cfg, 0, sizeof(*cfg));
+  cfg->ctx_tokens = 4096;
+  cfg->direct_io = -1;
+  cfg->lookahead = -1;
+  cfg->io_threads = -1;
+  cfg->cache_policy = WASTE_CACHE_LFRU;
+}
+
+void waste_gen_params_init(waste_gen_params* params) {
+  if (params == nullptr) return;
+  std::memset(params, 0, sizeof(*params));
+  params->max_tokens = 256;
+  params->top_p = 1.0f;
+}
+
+waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_ctx** out) {
+  if (out == nullptr) return WASTE_E_ARG;
+  *out = nullptr;
+  if (container_dir == nullptr) return WASTE_E_ARG;
+  try {
+    waste_cfg defaults;
+    waste_cfg_init(&defaults);
+    const waste_cfg& c = cfg != nullptr ? *cfg : defaults;
+    if (c.vision != 0) return WASTE_E_UNSUPPORTED;  // no image input in this engine yet
+    waste::Config config;
+    config.ram_budget_bytes = c.ram_budget;
+    config.ctx_tokens = c.ctx_tokens == 0 ? 4096 : c.ctx_tokens;
+    config.threads = c.threads;
+    config.cpu_list = c.cpu_list != nullptr ? c.cpu_list : "";
+    config.verify_records = c.verify != 0;
+    config.direct_io = c.direct_io;
+    config.lookahead = c.lookahead;
+    config.io_threads = c.io_threads;
+    config.cache_policy = c.cache_policy == WASTE_CACHE_LRU ? waste::CachePolicy::kLru
+                                                            : waste::CachePolicy::kLfru;
+    config.usage_path = c.usage_path != nullptr ? c.usage_path : "";
+    config.exclusive_open = c.exclusive_open != 0;
+    if (c.log != nullptr) {
+      waste_log_fn fn = c.log;
+      void* user = c.log_user;
+      config.log = [fn, user](waste::LogLevel level, std::string_view message) {
+        std::string m(message);
+        fn(user, level == waste::LogLevel::kWarning ? WASTE_LOG_WARN : WASTE_LOG_INFO, m.c_str());
+      };
+    }
+    auto model = waste::Model::Open(container_dir, config);
+    if (!model) return Code(model.error().code());
+    auto session = (*model)->NewSession();
+    if (!session) return Code(session.error().code());
+    auto* ctx = new (std::nothrow) waste_ctx;
+    if (ctx == nullptr) return WASTE_E_OOM;
+    ctx->model = std::move(*model);
+    ctx->session = std::move(*session);
+    *out = ctx;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+void waste_close(waste_ctx* ctx) { delete ctx; }
+
+waste_status waste_plan_memory(const char* container_dir, uint32_t ctx_tokens,
+                               waste_mem_plan* out) {
+  if (container_dir == nullptr || out == nullptr) return WASTE_E_ARG;
+  try {
+    auto plan = waste::PlanMemory(container_dir, ctx_tokens == 0 ? 4096 : ctx_tokens);
+    if (!plan) return Code(plan.error().code());
+    std::memset(out, 0, sizeof(*out));
+    out->ctx = plan->ctx;
+    out->trunk_bytes = plan->trunk_bytes;
+    out->state_bytes = plan->state_bytes;
+    out->scratch_bytes = plan->scratch_bytes;
+    out->min_expert_cache = plan->min_expert_cache;
+    out->floor_bytes = plan->floor_bytes;
+    out->working_set_bytes = plan->working_set_bytes;
+    out->recommended_bytes = plan->recommended_bytes;
+    out->record_bytes = plan->record_bytes;
+    out->vision_bytes = 0;
+    out->physical_ram_bytes = plan->physical_ram_bytes;
+    out->usable_ram_bytes = plan->usable_ram_bytes;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_memory_used(const waste_ctx* ctx, waste_mem_used* out) {
+  if (ctx == nullptr || out == nullptr) return WASTE_E_ARG;
+  waste::MemoryUsage m = ctx->model->memory_used();
+  out->trunk_bytes = m.trunk_bytes;
+  out->state_bytes = m.state_bytes;
+  out->scratch_bytes = m.scratch_bytes;
+  out->expert_cache_bytes = m.expert_cache_bytes;
+  out->budget_bytes = m.budget_bytes;
+  out->slots = m.slots;
+  return WASTE_OK;
+}
+
+waste_status waste_tokenize(waste_ctx* ctx, const char* text, int add_bos, int32_t* out,
+                            size_t cap, size_t* n_out) {
+  return Tokenize(ctx, text, add_bos, /*markup=*/false, out, cap, n_out);
+}
+
+waste_status waste_tokenize_markup(waste_ctx* ctx, const char* text, int add_bos, int32_t* out,
+                                   size_t cap, size_t* n_out) {
+  return Tokenize(ctx, text, add_bos, /*markup=*/true, out, cap, n_out);
+}
+
+waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, size_t n, char* out, size_t cap,
+                              size_t* n_out) {
+  if (ctx == nullptr || (ids == nullptr && n > 0) || out == nullptr || cap == 0) {
+    return WASTE_E_ARG;
+  }
+  try {
+    ctx->detail.clear();
+    std::vector<int> v(ids, ids + n);
+    auto text = ctx->model->Detokenize(v);
+    if (!text) return Fail(ctx, text.error());
+    if (n_out != nullptr) *n_out = text->size();
+    if (text->size() + 1 > cap) {
+      ctx->detail = "the output buffer holds " + std::to_string(cap) + " bytes; " +
+                    std::to_string(text->size() + 1) + " are needed";
+      return WASTE_E_ARG;
+    }
+    std::memcpy(out, text->data(), text->size());
+    out[text->size()] = '\0';
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
+                            const waste_gen_params* params, waste_token_cb cb, void* user) {
+  if (ctx == nullptr || prompt == nullptr || n == 0) return WASTE_E_ARG;
+  try {
+    ctx->detail.clear();
+    waste_gen_params defaults;
+    waste_gen_params_init(&defaults);
+    const waste_gen_params& p = params != nullptr ? *params : defaults;
+    if (p.grammar != nullptr) {
+      ctx->detail = "constrained decoding (grammar) is not supported";
+      return WASTE_E_UNSUPPORTED;
+    }
+    if (p.n_stop_tokens > 0 && p.stop_tokens == nullptr) return WASTE_E_ARG;
+    waste::GenParams gp;
+    gp.max_tokens = p.max_tokens <= 0 ? 256 : p.max_tokens;
+    gp.temperature = p.temperature;
+    gp.top_p = p.top_p <= 0.0f ? 1.0f : p.top_p;
+    gp.top_k = p.top_k;
+    gp.seed = p.seed;
+    gp.stop_tokens.assign(p.stop_tokens, p.stop_tokens + p.n_stop_tokens);
+    std::vector<int> ids(prompt, prompt + n);
+    waste::TokenCallback on_token;
+    if (cb != nullptr) {
+      on_token = [cb, user](const waste::TokenEvent& e) {
+        waste_token_info info{};
+        info.token_index = e.index;
+        info.token = e.token;
+        info.experts_hit = e.experts_hit;
+        info.experts_missed = e.experts_missed;
+        info.bytes_read = e.bytes_read;
+        info.ms_total = e.ms_total;
+        std::string piece(e.piece);  // NUL-terminated copy
+        return cb(piece.c_str(), piece.size(), &info, user) == 0;
+      };
+    }
+    auto r = ctx->session->Generate(ids, gp, on_token);
+    if (!r) return Fail(ctx, r.error());
+    if (*r == waste::FinishReason::kCancelled) {
+      ctx->detail.clear();
+      return WASTE_E_CANCELLED;
+    }
+    // A full context is a normal end with a detail (the reference's rule).
+    ctx->detail = ctx->session->error_detail();
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const float** logits,
+                        int32_t* vocab) {
+  if (ctx == nullptr || ids == nullptr || n == 0) return WASTE_E_ARG;
+  try {
+    ctx->detail.clear();
+    std::vector<int> v(ids, ids + n);
+    auto r = ctx->session->Eval(v);
+    if (!r) return Fail(ctx, r.error());
+    if (logits != nullptr) *logits = r->data();
+    if (vocab != nullptr) *vocab = static_cast<int32_t>(r->size());
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_state_save(waste_ctx* ctx, const char* path) {
+  if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
+  try {
+    ctx->detail.clear();
+    Status st = ctx->session->SaveState(path);
+    return st.ok() ? WASTE_OK : Fail(ctx, st);
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_state_load(waste_ctx* ctx, const char* path) {
+  if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
+  try {
+    ctx->detail.clear();
+    Status st = ctx->session->LoadState(path);
+    return st.ok() ? WASTE_OK : Fail(ctx, st);
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+void waste_state_reset(waste_ctx* ctx) {
+  if (ctx == nullptr) return;
+  ctx->session->Reset();
+  ctx->detail.clear();
+}
+
+waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out) {
+  if (ctx == nullptr || out == nullptr) return WASTE_E_ARG;
+  try {
+    const waste::ModelInfo& i = ctx->model->info();
+    std::memset(out, 0, sizeof(*out));
+    CopyString(i.arch, out->arch, sizeof(out->arch));
+    CopyString(i.quantization, out->quant_summary, sizeof(out->quant_summary));
+    out->n_layers = i.layers;
+    out->n_experts = i.experts;
+    out->top_k = i.top_k;
+    out->hidden = i.hidden;
+    out->vocab = i.vocab;
+    out->ctx_max = i.ctx_tokens;
+    out->params_total = i.params_total;
+    out->params_active = i.params_active;
+    out->bos_id = i.bos_id;
+    out->eos_id = i.eos_id;
+    out->has_tokenizer = i.has_tokenizer ? 1 : 0;
+    out->has_chat_template = i.has_chat_template ? 1 : 0;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_save_usage(waste_ctx* ctx, const char* path) {
+  if (ctx == nullptr) return WASTE_E_ARG;
+  try {
+    ctx->detail.clear();
+    Status st = ctx->model->SaveUsage(path != nullptr ? path : "");
+    return st.ok() ? WASTE_OK : Fail(ctx, st);
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_get_stats(const waste_ctx* ctx, waste_stats* out) {
+  if (ctx == nullptr || out == nullptr) return WASTE_E_ARG;
+  waste::Stats s = ctx->session->stats();
+  std::memset(out, 0, sizeof(*out));
+  out->tokens_generated = s.tokens_generated;
+  out->experts_hit = s.experts_hit;
+  out->experts_missed = s.experts_missed;
+  out->bytes_read = s.bytes_read;
+  out->sec_total = s.sec_total;
+  out->sec_io = s.sec_io;
+  out->direct_io = s.direct_io ? 1 : 0;
+  out->prefill_tokens = s.prefill_tokens;
+  out->prefill_s = s.prefill_s;
+  out->decode_s = s.decode_s;
+  out->evictions = s.evictions;
+  out->prefetched = s.prefetched;
+  out->spec_reads = s.spec_reads;
+  return WASTE_OK;
+}
+
+uint64_t waste_physical_ram(void) { return waste::PhysicalRam(); }
+uint64_t waste_usable_ram(void) { return waste::UsableRam(); }
+
+const char* waste_strerror(waste_status status) {
+  switch (status) {
+    case WASTE_OK: return "ok";
+    case WASTE_E_IO:
+    case WASTE_E_FORMAT:
+    case WASTE_E_RAM_BUDGET:
+    case WASTE_E_OOM:
+    case WASTE_E_ARG:
+    case WASTE_E_UNSUPPORTED:
+    case WASTE_E_CANCELLED:
+    case WASTE_E_BUSY:
+      return waste::ErrcText(static_cast<Errc>(static_cast<int>(status)));
+  }
+  return "unknown error";
+}
+
+const char* waste_error_detail(const waste_ctx* ctx) {
+  if (ctx == nullptr || ctx->detail.empty()) return nullptr;
+  return ctx->detail.c_str();
+}
+
+const char* waste_build_info(void) {
+  // Built once; the kernel table it names is fixed for the process.
+  static const std::string info = waste::BuildInfo();
+  return info.c_str();
+}
+const char* waste_version(void) { return waste::Version(); }
+int waste_version_number(void) { return waste::VersionNumber(); }
+
+}  // extern "C"

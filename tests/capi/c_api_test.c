@@ -1,0 +1,313 @@
+/* The C API (include/waste.h) driven from C, the way a host written for
+ * the reference drives it: plan, open, tokenize the fixture strings (plain,
+ * with BOS, markup, round trip), greedy-generate the fixture prompt, and
+ * compare with what the reference produced on warp-tiny-tok
+ * (tokenize.json, greedy16.json). Also the error contract: status texts,
+ * short buffers, cancellation, grammar refusal, state save/load.
+ * Exit 0 = pass, 1 = failure, 77 = skipped (fixtures absent). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waste.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+static char* ReadFile(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* buf = (char*)malloc((size_t)n + 1);
+  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* --- just enough JSON: find a key after *pos, read an int array or a string */
+
+static const char* FindKey(const char* from, const char* key) {
+  char pattern[64];
+  snprintf(pattern, sizeof(pattern), "\"%s\"", key);
+  const char* p = strstr(from, pattern);
+  if (p == NULL) return NULL;
+  p += strlen(pattern);
+  while (*p == ' ' || *p == ':' || *p == '\n') ++p;
+  return p;
+}
+
+static size_t ReadInts(const char* p, int32_t* out, size_t cap) {
+  size_t n = 0;
+  if (p == NULL || *p != '[') return 0;
+  ++p;
+  while (*p != ']' && *p != '\0') {
+    char* end;
+    long v = strtol(p, &end, 10);
+    if (end == p) {
+      ++p;
+      continue;
+    }
+    if (n < cap) out[n] = (int32_t)v;
+    ++n;
+    p = end;
+  }
+  return n;
+}
+
+static void PutUtf8(unsigned cp, char** o) {
+  if (cp < 0x80) {
+    *(*o)++ = (char)cp;
+  } else if (cp < 0x800) {
+    *(*o)++ = (char)(0xC0 | (cp >> 6));
+    *(*o)++ = (char)(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *(*o)++ = (char)(0xE0 | (cp >> 12));
+    *(*o)++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+    *(*o)++ = (char)(0x80 | (cp & 0x3F));
+  } else {
+    *(*o)++ = (char)(0xF0 | (cp >> 18));
+    *(*o)++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+    *(*o)++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+    *(*o)++ = (char)(0x80 | (cp & 0x3F));
+  }
+}
+
+/* A JSON string at p (which points at the opening quote), decoded to UTF-8
+ * into out (cap bytes); returns the decoded length. */
+static size_t ReadString(const char* p, char* out, size_t cap) {
+  char* o = out;
+  if (p == NULL || *p != '"') return 0;
+  ++p;
+  while (*p != '"' && *p != '\0' && (size_t)(o - out) + 5 < cap) {
+    if (*p != '\\') {
+      *o++ = *p++;
+      continue;
+    }
+    ++p;
+    switch (*p) {
+      case 'n': *o++ = '\n'; break;
+      case 't': *o++ = '\t'; break;
+      case 'r': *o++ = '\r'; break;
+      case 'b': *o++ = '\b'; break;
+      case 'f': *o++ = '\f'; break;
+      case 'u': {
+        unsigned cp = (unsigned)strtoul((char[]){p[1], p[2], p[3], p[4], 0}, NULL, 16);
+        p += 4;
+        if (cp >= 0xD800 && cp < 0xDC00 && p[1] == '\\' && p[2] == 'u') {
+          unsigned lo = (unsigned)strtoul((char[]){p[3], p[4], p[5], p[6], 0}, NULL, 16);
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          p += 6;
+        }
+        PutUtf8(cp, &o);
+        break;
+      }
+      default: *o++ = *p; break;
+    }
+    ++p;
+  }
+  *o = '\0';
+  return (size_t)(o - out);
+}
+
+static int SameIds(const int32_t* a, size_t na, const int32_t* b, size_t nb) {
+  return na == nb && (na == 0 || memcmp(a, b, na * sizeof(int32_t)) == 0);
+}
+
+/* --- token callback -------------------------------------------------------- */
+
+struct Collected {
+  int32_t ids[64];
+  size_t n;
+  size_t stop_after; /* cancel once this many arrived (0 = never) */
+  size_t bytes;
+};
+
+static int Collect(const char* piece, size_t len, const waste_token_info* info, void* user) {
+  struct Collected* c = (struct Collected*)user;
+  if (c->n < 64) c->ids[c->n] = info->token;
+  ++c->n;
+  c->bytes += len;
+  (void)piece;
+  return c->stop_after != 0 && c->n >= c->stop_after;
+}
+
+static void CheckTokenizeCases(waste_ctx* ctx, const char* json) {
+  static char text[4096], want_detok[4096], got_detok[4096];
+  int32_t want[512], got[512];
+  int cases = 0;
+  const char* p = strstr(json, "\"cases\"");
+  while (p != NULL && (p = FindKey(p, "text")) != NULL) {
+    size_t len = ReadString(p, text, sizeof(text));
+    size_t n_out = 0, n_want;
+    /* Plain, with BOS, markup; each against the reference's ids. */
+    n_want = ReadInts(FindKey(p, "ids"), want, 512);
+    CHECK(waste_tokenize(ctx, text, 0, got, 512, &n_out) == WASTE_OK);
+    CHECK(SameIds(got, n_out, want, n_want));
+    n_want = ReadInts(FindKey(p, "ids_bos"), want, 512);
+    CHECK(waste_tokenize(ctx, text, 1, got, 512, &n_out) == WASTE_OK);
+    CHECK(SameIds(got, n_out, want, n_want));
+    n_want = ReadInts(FindKey(p, "ids_markup"), want, 512);
+    CHECK(waste_tokenize_markup(ctx, text, 0, got, 512, &n_out) == WASTE_OK);
+    CHECK(SameIds(got, n_out, want, n_want));
+    /* And back to the same bytes. */
+    size_t want_len = ReadString(FindKey(p, "detok"), want_detok, sizeof(want_detok));
+    n_want = ReadInts(FindKey(p, "ids"), want, 512);
+    CHECK(waste_detokenize(ctx, want, n_want, got_detok, sizeof(got_detok), &n_out) == WASTE_OK);
+    CHECK(n_out == want_len && memcmp(got_detok, want_detok, want_len) == 0);
+    (void)len;
+    ++cases;
+    p = FindKey(p, "detok");
+  }
+  printf("tokenize.json: %d cases\n", cases);
+  CHECK(cases >= 5);
+}
+
+int main(void) {
+  const char* fixtures = WASTE_FIXTURES_DIR "/warp-tiny-tok";
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/container/manifest.json", fixtures);
+  FILE* probe = fopen(path, "rb");
+  if (probe == NULL) {
+    printf("SKIP: fixture set warp-tiny-tok not found under %s\n", WASTE_FIXTURES_DIR);
+    return 77;
+  }
+  fclose(probe);
+  char container[1024];
+  snprintf(container, sizeof(container), "%s/container", fixtures);
+
+  /* Status codes and texts are the reference's. */
+  CHECK(strcmp(waste_strerror(WASTE_OK), "ok") == 0);
+  CHECK(strcmp(waste_strerror(WASTE_E_RAM_BUDGET), "RAM budget below the model's floor") == 0);
+  CHECK(strcmp(waste_strerror(WASTE_E_CANCELLED), "cancelled by callback") == 0);
+  CHECK(strcmp(waste_strerror((waste_status)-42), "unknown error") == 0);
+  CHECK(waste_version_number() == WASTE_VERSION_NUMBER);
+  CHECK(strcmp(waste_version(), WASTE_VERSION_STRING) == 0);
+  CHECK(strncmp(waste_build_info(), "WASTE " WASTE_VERSION_STRING " (container v0", 24) == 0);
+  CHECK(waste_physical_ram() > 0 && waste_usable_ram() > 0);
+
+  /* Plan, then a budget under the floor is refused. */
+  waste_mem_plan plan;
+  CHECK(waste_plan_memory(container, 4096, &plan) == WASTE_OK);
+  CHECK(plan.ctx == 4096 && plan.floor_bytes > 0);
+  CHECK(plan.floor_bytes ==
+        plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.min_expert_cache);
+  CHECK(plan.recommended_bytes >= plan.floor_bytes);
+  waste_cfg cfg;
+  waste_cfg_init(&cfg);
+  waste_ctx* ctx = NULL;
+  cfg.ram_budget = plan.floor_bytes - 1;
+  CHECK(waste_open(container, &cfg, &ctx) == WASTE_E_RAM_BUDGET && ctx == NULL);
+  cfg.ram_budget = 0;
+  waste_status st = waste_open(container, &cfg, &ctx);
+  CHECK(st == WASTE_OK && ctx != NULL);
+  if (ctx == NULL) return 1;
+
+  waste_model_info info;
+  CHECK(waste_model_get_info(ctx, &info) == WASTE_OK);
+  CHECK(strcmp(info.arch, "kimi-linear") == 0);
+  CHECK(info.n_layers == 4 && info.n_experts == 8 && info.top_k == 2 && info.vocab == 316);
+  CHECK(info.bos_id == 305 && info.eos_id == 307 && info.ctx_max == 4096);
+  CHECK(info.params_total == 1129124 && info.params_active == 646308);
+  waste_mem_used used;
+  CHECK(waste_memory_used(ctx, &used) == WASTE_OK);
+  CHECK(used.trunk_bytes == plan.trunk_bytes && used.state_bytes == plan.state_bytes);
+  CHECK(used.scratch_bytes <= plan.scratch_bytes && used.slots > 0);
+
+  /* Tokenizer against the reference's ids. */
+  snprintf(path, sizeof(path), "%s/tokenize.json", fixtures);
+  char* tokenize_json = ReadFile(path);
+  CHECK(tokenize_json != NULL);
+  if (tokenize_json != NULL) CheckTokenizeCases(ctx, tokenize_json);
+  free(tokenize_json);
+  int32_t small[2];
+  size_t n_out = 0;
+  CHECK(waste_tokenize(ctx, "hello world", 0, small, 2, &n_out) == WASTE_E_ARG && n_out == 5);
+  char tiny[4];
+  int32_t hello[] = {284, 269, 265, 108, 100};
+  CHECK(waste_detokenize(ctx, hello, 5, tiny, sizeof(tiny), &n_out) == WASTE_E_ARG && n_out == 11);
+  CHECK(waste_detokenize(ctx, hello, 5, tiny, 0, &n_out) == WASTE_E_ARG);
+
+  /* Greedy generation equals the reference's waste_generate(temp 0, 16). */
+  snprintf(path, sizeof(path), "%s/greedy16.json", fixtures);
+  char* greedy_json = ReadFile(path);
+  CHECK(greedy_json != NULL);
+  int32_t prompt[64], want[64];
+  size_t n_prompt = greedy_json ? ReadInts(FindKey(greedy_json, "prompt_ids"), prompt, 64) : 0;
+  size_t n_want =
+      greedy_json ? ReadInts(FindKey(greedy_json, "greedy16_via_generate"), want, 64) : 0;
+  free(greedy_json);
+  CHECK(n_prompt == 16 && n_want > 0);
+  waste_gen_params gp;
+  waste_gen_params_init(&gp);
+  gp.max_tokens = 16;
+  struct Collected got = {{0}, 0, 0, 0};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &got) == WASTE_OK);
+  CHECK(SameIds(got.ids, got.n, want, n_want));
+  printf("greedy: %zu ids, %s the reference\n", got.n,
+         SameIds(got.ids, got.n, want, n_want) ? "equal to" : "DIFFERENT FROM");
+  waste_stats stats;
+  CHECK(waste_get_stats(ctx, &stats) == WASTE_OK);
+  CHECK(stats.tokens_generated == got.n && stats.sec_total > 0);
+
+  /* Save, generate, reload, generate again: the same continuation. */
+  char state_path[1024];
+  snprintf(state_path, sizeof(state_path), "%s/waste_c_api_test_%d.state",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)WASTE_VERSION_NUMBER);
+  CHECK(waste_state_save(ctx, state_path) == WASTE_OK);
+  int32_t next[] = {5, 6, 7};
+  gp.max_tokens = 6;
+  struct Collected a = {{0}, 0, 0, 0}, b = {{0}, 0, 0, 0};
+  CHECK(waste_generate(ctx, next, 3, &gp, Collect, &a) == WASTE_OK);
+  CHECK(waste_state_load(ctx, state_path) == WASTE_OK);
+  CHECK(waste_generate(ctx, next, 3, &gp, Collect, &b) == WASTE_OK);
+  CHECK(a.n == b.n && SameIds(a.ids, a.n, b.ids, b.n));
+  remove(state_path);
+
+  /* Cancellation, grammar refusal, bad ids, eval. */
+  waste_state_reset(ctx);
+  struct Collected c = {{0}, 0, 2, 0};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &c) == WASTE_E_CANCELLED);
+  CHECK(c.n == 2);
+  gp.grammar = "root ::= \"x\"";
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &c) == WASTE_E_UNSUPPORTED);
+  gp.grammar = NULL;
+  int32_t bad[] = {1, 99999};
+  CHECK(waste_generate(ctx, bad, 2, &gp, NULL, NULL) == WASTE_E_ARG);
+  CHECK(waste_error_detail(ctx) != NULL);
+  waste_state_reset(ctx);
+  const float* logits = NULL;
+  int32_t vocab = 0;
+  CHECK(waste_eval(ctx, prompt, n_prompt, &logits, &vocab) == WASTE_OK);
+  CHECK(logits != NULL && vocab == 316);
+  if (logits != NULL) {
+    int best = 0;
+    for (int i = 1; i < vocab; ++i) if (logits[i] > logits[best]) best = i;
+    CHECK(best == want[0]);
+  }
+  waste_close(ctx);
+  waste_close(NULL);
+  waste_ctx* none = NULL;
+  CHECK(waste_open(NULL, &cfg, &none) == WASTE_E_ARG && none == NULL);
+
+  if (failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("c_api_test: all checks passed\n");
+  return 0;
+}
