@@ -2,6 +2,9 @@
 // (0 success, 1 the engine refused or failed, 2 usage; ENGINE.md §1.8).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "options.h"
 
 namespace waste::cli {
@@ -16,5 +19,8 @@ int BenchCommand(const Options& options);
 int PlanCommand(const Options& options);
 int InfoCommand(const Options& options);
 int VersionCommand(const Options& options);
+// convert / verify parse their own arguments (everything after the command).
+int ConvertMain(const std::vector<std::string>& args);
+int VerifyMain(const std::vector<std::string>& args);
 
 }  // namespace waste::cli

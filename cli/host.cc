@@ -17,4 +17,12 @@ bool StdinIsTerminal() {
 #endif
 }
 
+bool StderrIsTerminal() {
+#ifdef WASTE_CLI_HAVE_UNISTD
+  return ::isatty(STDERR_FILENO) != 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace waste::cli

@@ -8,5 +8,6 @@
 namespace waste::cli {
 
 bool StdinIsTerminal();
+bool StderrIsTerminal();
 
 }  // namespace waste::cli

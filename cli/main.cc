@@ -31,6 +31,10 @@ constexpr Entry kTable[] = {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "convert" || args[0] == "verify")) {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    return args[0] == "convert" ? ConvertMain(rest) : VerifyMain(rest);
+  }
   ParseOutcome parsed = ParseCommandLine(args);
   switch (parsed.kind) {
     case ParseOutcome::Kind::kHelp: {

@@ -63,6 +63,10 @@ bool PathExists(const std::string& path);
 Result<std::string> ReadWholeFile(const std::string& path);
 // Write to <path>.tmp.<pid>.<seq> (exclusive, 0600), fsync, rename over path.
 Status WriteFileAtomic(const std::string& path, const void* data, size_t n);
+// Publishes a file written elsewhere (streamed to `tmp` and closed): fsync
+// it, rename it over `path`, and fsync the directory so the rename itself
+// survives a crash.
+Status CommitFile(const std::string& tmp, const std::string& path);
 
 // Aligned allocation, released only through AlignedFree (a pair).
 void* AlignedAlloc(size_t alignment, size_t bytes);

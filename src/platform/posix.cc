@@ -188,6 +188,31 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
   return Status::Ok();
 }
 
+Status CommitFile(const std::string& tmp, const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoStatus("open", tmp, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus("fsync", tmp, err);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return IoError("rename " + tmp + " to " + path + ": " + ErrnoText(errno));
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);  // best effort: some filesystems refuse fsync on directories
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
 void* AlignedAlloc(size_t alignment, size_t bytes) {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
   if ((alignment & (alignment - 1)) != 0) return nullptr;

@@ -265,6 +265,24 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
   return Status::Ok();
 }
 
+Status CommitFile(const std::string& tmp, const std::string& path) {
+  std::wstring wtmp = Widen(tmp);
+  HANDLE h = ::CreateFileW(wtmp.c_str(), GENERIC_WRITE, 0, nullptr, OPEN_EXISTING,
+                           FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("open", tmp, ::GetLastError());
+  if (!::FlushFileBuffers(h)) {
+    DWORD err = ::GetLastError();
+    ::CloseHandle(h);
+    return Win32Status("flush", tmp, err);
+  }
+  ::CloseHandle(h);
+  if (!::MoveFileExW(wtmp.c_str(), Widen(path).c_str(),
+                     MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    return IoError("rename " + tmp + " to " + path + ": " + LastErrorText(::GetLastError()));
+  }
+  return Status::Ok();
+}
+
 void* AlignedAlloc(size_t alignment, size_t bytes) {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
   if ((alignment & (alignment - 1)) != 0) return nullptr;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint_gen.h"
 #include "generator.h"
 #include "presets.h"
 
@@ -23,7 +24,11 @@ constexpr const char* kUsage =
     "  --vq4p           experts as 4 stages x 64 entries, 6-bit packed (VQ4P)\n"
     "  --trace FILE     fit router biases to a routing trace (JSON lines); kimi-linear\n"
     "                   presets use the project's trace by default, 'none' turns it off\n"
-    "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n";
+    "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n"
+    "  --checkpoint     write a checkpoint in the family's published layout instead of a\n"
+    "                   container (config.json, index, safetensors shards) for waste convert;\n"
+    "                   with --dtype bf16|fp8|mxfp4 (fp8: every *_proj matrix e4m3 with\n"
+    "                   32x32 block scales; mxfp4: routed experts), --shards N, --vocab N\n";
 
 std::string Count(uint64_t n) {
   if (n >= 1000000000ull) return fmt::format("{:.2f} B", n / 1e9);
@@ -43,6 +48,8 @@ int Usage(const std::string& why) {
 
 int Run(int argc, char** argv) {
   waste::gen::GenOptions o;
+  waste::gen::CheckpointOptions co;
+  bool checkpoint = false;
   bool quiet = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -62,6 +69,24 @@ int Run(int argc, char** argv) {
       const char* v = value();
       if (v == nullptr) return Usage("--trace needs a file (or none)");
       o.trace = v;
+    } else if (a == "--checkpoint") {
+      checkpoint = true;
+    } else if (a == "--dtype") {
+      const char* v = value();
+      std::string_view d = v == nullptr ? "" : v;
+      if (d == "bf16") {
+        co.dtype = waste::gen::CheckpointDType::kBf16;
+      } else if (d == "fp8") {
+        co.dtype = waste::gen::CheckpointDType::kFp8;
+      } else if (d == "mxfp4") {
+        co.dtype = waste::gen::CheckpointDType::kMxfp4;
+      } else {
+        return Usage("--dtype takes bf16, fp8 or mxfp4");
+      }
+    } else if (a == "--shards" || a == "--vocab") {
+      const char* v = value();
+      if (v == nullptr) return Usage(fmt::format("{} needs a number", a));
+      (a == "--shards" ? co.shards : co.vocab) = std::atoi(v);
     } else if (a == "--tokenizer") {
       o.tokenizer = true;
     } else if (a == "--vq4p") {
@@ -83,6 +108,22 @@ int Run(int argc, char** argv) {
   }
   if (o.out_dir.empty()) return Usage("missing OUT_DIR");
   if (!quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+  if (checkpoint) {
+    co.out_dir = o.out_dir;
+    co.preset = o.preset;
+    co.seed = o.seed;
+    co.tokenizer = o.tokenizer;
+    auto r = waste::gen::GenerateCheckpoint(co);
+    if (!r) {
+      std::fprintf(stderr, "waste-gen: %s\n", r.error().ToString().c_str());
+      return 1;
+    }
+    if (!quiet) {
+      std::fprintf(stderr, "%s: %s checkpoint, %d tensors, %s\n", o.out_dir.c_str(), o.preset.c_str(),
+                   r->tensors, Bytes(r->bytes).c_str());
+    }
+    return 0;
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   auto report = waste::gen::Generate(o);

@@ -1,0 +1,199 @@
+// `waste convert SRC OUT` and `waste verify CONTAINER [--source CKPT]`:
+// thin front ends over waste/convert.h with their own option parsing (they
+// take no engine options). Progress: a bar with ETA and throughput on a
+// terminal, one JSON object per line with --json, plain lines otherwise.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "host.h"
+#include "waste/convert.h"
+
+namespace waste::cli {
+namespace {
+
+std::string Duration(double s) {
+  if (s < 0) return "?";
+  const int t = static_cast<int>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t / 60) % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+void PrintProgress(const ConvertProgress& p, bool json, bool tty) {
+  if (json) {
+    nlohmann::ordered_json j = {{"phase", p.phase},
+                                {"layer", p.layer},
+                                {"layers_done", p.layers_done},
+                                {"layers_total", p.layers_total},
+                                {"experts_done", p.experts_done},
+                                {"experts_total", p.experts_total},
+                                {"elapsed_s", p.elapsed_s},
+                                {"eta_s", p.eta_s},
+                                {"source_gb_per_s", p.source_gb_per_s},
+                                {"message", p.message}};
+    std::fprintf(stdout, "%s\n", j.dump().c_str());
+    std::fflush(stdout);
+    return;
+  }
+  if (p.phase == "layer" || p.phase == "done" || p.phase == "finish") {
+    std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", p.message.c_str());
+    return;
+  }
+  if (!tty) return;  // plain logs get the per-layer lines only
+  const double frac = p.experts_total > 0 ? static_cast<double>(p.experts_done) / p.experts_total : 0;
+  const int width = 30, fill = static_cast<int>(frac * width);
+  std::string bar(static_cast<size_t>(fill), '#');
+  bar.resize(width, '.');
+  std::fprintf(stderr, "\r\033[K[%s] %5.1f%% %s layer %d  %d/%d experts  %.2f GB/s  eta %s",
+               bar.c_str(), 100 * frac, p.phase.c_str(), p.layer, p.experts_done, p.experts_total,
+               p.source_gb_per_s, Duration(p.eta_s).c_str());
+  std::fflush(stderr);
+}
+
+std::vector<int> ParseLayers(const std::string& s, std::string* error) {
+  std::vector<int> out;
+  size_t p = 0;
+  while (p <= s.size() && !s.empty()) {
+    size_t e = s.find(',', p);
+    std::string part = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    size_t dash = part.find('-');
+    try {
+      if (dash != std::string::npos) {
+        int a = std::stoi(part.substr(0, dash)), b = std::stoi(part.substr(dash + 1));
+        for (int l = a; l <= b; ++l) out.push_back(l);
+      } else {
+        out.push_back(std::stoi(part));
+      }
+    } catch (const std::exception&) {
+      *error = fmt::format("--layers: \"{}\" is not a layer number or range", part);
+      return {};
+    }
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int ConvertMain(const std::vector<std::string>& args) {
+  CLI::App app("Convert a published checkpoint (safetensors, Hugging Face layout) into a waste container",
+               "waste convert");
+  ConvertOptions o;
+  std::string layers;
+  bool json = false;
+  app.add_option("SRC", o.source_dir, "checkpoint directory (config.json, safetensors)")->required();
+  app.add_option("OUT", o.out_dir, "container directory (created; a rerun resumes)")->required();
+  app.add_option("--layers", layers, "expert layers to convert now, e.g. 1,2,5-7 (default all)");
+  app.add_option("--threads", o.threads, "worker threads (default: every CPU)");
+  app.add_option("--expert-format", o.expert_format, "vq3r (default), vq2r or vq4p")
+      ->check(CLI::IsMember({"vq3r", "vq2r", "vq4p"}));
+  app.add_option("--seed", o.seed, "seed of the codebook training (default 0)");
+  app.add_flag("--trunk8", o.trunk8, "store every quantised trunk matrix Q8G (default Q4G)");
+  app.add_option("--train-vectors", o.train_vectors, "codebook training vectors per layer and kind");
+  app.add_flag("--json", json, "progress and the summary as JSON lines on stdout");
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::string err;
+  o.layers = ParseLayers(layers, &err);
+  if (!err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 2;
+  }
+  const bool tty = !json && StderrIsTerminal();
+  o.progress = [&](const ConvertProgress& p) { PrintProgress(p, json, tty); };
+  Result<ConvertReport> r = Convert(o);
+  if (!r) {
+    if (tty) std::fputs("\n", stderr);
+    std::fprintf(stderr, "waste convert: %s\n", r.error().message().c_str());
+    return 1;
+  }
+  const ConvertReport& rep = *r;
+  if (json) {
+    nlohmann::ordered_json layers_j = nlohmann::ordered_json::array();
+    for (const ConvertLayerReport& l : rep.layers) {
+      layers_j.push_back({{"layer", l.layer}, {"cached", l.cached}, {"seconds", l.seconds},
+                          {"rel_error", {l.rel_error[0], l.rel_error[1], l.rel_error[2]}}});
+    }
+    nlohmann::ordered_json j = {{"phase", "summary"}, {"complete", rep.complete}, {"family", rep.family},
+                                {"layers_total", rep.layers_total}, {"layers_finished", rep.layers_finished},
+                                {"trunk_cached", rep.trunk_cached}, {"trunk_rel_error", rep.trunk_rel_error},
+                                {"seconds", rep.seconds}, {"source_bytes_read", rep.source_bytes_read},
+                                {"peak_rss_bytes", rep.peak_rss_bytes}, {"threads", rep.threads},
+                                {"layers", layers_j}};
+    std::fprintf(stdout, "%s\n", j.dump().c_str());
+  } else {
+    std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%, %.1f s, %.2f GB read, peak RSS %.0f MiB, %d threads\n",
+                 o.out_dir.c_str(), rep.complete ? "complete" : "incomplete (rerun to continue)",
+                 rep.layers_finished, rep.layers_total, 100 * rep.trunk_rel_error, rep.seconds,
+                 rep.source_bytes_read / 1e9, rep.peak_rss_bytes / 1048576.0, rep.threads);
+  }
+  return 0;
+}
+
+int VerifyMain(const std::vector<std::string>& args) {
+  CLI::App app("Check a container: every record's header and crc32, every trunk tensor; with --source, "
+               "the reconstruction error of every tensor against the checkpoint",
+               "waste verify");
+  VerifyOptions o;
+  bool json = false, all = false;
+  app.add_option("CONTAINER", o.container_dir, "container directory")->required();
+  app.add_option("--source", o.source_dir, "checkpoint the container was converted from");
+  app.add_option("--threads", o.threads, "worker threads (default: every CPU)");
+  app.add_flag("--all", all, "print every tensor's error, not only outliers");
+  app.add_flag("--json", json, "the report as one JSON object on stdout");
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!json) o.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  Result<VerifyReport> r = Verify(o);
+  if (!r) {
+    std::fprintf(stderr, "waste verify: %s\n", r.error().message().c_str());
+    return 1;
+  }
+  const VerifyReport& rep = *r;
+  if (json) {
+    nlohmann::ordered_json errs = nlohmann::ordered_json::array();
+    for (const VerifyTensorError& e : rep.errors) {
+      if (all || e.outlier) errs.push_back({{"name", e.name}, {"rel_error", e.rel_error}, {"outlier", e.outlier}});
+    }
+    nlohmann::ordered_json j = {{"sound", rep.sound}, {"problems", rep.problems},
+                                {"records_checked", rep.records_checked},
+                                {"trunk_tensors_checked", rep.trunk_tensors_checked},
+                                {"expert_median_error", rep.expert_median_error},
+                                {"expert_max_error", rep.expert_max_error},
+                                {"trunk_max_error", rep.trunk_max_error}, {"errors", errs}};
+    std::fprintf(stdout, "%s\n", j.dump(1).c_str());
+  } else {
+    for (const VerifyTensorError& e : rep.errors) {
+      if (all || e.outlier) {
+        std::fprintf(stdout, "%-60s %8.4f%s\n", e.name.c_str(), e.rel_error, e.outlier ? "  OUTLIER" : "");
+      }
+    }
+    for (const std::string& p : rep.problems) std::fprintf(stdout, "problem: %s\n", p.c_str());
+    std::fprintf(stdout, "%s: %s — %llu records, %llu trunk tensors", o.container_dir.c_str(),
+                 rep.sound ? "sound" : "NOT sound", static_cast<unsigned long long>(rep.records_checked),
+                 static_cast<unsigned long long>(rep.trunk_tensors_checked));
+    if (!o.source_dir.empty()) {
+      std::fprintf(stdout, "; expert error median %.2f%% max %.2f%%, trunk max %.2f%%",
+                   100 * rep.expert_median_error, 100 * rep.expert_max_error, 100 * rep.trunk_max_error);
+    }
+    std::fprintf(stdout, "\n");
+  }
+  return rep.sound ? 0 : 1;
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,56 @@
+// Source number formats to f32, exactly (CONVERT notes in docs/CONVERT.md):
+// bf16, f16, f32, fp8 e4m3 / e5m2 (optionally with 2-D block scales whose
+// tile comes from the checkpoint's quantization_config), and MXFP4 (E2M1
+// codes, one E8M0 power-of-two scale per 32 elements).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "convert/safetensors.h"
+#include "waste/status.h"
+
+namespace waste::convert {
+
+float Bf16ToF32(uint16_t v);
+float E4M3ToF32(uint8_t b);   // e4m3fn: no infinity, 0x7F/0xFF NaN, max 448
+float E5M2ToF32(uint8_t b);   // the upper byte of an IEEE f16
+float Mxfp4Value(uint8_t nibble);  // E2M1: sign bit 3, {0,.5,1,1.5,2,3,4,6}
+
+// Elementwise float dtypes (F32, F16, BF16, F64, F8_E4M3, F8_E5M2) to f32.
+// Any other dtype is an error naming `what`.
+Status DecodeFloats(DType t, const uint8_t* src, size_t n, float* out, const std::string& what);
+
+// w [rows, cols] *= scale[r / bm, c / bn]; scale is [ceil(rows/bm), ceil(cols/bn)].
+Status ApplyBlockScales(float* w, int64_t rows, int64_t cols, const float* scale, int64_t srows,
+                        int64_t scols, int bm, int bn, const std::string& what);
+
+// MXFP4: packed [rows, cols/2] (low nibble = even element), scale
+// [rows, cols/32] (s = 2^(e-127), e = 0 decodes to 0) -> out [rows, cols].
+void DecodeMxfp4(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols,
+                 float* out);
+
+// How quantised matrices of a checkpoint are stored.
+struct SourceQuant {
+  int fp8_block_rows = 128;     // quantization_config.weight_block_size
+  int fp8_block_cols = 128;
+  bool fp8_block_known = false; // from the config (never guessed from shapes)
+};
+
+// A tensor read from a checkpoint as f32, whatever its storage: a float
+// dtype, fp8 with its NAME_scale_inv companion, or MXFP4 as NAME_packed +
+// NAME_scale. `shape` is the logical shape.
+struct F32Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+  int64_t rows() const;         // product of all but the last dimension
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+};
+bool CheckpointHasTensor(const Checkpoint& ckpt, const std::string& name);
+Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q);
+// Bytes LoadF32 reads from the source for `name` (throughput accounting).
+uint64_t SourceBytes(const Checkpoint& ckpt, const std::string& name);
+
+}  // namespace waste::convert

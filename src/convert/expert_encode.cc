@@ -1,0 +1,103 @@
+#include "convert/expert_encode.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "convert/rng.h"
+#include "format/format.h"
+
+namespace waste::convert {
+
+void KindBooks::Build(std::vector<float> books, int n_stages, int entries) {
+  values = std::move(books);
+  stages.clear();
+  for (int s = 0; s < n_stages; ++s) {
+    stages.emplace_back(values.data() + static_cast<size_t>(s) * entries * kVecDim, entries);
+  }
+}
+
+namespace {
+
+float RowScale(const float* row, int cols) {
+  float amax = 1e-8f;
+  for (int i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(row[i]));
+  return amax;
+}
+
+}  // namespace
+
+MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const KindBooks& books) {
+  const format::RecordLayout& l = b.layout();
+  const format::MatrixLayout& m = l.m[kind];
+  const int n_stages = static_cast<int>(books.stages.size());
+  uint16_t* scales = b.scales(kind);
+  std::vector<float> unit(static_cast<size_t>(m.cols));  // decoded row at scale 1
+  MatrixError out;
+  uint8_t idx[8];
+  float rho[kVecDim];
+  for (int r = 0; r < m.rows; ++r) {
+    const float* row = w + static_cast<size_t>(r) * m.cols;
+    const uint16_t h = format::F32ToF16(RowScale(row, m.cols));
+    const float a = format::F16ToF32(h);
+    const float inv = a > 0.0f ? 1.0f / a : 0.0f;
+    for (int v = 0; v < m.nv; ++v) {
+      for (int j = 0; j < kVecDim; ++j) rho[j] = row[v * kVecDim + j] * inv;
+      float* u = unit.data() + static_cast<size_t>(v) * kVecDim;
+      std::fill(u, u + kVecDim, 0.0f);
+      for (int s = 0; s < n_stages; ++s) {
+        const int c = books.stages[s].Nearest(rho);
+        idx[s] = static_cast<uint8_t>(c);
+        const float* e = books.stages[s].entry(c);
+        for (int j = 0; j < kVecDim; ++j) {
+          rho[j] -= e[j];
+          u[j] += e[j];
+        }
+      }
+      b.SetRun(kind, r, v, idx);
+    }
+    // Least-squares row scale for the chosen indices, in f16.
+    double wu = 0, uu = 0, ww = 0;
+    for (int i = 0; i < m.cols; ++i) {
+      wu += static_cast<double>(row[i]) * unit[i];
+      uu += static_cast<double>(unit[i]) * unit[i];
+      ww += static_cast<double>(row[i]) * row[i];
+    }
+    auto row_err = [&](float s) { return ww - 2.0 * s * wu + static_cast<double>(s) * s * uu; };
+    uint16_t best = h;
+    double best_e = row_err(a);
+    if (uu > 0) {
+      const uint16_t h2 = format::F32ToF16(static_cast<float>(wu / uu));
+      if (format::F16IsFinite(h2)) {
+        const double e2 = row_err(format::F16ToF32(h2));
+        if (e2 < best_e) {
+          best = h2;
+          best_e = e2;
+        }
+      }
+    }
+    scales[r] = best;
+    out.err += std::max(0.0, best_e);
+    out.norm += ww;
+  }
+  return out;
+}
+
+void SampleTrainingVectors(const float* w, int rows, int cols, size_t count, uint64_t rng_seed,
+                           float* out) {
+  const int nv = cols / kVecDim;
+  const size_t total = static_cast<size_t>(rows) * nv;
+  std::vector<float> inv(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    const float a = format::F16ToF32(format::F32ToF16(RowScale(w + static_cast<size_t>(r) * cols, cols)));
+    inv[r] = a > 0.0f ? 1.0f / a : 0.0f;
+  }
+  Rng rng(rng_seed);
+  for (size_t k = 0; k < count; ++k) {
+    const size_t p = count >= total ? k % total : rng.Below(total);
+    const size_t r = p / nv, v = p % nv;
+    const float* src = w + r * cols + v * kVecDim;
+    for (int j = 0; j < kVecDim; ++j) out[k * kVecDim + j] = src[j] * inv[r];
+  }
+}
+
+}  // namespace waste::convert

@@ -1,0 +1,95 @@
+// The converter's passes (internal to waste_convert): the trunk, one expert
+// layer, the small files. converter.cc sequences them and keeps the resume
+// state; each pass publishes its files atomically and reports checksums.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/safetensors.h"
+#include "convert/source_model.h"
+#include "format/format.h"
+#include "runtime/thread_pool.h"
+#include "waste/status.h"
+
+namespace waste::convert {
+
+// Streams bytes to `<path>.partial`, keeping a crc32; Commit() fsyncs and
+// renames it over `path`. Destroying an uncommitted writer removes the
+// partial file.
+class StagedFile {
+ public:
+  static Result<std::unique_ptr<StagedFile>> Create(const std::string& path);
+  ~StagedFile();
+  Status Write(const void* data, size_t n);
+  Status Commit();
+  uint64_t size() const { return size_; }
+  uint32_t crc() const { return crc_; }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  uint64_t size_ = 0;
+  uint32_t crc_ = 0;
+};
+
+// crc32 and size of a whole file (resume validation).
+Result<std::pair<uint64_t, uint32_t>> FileCrc(const std::string& path);
+
+struct TrunkResult {
+  nlohmann::json index;          // manifest trunk entries, in order
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+  double err = 0, norm = 0;      // over quantised tensors
+  uint64_t source_bytes = 0;
+};
+
+// Trunk storage of a source tensor: 0 = F32, 2 = Q8G, 3 = Q4G.
+uint8_t TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8);
+std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64_t>& shape);
+
+Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8,
+                               const std::string& out_dir, ThreadPool* pool,
+                               const std::function<void(int done, int total)>& tick);
+
+struct LayerJob {
+  int layer = 0;
+  int codebook_base = 0;
+  ExpertQuant quant;
+  format::RecordLayout layout;
+  int64_t train_vectors = 0;
+  int kmeans_iterations = 16;
+  uint64_t seed = 0;
+};
+
+struct LayerResult {
+  uint64_t bank_bytes = 0;
+  uint32_t bank_crc = 0;
+  uint64_t part_bytes = 0;
+  uint32_t part_crc = 0;
+  double err[3] = {0, 0, 0};
+  double norm[3] = {0, 0, 0};
+  uint64_t source_bytes = 0;
+  double train_error[3] = {0, 0, 0};   // mean squared residual of the training set
+};
+
+// Trains the layer's codebooks (written first, as parts/codebooks-L<L>.bin)
+// and encodes every expert into experts-L<L>.bin. `experts_done` is bumped
+// as experts finish; `tick` runs on the calling thread between batches.
+Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& model,
+                                 const LayerJob& job, const std::string& out_dir,
+                                 ThreadPool* pool, std::atomic<int>* experts_done,
+                                 const std::function<void()>& tick);
+
+// tokenizer.model, specials.json, chat_template.jinja, chat.json,
+// vision.json: whatever the checkpoint provides. Returns the names written.
+Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const SourceModel& model,
+                                               const std::string& out_dir);
+
+std::string JoinPath(const std::string& dir, const std::string& name);
+
+}  // namespace waste::convert

@@ -1,0 +1,50 @@
+// What a checkpoint directory is, in the container's terms: the family
+// (Kimi-Linear, Kimi K3, DeepSeek-V3/R1/Kimi-K2), the manifest config with
+// the engine's key spellings, the MoE layers and their expert tensor names,
+// and the trunk tensors with the name each gets in the container.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/dequant.h"
+#include "convert/safetensors.h"
+#include "waste/status.h"
+
+namespace waste::convert {
+
+enum class Family { kKimiLinear, kKimiK3, kDeepSeek };
+const char* FamilyName(Family f);
+
+struct TrunkSource {
+  std::string source;           // name in the checkpoint (without _packed)
+  std::string target;           // name in the container
+  bool vision = false;          // K3 vision tower: 2-D Q8G
+};
+
+struct SourceModel {
+  Family family = Family::kKimiLinear;
+  std::string arch;             // manifest "arch"
+  std::string prefix;           // tensor prefix ("" or "language_model.")
+  nlohmann::ordered_json config;       // manifest "config" (flattened, normalised)
+  nlohmann::ordered_json outer;        // nested configs: the outer object (vision)
+  int n_layers = 0;
+  int n_experts = 0;
+  int first_dense = 0;
+  bool deepseek_naming = false;
+  SourceQuant quant;
+  std::vector<int> moe_layers;  // layers with routed experts, ascending
+  std::vector<TrunkSource> trunk;  // sorted by source name
+
+  // Source name of matrix `kind` (0 gate, 1 up, 2 down) of expert `e`.
+  std::string ExpertTensor(int layer, int e, int kind) const;
+};
+
+// Reads config.json and classifies the checkpoint's tensors. Fails with a
+// message naming the file or tensor when the config lacks a required key
+// or expert tensors are missing.
+Result<SourceModel> DescribeSource(const Checkpoint& ckpt);
+
+}  // namespace waste::convert

@@ -1,0 +1,223 @@
+#include "convert/vq.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "convert/rng.h"
+#include "format/format.h"
+
+namespace waste::convert {
+namespace {
+
+constexpr size_t kChunk = 4096;  // fixed split: results independent of thread count
+
+size_t Chunks(size_t n) { return (n + kChunk - 1) / kChunk; }
+
+void ForChunks(ThreadPool* pool, size_t n, const std::function<void(size_t c, size_t b, size_t e)>& fn) {
+  const size_t nc = Chunks(n);
+  auto run = [&](size_t cb, size_t ce) {
+    for (size_t c = cb; c < ce; ++c) fn(c, c * kChunk, std::min(n, (c + 1) * kChunk));
+  };
+  if (pool == nullptr || nc <= 1) {
+    run(0, nc);
+  } else {
+    pool->ParallelForDynamic(nc, 1, run);
+  }
+}
+
+float Dist2(const float* a, const float* b) {
+  float d = 0.0f;
+  for (int j = 0; j < kVecDim; ++j) {
+    const float t = a[j] - b[j];
+    d += t * t;
+  }
+  return d;
+}
+
+// k-means++ seeding: each next centre drawn with probability proportional
+// to the squared distance to the nearest centre chosen so far.
+std::vector<float> SeedPlusPlus(const float* x, size_t n, int k, Rng& rng, ThreadPool* pool) {
+  std::vector<float> centres(static_cast<size_t>(k) * kVecDim);
+  std::vector<float> d2(n, std::numeric_limits<float>::infinity());
+  std::vector<double> part(Chunks(n));
+  size_t pick = rng.Below(n);
+  for (int c = 0; c < k; ++c) {
+    std::copy_n(x + pick * kVecDim, kVecDim, centres.data() + static_cast<size_t>(c) * kVecDim);
+    const float* cc = centres.data() + static_cast<size_t>(c) * kVecDim;
+    ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
+      double s = 0;
+      for (size_t i = b; i < e; ++i) {
+        d2[i] = std::min(d2[i], Dist2(x + i * kVecDim, cc));
+        s += d2[i];
+      }
+      part[ci] = s;
+    });
+    if (c + 1 == k) break;
+    double total = 0;
+    for (double p : part) total += p;
+    if (!(total > 0)) {
+      pick = rng.Below(n);  // every point is already a centre: any will do
+      continue;
+    }
+    double r = rng.Unit() * total;
+    size_t ci = 0;
+    while (ci + 1 < part.size() && r >= part[ci]) r -= part[ci++];
+    size_t i = ci * kChunk;
+    const size_t end = std::min(n, (ci + 1) * kChunk);
+    for (; i + 1 < end; ++i) {
+      if (r < d2[i]) break;
+      r -= d2[i];
+    }
+    pick = i;
+  }
+  return centres;
+}
+
+}  // namespace
+
+float RoundBookValue(float v) {
+  uint16_t h = format::F32ToF16(v);
+  if (format::F16IsSubnormal(h)) h &= 0x8000;
+  return format::F16ToF32(h);
+}
+
+BookSearch::BookSearch(const float* book, int n)
+    : n_(n),
+      rows_(book, book + static_cast<size_t>(n) * kVecDim),
+      t_(static_cast<size_t>(n) * kVecDim),
+      norm_(static_cast<size_t>(n)) {
+  for (int c = 0; c < n; ++c) {
+    float s = 0.0f;
+    for (int j = 0; j < kVecDim; ++j) {
+      const float v = book[static_cast<size_t>(c) * kVecDim + j];
+      t_[static_cast<size_t>(j) * n + c] = v;
+      s += v * v;
+    }
+    norm_[c] = s;
+  }
+}
+
+int BookSearch::Nearest(const float* x, float* dist) const {
+  // Scores in blocks of 64 entries: a plain loop the compiler vectorises.
+  const float x0 = -2 * x[0], x1 = -2 * x[1], x2 = -2 * x[2], x3 = -2 * x[3];
+  const float x4 = -2 * x[4], x5 = -2 * x[5], x6 = -2 * x[6], x7 = -2 * x[7];
+  const float* t0 = t_.data();
+  const size_t n = static_cast<size_t>(n_);
+  float best = std::numeric_limits<float>::infinity();
+  int best_c = 0;
+  float score[64];
+  for (size_t b = 0; b < n; b += 64) {
+    const size_t m = std::min<size_t>(64, n - b);
+    for (size_t c = 0; c < m; ++c) {
+      const size_t i = b + c;
+      score[c] = norm_[i] + x0 * t0[i] + x1 * t0[n + i] + x2 * t0[2 * n + i] + x3 * t0[3 * n + i] +
+                 x4 * t0[4 * n + i] + x5 * t0[5 * n + i] + x6 * t0[6 * n + i] + x7 * t0[7 * n + i];
+    }
+    for (size_t c = 0; c < m; ++c) {
+      if (score[c] < best) {
+        best = score[c];
+        best_c = static_cast<int>(b + c);
+      }
+    }
+  }
+  if (dist != nullptr) *dist = Dist2(x, entry(best_c));
+  return best_c;
+}
+
+std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansOptions& o,
+                                      ThreadPool* pool, KmeansReport* report) {
+  const size_t n = vectors.size() / kVecDim;
+  const int k = o.entries;
+  std::vector<float> books;
+  books.reserve(static_cast<size_t>(o.stages) * k * kVecDim);
+  std::vector<int> assign(n);
+  std::vector<float> dist(n);
+  const size_t nc = Chunks(n);
+  std::vector<double> sums(nc * static_cast<size_t>(k) * kVecDim);
+  std::vector<int64_t> counts(nc * static_cast<size_t>(k));
+  std::vector<double> err(nc);
+  for (int s = 0; s < o.stages; ++s) {
+    Rng rng(o.seed, 0x6B6D65616E73ull, static_cast<uint64_t>(s));
+    std::vector<float> centres = SeedPlusPlus(vectors.data(), n, k, rng, pool);
+    double prev = std::numeric_limits<double>::infinity();
+    int iters = 0;
+    for (int it = 0; it < o.max_iterations; ++it) {
+      ++iters;
+      BookSearch search(centres.data(), k);
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(counts.begin(), counts.end(), 0);
+      ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
+        double* cs = sums.data() + ci * static_cast<size_t>(k) * kVecDim;
+        int64_t* cn = counts.data() + ci * static_cast<size_t>(k);
+        double ce = 0;
+        for (size_t i = b; i < e; ++i) {
+          const float* xi = vectors.data() + i * kVecDim;
+          const int c = search.Nearest(xi, &dist[i]);
+          assign[i] = c;
+          ce += dist[i];
+          ++cn[c];
+          for (int j = 0; j < kVecDim; ++j) cs[static_cast<size_t>(c) * kVecDim + j] += xi[j];
+        }
+        err[ci] = ce;
+      });
+      double total = 0;
+      for (double e : err) total += e;
+      // Reduce in chunk order, then new centres.
+      std::vector<double> acc(static_cast<size_t>(k) * kVecDim, 0.0);
+      std::vector<int64_t> cnt(static_cast<size_t>(k), 0);
+      for (size_t ci = 0; ci < nc; ++ci) {
+        for (size_t q = 0; q < acc.size(); ++q) acc[q] += sums[ci * acc.size() + q];
+        for (int c = 0; c < k; ++c) cnt[c] += counts[ci * static_cast<size_t>(k) + c];
+      }
+      std::vector<size_t> taken;
+      for (int c = 0; c < k; ++c) {
+        float* cc = centres.data() + static_cast<size_t>(c) * kVecDim;
+        if (cnt[c] > 0) {
+          for (int j = 0; j < kVecDim; ++j) {
+            cc[j] = static_cast<float>(acc[static_cast<size_t>(c) * kVecDim + j] / cnt[c]);
+          }
+          continue;
+        }
+        // Empty cluster: re-seed on the worst-served point not yet used.
+        size_t worst = 0;
+        float wd = -1.0f;
+        for (size_t i = 0; i < n; ++i) {
+          if (dist[i] > wd && std::find(taken.begin(), taken.end(), i) == taken.end()) {
+            wd = dist[i];
+            worst = i;
+          }
+        }
+        taken.push_back(worst);
+        dist[worst] = 0.0f;
+        std::copy_n(vectors.data() + worst * kVecDim, kVecDim, cc);
+        if (report != nullptr) ++report->repaired;
+      }
+      if (taken.empty() && prev - total <= o.tolerance * prev) break;
+      prev = total;
+    }
+    // What the engine decodes: f16 entries, subnormals flushed.
+    for (float& v : centres) v = RoundBookValue(v);
+    BookSearch search(centres.data(), k);
+    ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
+      double ce = 0;
+      for (size_t i = b; i < e; ++i) {
+        float* xi = vectors.data() + i * kVecDim;
+        const float* c = search.entry(search.Nearest(xi));
+        for (int j = 0; j < kVecDim; ++j) xi[j] -= c[j];
+        for (int j = 0; j < kVecDim; ++j) ce += static_cast<double>(xi[j]) * xi[j];
+      }
+      err[ci] = ce;
+    });
+    if (report != nullptr) {
+      double total = 0;
+      for (double e : err) total += e;
+      report->stage_error.push_back(n > 0 ? total / static_cast<double>(n) : 0.0);
+      report->iterations.push_back(iters);
+    }
+    books.insert(books.end(), centres.begin(), centres.end());
+  }
+  return books;
+}
+
+}  // namespace waste::convert
