@@ -28,7 +28,7 @@ const std::string kModelDir = std::string(WASTE_SOURCE_DIR) + "/demo-model";
 const std::string kContainer = std::string(WASTE_BINARY_DIR) + "/demo";
 
 // Converted perplexity may exceed the float one by at most this fraction.
-constexpr double kPerplexityMargin = 0.10;
+constexpr double kPerplexityMargin = 0.05;
 // Greedy continuations must agree for this many tokens per prompt.
 constexpr int kGreedyAgree = 8;
 
