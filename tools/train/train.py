@@ -6,12 +6,18 @@ Steps (all deterministic for a given seed and thread count):
   2. bpe_train.py learns the byte-level BPE ranks (tiktoken.model);
   3. the corpus is tokenized with the project's reference tokenizer
      (tools/tokenizer_ref.py: Kimi's pre-tokenizer pattern + tiktoken BPE);
-  4. the model (kimi_linear.py) trains on random windows with AdamW;
+  4. the model (kimi_linear.py) starts from a bigram fit of the embedding
+     and lm_head (init_from_bigrams), then trains on random windows with AdamW;
   5. export.py writes config.json, bf16 safetensors shards + index,
      tiktoken.model, tokenizer_config.json, and eval.json (held-out ids,
      float perplexity, greedy continuations) measured on the bf16 weights.
 
 Usage: train.py OUT_DIR [--steps N] [--threads N] [--work DIR]
+
+The shipped demo-model/ is `train.py demo-model` with the defaults (120
+steps, batch 8 x 128 tokens, peak lr 1.5e-3, one thread, seed 1611).
+The work directory caches the tokenized corpus (stream.pt) and the BPE
+ranks; delete it to rebuild them.
 """
 
 import argparse
@@ -135,10 +141,10 @@ def lr_at(step, steps, peak, warmup):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1611)
     ap.add_argument("--work", default="/tmp/waste-demo-train")
@@ -176,7 +182,8 @@ def main():
     model = kimi_linear.KimiLinear(cfg)
     t_init = time.time()
     init_from_bigrams(model, stream, VOCAB)
-    print(f"bigram initialisation: {time.time() - t_init:.1f}s", flush=True)
+    init_seconds = time.time() - t_init
+    print(f"bigram initialisation: {init_seconds:.1f}s", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f} M parameters", flush=True)
     decay, no_decay = [], []
@@ -231,7 +238,8 @@ def main():
     torch.save(model.state_dict(), os.path.join(args.work, "ckpt.pt"))
     meta = {"steps": steps, "planned_steps": args.steps, "batch": args.batch, "seq": args.seq, "lr": args.lr,
             "threads": args.threads, "seed": args.seed, "tokens": stream.numel(),
-            "params": n_params, "train_seconds": round(train_seconds, 1), "curve": curve}
+            "params": n_params, "init_seconds": round(init_seconds, 1),
+            "train_seconds": round(train_seconds, 1), "curve": curve}
     with open(os.path.join(args.work, "train_meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     export.export(model, cfg, tik, args.out_dir, args.work, PROMPTS, meta)
