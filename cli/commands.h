@@ -12,6 +12,7 @@ namespace waste::cli {
 int RunCommand(const Options& options);
 int ChatCommand(const Options& options);
 int EvalCommand(const Options& options);
+int PerplexityCommand(const Options& options);
 int TokenizeCommand(const Options& options);
 int DetokenizeCommand(const Options& options);
 int BenchCommand(const Options& options);

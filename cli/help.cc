@@ -21,6 +21,7 @@ const CommandDoc kDocs[] = {
      "generate a continuation (chat template from MODEL/chat.json unless --raw)"},
     {Command::kChat, "MODEL", "interactive conversation: /reset /stats /save F /load F /help"},
     {Command::kEval, "MODEL [PROMPT]", "most likely next tokens after the prompt (no sampling)"},
+    {Command::kPerplexity, "MODEL FILE", "perplexity of the model on a text file (one pass, no BOS)"},
     {Command::kTokenize, "MODEL [TEXT]", "text to token ids (special tokens recognised)"},
     {Command::kDetokenize, "MODEL [IDS]", "token ids to text"},
     {Command::kBench, "MODEL", "fixed prompt, greedy: throughput and expert-cache counters"},

@@ -20,6 +20,7 @@ constexpr Entry kTable[] = {
     {Command::kRun, RunCommand},
     {Command::kChat, ChatCommand},
     {Command::kEval, EvalCommand},
+    {Command::kPerplexity, PerplexityCommand},
     {Command::kTokenize, TokenizeCommand},
     {Command::kDetokenize, DetokenizeCommand},
     {Command::kBench, BenchCommand},

@@ -13,12 +13,13 @@ namespace waste::cli {
 namespace {
 
 constexpr unsigned kOpens = Bit(Command::kRun) | Bit(Command::kChat) | Bit(Command::kEval) |
+                            Bit(Command::kPerplexity) |
                             Bit(Command::kTokenize) | Bit(Command::kDetokenize) |
                             Bit(Command::kBench) | Bit(Command::kInfo);
 constexpr unsigned kGenerates = Bit(Command::kRun) | Bit(Command::kChat) | Bit(Command::kBench);
 constexpr unsigned kReadsPrompt =
     Bit(Command::kRun) | Bit(Command::kEval) | Bit(Command::kTokenize) | Bit(Command::kDetokenize);
-constexpr unsigned kJson = Bit(Command::kEval) | Bit(Command::kTokenize) |
+constexpr unsigned kJson = Bit(Command::kEval) | Bit(Command::kPerplexity) | Bit(Command::kTokenize) |
                            Bit(Command::kDetokenize) | Bit(Command::kPlan) | Bit(Command::kInfo) |
                            Bit(Command::kBench) | Bit(Command::kRun);
 
@@ -292,7 +293,7 @@ const std::vector<OptionSpec>& OptionTable() {
 
 const std::vector<Command>& AllCommands() {
   static const std::vector<Command> all = {
-      Command::kRun,   Command::kChat, Command::kEval, Command::kTokenize, Command::kDetokenize,
+      Command::kRun,   Command::kChat, Command::kEval, Command::kPerplexity, Command::kTokenize, Command::kDetokenize,
       Command::kBench, Command::kPlan, Command::kInfo, Command::kVersion};
   return all;
 }
@@ -305,6 +306,8 @@ const char* CommandName(Command c) {
       return "chat";
     case Command::kEval:
       return "eval";
+    case Command::kPerplexity:
+      return "perplexity";
     case Command::kTokenize:
       return "tokenize";
     case Command::kDetokenize:

@@ -18,6 +18,7 @@ enum class Command {
   kRun,
   kChat,
   kEval,
+  kPerplexity,
   kTokenize,
   kDetokenize,
   kBench,

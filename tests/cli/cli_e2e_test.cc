@@ -120,7 +120,7 @@ class CliE2E : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(fs::exists(kWaste)) << kWaste;
     ASSERT_TRUE(fs::exists(kDemo + "/manifest.json"))
-        << kDemo << ": build the waste_demo_container target";
+        << kDemo << ": build the waste_synthetic_container target";
     ASSERT_TRUE(fs::exists(kDemo + "/chat.json")) << "the demo container has no chat.json";
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::path(::testing::TempDir()) /

@@ -54,12 +54,13 @@ TEST(CliGrammar, UnknownCommand) {
 
 TEST(CliGrammar, EveryCommandIsKnown) {
   for (const char* name :
-       {"run", "chat", "eval", "tokenize", "detokenize", "bench", "plan", "info", "version"}) {
+       {"run", "chat", "eval", "perplexity", "tokenize", "detokenize", "bench", "plan", "info",
+        "version"}) {
     std::optional<Command> c = CommandFromName(name);
     ASSERT_TRUE(c.has_value()) << name;
     EXPECT_STREQ(CommandName(*c), name);
   }
-  EXPECT_EQ(AllCommands().size(), 9u);
+  EXPECT_EQ(AllCommands().size(), 10u);
 }
 
 // --- §1.2 grammar ------------------------------------------------------------
