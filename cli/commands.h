@@ -2,6 +2,9 @@
 // (0 success, 1 the engine refused or failed, 2 usage; ENGINE.md §1.8).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "options.h"
 
 namespace waste::cli {
@@ -15,5 +18,7 @@ int BenchCommand(const Options& options);
 int PlanCommand(const Options& options);
 int InfoCommand(const Options& options);
 int VersionCommand(const Options& options);
+// `waste serve` parses its own options (cmd_serve.cc); `args` excludes argv[0].
+int ServeMain(const std::vector<std::string>& args);
 
 }  // namespace waste::cli

@@ -30,6 +30,7 @@ constexpr Entry kTable[] = {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "serve") return ServeMain(args);
   ParseOutcome parsed = ParseCommandLine(args);
   switch (parsed.kind) {
     case ParseOutcome::Kind::kHelp: {

@@ -14,6 +14,7 @@
 
 #include "waste/chat.h"
 #include "waste/config.h"
+#include "waste/grammar.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
 
@@ -85,6 +86,10 @@ struct GenParams {
   int top_k = 0;
   uint64_t seed = 0;                 // 0 = the fixed default seed
   std::vector<int> stop_tokens;
+  // Constrained decoding (waste/grammar.h): when set, every sampled token
+  // is one the constraint allows, and each generated token is passed to
+  // its Accept(). Not owned; must outlive the Generate call.
+  TokenConstraint* constraint = nullptr;
 };
 
 // Per generated token. Return false to cancel (Generate returns kCancelled).

@@ -339,13 +339,28 @@ Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
     }
     SamplerParams sp{params.temperature, params.top_p, params.top_k, params.seed};
     Sampler sampler(sp);
+    // With a constraint, the token the sampler picks is checked; only a
+    // forbidden pick pays for the full mask and a second draw.
+    std::vector<float> masked;
+    auto pick = [&](std::span<const float> logits) {
+      int t = sampler.Sample(logits);
+      if (params.constraint) {
+        if (!params.constraint->Allows(t)) {
+          masked.assign(logits.begin(), logits.end());
+          params.constraint->Mask(masked);
+          t = sampler.Sample(masked);
+        }
+        params.constraint->Accept(t);
+      }
+      return t;
+    };
     auto t0 = Clock::now();
     WASTE_TRY(m.Feed(prompt, true));
     auto t1 = Clock::now();
     m.stats.prefill_s += Seconds(t0, t1);
     m.stats.prefill_tokens += prompt.size();
     m.stats.sec_total += Seconds(t0, t1);
-    int tok = sampler.Sample(m.forward->logits());
+    int tok = pick(m.forward->logits());
     const int eos = m.info.eos_id;
     for (int t = 0; t < params.max_tokens; ++t) {
       auto ts = Clock::now();
@@ -383,7 +398,7 @@ Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
       if (on_token && !on_token(ev)) return Status(Errc::kCancelled, "cancelled by callback");
       if (!step.ok()) return step;
       if (last) break;
-      tok = sampler.Sample(m.forward->logits());
+      tok = pick(m.forward->logits());
     }
     return Status::Ok();
   } catch (const std::bad_alloc&) {
