@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "chat_turn.h"
+#include "constraint.h"
 
 namespace waste::server {
 namespace {
@@ -45,11 +46,17 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
     }
     deltas.clear();
   };
+  GenParams params = chat.params;
+  std::unique_ptr<BudgetedConstraint> constraint;
+  if (chat.grammar && format.vocab) {
+    constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens);
+    params.constraint = constraint.get();
+  }
   engine.ResetState();
   auto t0 = Clock::now();
   int delivered = 0;
   bool turn_stopped = false;
-  Status st = engine.Generate(chat.ids, chat.params, [&](const TokenEvent& ev) {
+  Status st = engine.Generate(chat.ids, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     bool more = turn.OnToken(ev.token, ev.piece, &deltas);
     flush();

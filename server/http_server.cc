@@ -108,7 +108,7 @@ struct HttpServer::Impl {
   void Get(const httplib::Request& req, httplib::Response& res) {
     std::string path = NormalizePath(req.path);
     if (path == "/") {
-      res.set_content(ChatPageHtml(), "text/html; charset=utf-8");
+      res.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
     } else if (path == "/health") {
       double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       Reply(res, 200,

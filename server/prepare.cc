@@ -1,6 +1,7 @@
 #include "prepare.h"
 
 #include "chat_request.h"
+#include "constraint.h"
 
 namespace waste::server {
 namespace {
@@ -56,6 +57,9 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
     f.kind = ChatFormat::Kind::kXtml;
     f.stop_id = f.markers.end_of_msg;
     f.default_thinking = !no_thinking;
+    std::vector<int> opaque = {f.markers.end_of_msg, f.markers.open, f.markers.close, f.markers.sep};
+    if (engine.info().eos_id >= 0) opaque.push_back(engine.info().eos_id);
+    f.vocab = Vocabulary::FromEngine(engine, opaque);
     return f;
   }
   std::string xtml_why = "the tokenizer lacks the XTML markers (<|open|> <|close|> <|sep|> <|end_of_msg|>)";
@@ -94,6 +98,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   } else {
     if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
   }
+  if (auto e = ReplyGrammar(*out, format, &out->grammar)) return e;
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
   auto ids = engine.TokenizeSegments(out->prompt.segments, /*add_bos=*/false);

@@ -13,6 +13,7 @@
 #include "json_text.h"
 #include "render.h"
 #include "reply_parser.h"
+#include "waste/grammar.h"
 #include "waste/waste.h"
 
 namespace waste::server {
@@ -24,6 +25,9 @@ struct ChatFormat {
   int stop_id = -1;
   bool default_thinking = true;
   std::string none_reason;  // why neither format applies
+  // The token trie constrained replies are matched against (XTML only;
+  // markers and end-of-sequence never match as text).
+  std::shared_ptr<const Vocabulary> vocab;
   std::string Name() const;
 };
 
@@ -43,6 +47,8 @@ struct PreparedChat {
   std::vector<std::string> stops;
   bool stream = false;
   bool include_usage = false;
+  // response_format json_object / json_schema: the reply grammar.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,

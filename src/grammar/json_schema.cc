@@ -4,6 +4,7 @@
 // each at most once, the required ones always, and extra keys only when
 // additionalProperties allows and never spelling a declared name.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -47,7 +48,7 @@ const std::set<std::string> kAnnotations = {
 const std::set<std::string> kSupported = {
     "type", "properties", "required", "additionalProperties", "enum", "const", "items",
     "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-    "definitions", "format", "minLength", "maxLength", "nullable"};
+    "definitions", "format", "minLength", "maxLength", "nullable", "additionalItems"};
 
 // A GBNF string literal for raw text.
 std::string Literal(const std::string& text) {
@@ -125,6 +126,7 @@ class Compiler {
       }
     }
     std::vector<std::string> parts;  // all must hold: only one is allowed here
+    // $ref: as in draft 7, keywords beside it are ignored.
     if (auto ref = s.find("$ref"); ref != s.end()) {
       if (!ref->is_string()) return FormatError("$ref must be a string, at " + path);
       std::string name;
@@ -140,7 +142,8 @@ class Compiler {
         WASTE_TRY(Compile(*target, ref->get<std::string>(), &body));
         Define(name, body);
       }
-      parts.push_back(name);
+      *expr = name;
+      return Status::Ok();
     }
     for (const char* key : {"anyOf", "oneOf"}) {
       auto it = s.find(key);
@@ -160,12 +163,25 @@ class Compiler {
       WASTE_TRY(Compile((*all)[0], path + "/allOf/0", &e));
       parts.push_back(e);
     }
-    if (auto c = s.find("const"); c != s.end()) parts.push_back(Literal(JsonText(*c)));
-    if (auto en = s.find("enum"); en != s.end()) {
-      if (!en->is_array() || en->empty()) return FormatError("enum must be a non-empty array, at " + path);
+    // const / enum: the listed values (those of the declared type, if any).
+    auto c = s.find("const");
+    auto en = s.find("enum");
+    if (c != s.end() || en != s.end()) {
+      Json values = Json::array();
+      if (c != s.end()) values.push_back(*c);
+      if (en != s.end()) {
+        if (!en->is_array() || en->empty()) return FormatError("enum must be a non-empty array, at " + path);
+        for (const Json& v : *en) {
+          if (c == s.end() || v == *c) values.push_back(v);
+        }
+        if (c != s.end() && values.size() > 1) values.erase(values.begin());
+      }
       std::string alts;
-      for (size_t i = 0; i < en->size(); ++i) alts += (i ? " | " : "") + Literal(JsonText((*en)[i]));
-      parts.push_back("(" + alts + ")");
+      for (const Json& v : values) {
+        if (OfDeclaredType(s, v)) alts += (alts.empty() ? "" : " | ") + Literal(JsonText(v));
+      }
+      *expr = alts.empty() ? "never" : "(" + alts + ")";
+      return Status::Ok();
     }
     bool typed = s.contains("type") || HasTypeKeywords(s);
     if (parts.empty() || typed) {
@@ -181,9 +197,28 @@ class Compiler {
     return Status::Ok();
   }
 
+  // Whether `v` has one of the schema's declared types (true without `type`).
+  static bool OfDeclaredType(const Json& s, const Json& v) {
+    auto t = s.find("type");
+    if (t == s.end()) return true;
+    std::vector<std::string> types;
+    if (t->is_string()) types.push_back(*t);
+    else if (t->is_array()) for (const Json& x : *t) if (x.is_string()) types.push_back(x);
+    for (const std::string& name : types) {
+      if ((name == "null" && v.is_null()) || (name == "boolean" && v.is_boolean()) ||
+          (name == "string" && v.is_string()) || (name == "array" && v.is_array()) ||
+          (name == "object" && v.is_object()) || (name == "number" && v.is_number()) ||
+          (name == "integer" && (v.is_number_integer() ||
+                                 (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()))))) {
+        return true;
+      }
+    }
+    return s.value("nullable", false) && v.is_null();
+  }
+
   static bool HasTypeKeywords(const Json& s) {
     for (const char* k : {"properties", "required", "additionalProperties", "items", "prefixItems",
-                          "minItems", "maxItems", "format", "minLength", "maxLength"}) {
+                          "minItems", "maxItems", "format", "minLength", "maxLength", "additionalItems"}) {
       if (s.contains(k)) return true;
     }
     return false;
@@ -259,7 +294,20 @@ class Compiler {
     }
     std::string item = "value";
     bool more = true;  // items beyond the prefix allowed
-    if (auto it = s.find("items"); it != s.end()) {
+    auto it = s.find("items");
+    if (it != s.end() && it->is_array()) {
+      // Draft 7 tuple form: items = the prefix, additionalItems = the rest.
+      for (size_t i = 0; i < it->size(); ++i) {
+        std::string x;
+        WASTE_TRY(Compile((*it)[i], path + "/items/" + std::to_string(i), &x));
+        prefix.push_back(x);
+      }
+      auto extra = s.find("additionalItems");
+      if (extra != s.end()) {
+        if (extra->is_boolean() && !extra->get<bool>()) more = false;
+        else WASTE_TRY(Compile(*extra, path + "/additionalItems", &item));
+      }
+    } else if (it != s.end()) {
       if (it->is_boolean() && !it->get<bool>()) more = false;
       else WASTE_TRY(Compile(*it, path + "/items", &item));
     }
