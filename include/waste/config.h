@@ -12,7 +12,11 @@ enum class CachePolicy : uint8_t { kLfru = 0, kLru = 1 };
 
 struct Config {
   uint64_t ram_budget_bytes = 0;     // 0 = default rule (ENGINE.md §4.3)
-  uint32_t ctx_tokens = 4096;        // MLA context capacity
+  uint32_t ctx_tokens = 4096;        // MLA context capacity of each session
+  // Sessions the budget keeps room for (each: state + scratch at
+  // ctx_tokens); the expert cache gets what is left. Model::NewSession
+  // refuses a session beyond this reserve. 0 is taken as 1.
+  uint32_t max_sessions = 1;
   int threads = 0;                   // 0 = WASTE_THREADS, else CPU count
   std::string cpu_list;              // "0-5,8"; empty = WASTE_CPUS, else unbound
   bool verify_records = false;       // crc32 every record read (OR with WASTE_VERIFY)

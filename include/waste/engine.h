@@ -1,6 +1,10 @@
-// The public engine API. The CLI uses nothing else. Every function is
-// noexcept: failures come back as Status / Result, never as exceptions,
-// and the library never prints or exits.
+// Engine: one Model with one Session, for hosts that hold one
+// conversation (the `waste` CLI, the tests, simple embedders). Every call
+// forwards to model() or session(); a host that wants several
+// conversations on one model uses waste/model.h directly. Kept rather than
+// replaced so one-conversation code stays one object and one Open call.
+// Every function is noexcept: failures come back as Status / Result, never
+// as exceptions, and the library never prints or exits.
 #pragma once
 
 #include <cstdint>
@@ -14,99 +18,21 @@
 
 #include "waste/chat.h"
 #include "waste/config.h"
-#include "waste/grammar.h"
 #include "waste/memplan.h"
+#include "waste/model.h"
 #include "waste/status.h"
+#include "waste/types.h"
 
 namespace waste {
-
-struct ModelInfo {
-  std::string arch;                  // kimi-linear, kimi-k3, ...
-  int layers = 0;
-  int experts = 0;
-  int top_k = 0;
-  int hidden = 0;
-  int vocab = 0;
-  uint64_t params_total = 0;
-  uint64_t params_active = 0;
-  std::string quantization;          // "experts VQ3R, trunk Q4G/Q8G/F32"
-  bool has_tokenizer = false;
-  bool has_chat_template = false;
-  int bos_id = -1;
-  int eos_id = -1;
-  uint32_t ctx_tokens = 0;
-  bool bounded_context = true;       // false when no layer keeps per-position KV
-};
-
-struct MemoryUsage {
-  uint64_t trunk_bytes = 0;
-  uint64_t state_bytes = 0;
-  uint64_t scratch_bytes = 0;
-  uint64_t expert_cache_bytes = 0;   // slots * slot size, really allocated
-  uint64_t slots = 0;
-  uint64_t budget_bytes = 0;
-  bool budget_defaulted = false;
-};
-
-struct Stats {
-  uint64_t tokens_generated = 0;
-  uint64_t experts_hit = 0;
-  uint64_t experts_missed = 0;
-  uint64_t bytes_read = 0;
-  double sec_total = 0;              // prefill + decode wall time of Generate calls
-  double sec_io = 0;                 // time blocked waiting for expert reads
-  double prefill_s = 0;
-  double decode_s = 0;
-  uint64_t prefill_tokens = 0;
-  uint64_t evictions = 0;
-  uint64_t prefetched = 0;
-  uint64_t spec_reads = 0;
-  bool direct_io = true;
-  // Expert streaming (ENGINE.md §5): how records are read and how it went.
-  std::string io_backend;            // "io_uring", "threads" or "sync"
-  int io_threads = 0;                // reader (threads) or reaper (io_uring) threads
-  int io_depth = 0;                  // reads in flight at most
-  bool io_fixed_buffers = false;     // io_uring reads into registered buffers
-  std::string cache_policy;          // "lfru", "lru", "lfu-history"
-  uint64_t spec_used = 0;            // lookahead reads later demanded
-  uint64_t warm_reads = 0;           // hotlist records loaded at open
-  uint64_t read_waits = 0;           // demand accesses that blocked on a read in flight
-  uint64_t io_reads = 0;             // records read, warm-up included
-  uint64_t io_bytes = 0;             // bytes read, warm-up included
-  double io_busy_s = 0;              // wall time with at least one read in flight
-  // WASTE_PROFILE=1: seconds per phase (attention, router, experts, read
-  // wait, lm_head, ...), cumulative since open; empty otherwise.
-  std::vector<std::pair<std::string, double>> phase_seconds;
-};
-
-struct GenParams {
-  int max_tokens = 256;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  uint64_t seed = 0;                 // 0 = the fixed default seed
-  std::vector<int> stop_tokens;
-  // Constrained decoding (waste/grammar.h): when set, every sampled token
-  // is one the constraint allows, and each generated token is passed to
-  // its Accept(). Not owned; must outlive the Generate call.
-  TokenConstraint* constraint = nullptr;
-};
-
-// Per generated token. Return false to cancel (Generate returns kCancelled).
-struct TokenEvent {
-  int index = 0;
-  int token = 0;
-  std::string_view piece;            // raw bytes (may split a UTF-8 character)
-  uint64_t experts_hit = 0, experts_missed = 0, bytes_read = 0;
-  double ms_total = 0;
-};
-using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> Open(const std::string& container_dir,
                                               const Config& config) noexcept;
   ~Engine();
+
+  Model& model() noexcept;
+  Session& session() noexcept;
 
   const ModelInfo& info() const noexcept;
   MemoryUsage memory_used() const noexcept;
@@ -134,18 +60,22 @@ class Engine {
   Status Generate(std::span<const int> prompt, const GenParams& params,
                   const TokenCallback& on_token) noexcept;
 
-  Status SaveState(const std::string& path) const noexcept;
+  // Not const: a token emitted by Generate but not yet fed is fed first.
+  Status SaveState(const std::string& path) noexcept;
   Status LoadState(const std::string& path) noexcept;
   void ResetState() noexcept;
 
   // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.
   Status SaveUsage(const std::string& path = "") const noexcept;
 
-  struct Impl;
+  // The session's state at one moment, in RAM (Session::Snapshot).
+  Result<SessionSnapshot> Snapshot() noexcept;
+  Status Restore(const SessionSnapshot& snapshot) noexcept;
 
  private:
-  explicit Engine(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  Engine(std::unique_ptr<Model> model, std::unique_ptr<Session> session) noexcept;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Session> session_;
 };
 
 }  // namespace waste

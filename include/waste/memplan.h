@@ -12,6 +12,9 @@ namespace waste {
 struct MemPlan {
   uint32_t ctx = 0;
   uint64_t trunk_bytes = 0;          // resident trunk (quantized embedding excluded)
+  uint32_t sessions = 1;             // sessions the plan keeps room for
+  uint64_t session_bytes = 0;        // one session: its state + scratch at ctx
+  // state and scratch count every planned session (sessions x one session).
   uint64_t state_bytes = 0;          // KDA state + conv rings + MLA latent KV at ctx
   uint64_t scratch_bytes = 0;        // every buffer the engine allocates besides those
   uint64_t min_expert_cache = 0;     // record * top_k * 2
@@ -25,7 +28,9 @@ struct MemPlan {
   std::string usable_ram_source;
 };
 
-Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens);
+// `sessions` (0 is taken as 1) sessions of `ctx_tokens` each.
+Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
+                           uint32_t sessions = 1) noexcept;
 
 struct BudgetResolution {
   uint64_t budget_bytes = 0;
@@ -37,6 +42,6 @@ struct BudgetResolution {
 
 // requested 0 = default rule. kRamBudget (message states the floor) when
 // requested is below the floor.
-Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes);
+Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) noexcept;
 
 }  // namespace waste

@@ -4,6 +4,7 @@
 
 #include "waste/config.h"
 #include "waste/engine.h"
+#include "waste/grammar.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
 #include "waste/text.h"

@@ -105,7 +105,8 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
   return floats * kF32 + kFixed;
 }
 
-Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens) {
+Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
+                           uint32_t sessions) noexcept {
   try {
     std::string path = container_dir.empty() || container_dir.back() == '/'
                            ? container_dir + "manifest.json"
@@ -120,8 +121,12 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     MemPlan p;
     p.ctx = ctx_tokens;
     p.trunk_bytes = ResidentTrunkBytes(m);
-    p.state_bytes = StateBytes(c, ctx_tokens);
-    p.scratch_bytes = EstimateScratchBytes(c, ctx_tokens);
+    p.sessions = std::max<uint32_t>(1, sessions);
+    const uint64_t state = StateBytes(c, ctx_tokens);
+    const uint64_t scratch = EstimateScratchBytes(c, ctx_tokens);
+    p.session_bytes = state + scratch;
+    p.state_bytes = state * p.sessions;
+    p.scratch_bytes = scratch * p.sessions;
     uint64_t bank_bytes = 0;  // the largest layer's bank
     for (const BankInfo& b : m.banks) {
       if (b.layer < 0) continue;
@@ -146,7 +151,7 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
   }
 }
 
-Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) {
+static Result<BudgetResolution> ResolveBudgetOrThrow(const MemPlan& plan, uint64_t requested_bytes) {
   BudgetResolution r;
   const uint64_t floor = plan.floor_bytes;
   const uint64_t usable = plan.usable_ram_bytes;
@@ -183,6 +188,14 @@ Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_b
   r.expert_cache_bytes = r.slots * plan.record_bytes;
   r.over_cap = usable > 0 && r.budget_bytes > cap;
   return r;
+}
+
+Result<BudgetResolution> ResolveBudget(const MemPlan& plan, uint64_t requested_bytes) noexcept {
+  try {
+    return ResolveBudgetOrThrow(plan, requested_bytes);
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
 }
 
 }  // namespace waste

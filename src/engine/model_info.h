@@ -3,7 +3,7 @@
 #pragma once
 
 #include "container/container.h"
-#include "waste/engine.h"
+#include "waste/types.h"
 
 namespace waste {
 

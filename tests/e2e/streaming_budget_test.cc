@@ -21,6 +21,7 @@
 #include "platform/platform.h"
 #include "waste/engine.h"
 #include "waste/memplan.h"
+#include "waste/model.h"
 
 #ifndef WASTE_CLI_BINARY
 #define WASTE_CLI_BINARY ""
@@ -40,8 +41,8 @@ using testing::TestPrompt;
 // (the budget itself is never fully touched); 64 MiB stated.
 constexpr uint64_t kAllowance = uint64_t{64} << 20;
 
-uint64_t BudgetUnderTest() {
-  Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096);
+uint64_t BudgetUnderTest(uint32_t sessions) {
+  Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
   EXPECT_TRUE(plan.has_value());
   // About 45 slots for 448 records: nearly every access streams.
   return plan->floor_bytes + (uint64_t{30} << 20);
@@ -58,39 +59,61 @@ uint64_t PeakRss() {
   return platform::PeakRssBytes();
 }
 
-// The child's side: runs only when re-executed by the parent below.
+// The child's side: runs only when re-executed by the parent below. With
+// two sessions, the second runs a token of its own prompt inside each of
+// the first one's token callbacks (both states live, both scratches used).
 TEST(StreamingBudget, ChildWorkload) {
   const char* out = std::getenv("WASTE_STREAM_CHILD_OUT");
   if (out == nullptr) GTEST_SKIP() << "runs only as the child of PeakRssStaysUnderTheBudget";
   const uint64_t before = PeakRss();
   Config cfg;
   cfg.ram_budget_bytes = std::strtoull(std::getenv("WASTE_STREAM_CHILD_BUDGET"), nullptr, 10);
-  auto e = Engine::Open(StreamingContainer(), cfg);
-  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  cfg.max_sessions = static_cast<uint32_t>(std::atoi(std::getenv("WASTE_STREAM_CHILD_SESSIONS")));
+  auto model = Model::Open(StreamingContainer(), cfg);
+  ASSERT_TRUE(model.has_value()) << model.error().ToString();
+  Model& m = **model;
+  auto first = m.NewSession();
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  std::unique_ptr<Session> second;
+  if (cfg.max_sessions > 1) {
+    auto s = m.NewSession();
+    ASSERT_TRUE(s.has_value()) << s.error().ToString();
+    second = std::move(*s);
+  }
   GenParams p;
   p.max_tokens = 16;
   // 70 prompt tokens: a full 64-token prefill chunk (all its distinct
   // experts hinted through the sliding window) and then decode.
-  std::vector<int> prompt = TestPrompt((*e)->info().vocab, 70);
-  Status st = (*e)->Generate(prompt, p, [](const TokenEvent&) { return true; });
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  Stats s = (*e)->stats();
+  std::vector<int> prompt = TestPrompt(m.info().vocab, 70);
+  std::vector<int> other(prompt.rbegin(), prompt.rend());
+  if (second) ASSERT_TRUE(second->Eval(std::span<const int>(other.data(), 64)).has_value());
+  size_t next = 64;
+  auto r = (*first)->Generate(prompt, p, [&](const TokenEvent&) {
+    if (second && next < other.size()) {
+      EXPECT_TRUE(second->Eval(std::span<const int>(&other[next++], 1)).has_value());
+    }
+    return true;
+  });
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  Stats s = m.stats();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   std::ofstream f(out);
   f << before << " " << PeakRss() << " " << static_cast<uint64_t>(ru.ru_maxrss) * 1024 << " "
-    << s.experts_missed << " " << (*e)->memory_used().slots << "\n";
+    << s.experts_missed << " " << m.memory_used().slots << " " << m.memory_used().state_bytes
+    << "\n";
 }
 
-TEST(StreamingBudget, PeakRssStaysUnderTheBudget) {
+void CheckPeakRss(uint32_t sessions) {
   TempDir tmp;
   const std::string out = tmp / "child.txt";
-  const uint64_t budget = BudgetUnderTest();
+  const uint64_t budget = BudgetUnderTest(sessions);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::setenv("WASTE_STREAM_CHILD_OUT", out.c_str(), 1);
     ::setenv("WASTE_STREAM_CHILD_BUDGET", std::to_string(budget).c_str(), 1);
+    ::setenv("WASTE_STREAM_CHILD_SESSIONS", std::to_string(sessions).c_str(), 1);
     const char* argv[] = {"streaming_budget_test", "--gtest_filter=StreamingBudget.ChildWorkload",
                           nullptr};
     execv("/proc/self/exe", const_cast<char* const*>(argv));
@@ -100,18 +123,29 @@ TEST(StreamingBudget, PeakRssStaysUnderTheBudget) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed: " << status;
   std::ifstream f(out);
-  uint64_t before = 0, peak = 0, maxrss = 0, misses = 0, slots = 0;
-  f >> before >> peak >> maxrss >> misses >> slots;
+  uint64_t before = 0, peak = 0, maxrss = 0, misses = 0, slots = 0, state = 0;
+  f >> before >> peak >> maxrss >> misses >> slots >> state;
   ASSERT_GT(peak, 0u);
-  RecordProperty("peak_rss_bytes", std::to_string(peak));
-  std::printf("budget %.1f MiB, child peak RSS %.1f MiB (%.1f MiB before open, getrusage %.1f "
-              "MiB), %llu misses through %llu slots\n",
-              budget / 1048576.0, peak / 1048576.0, before / 1048576.0, maxrss / 1048576.0,
-              static_cast<unsigned long long>(misses), static_cast<unsigned long long>(slots));
+  ::testing::Test::RecordProperty("peak_rss_bytes_" + std::to_string(sessions) + "_sessions", std::to_string(peak));
+  std::printf("%u session(s): budget %.1f MiB, child peak RSS %.1f MiB (%.1f MiB before open, "
+              "getrusage %.1f MiB), %llu misses through %llu slots\n",
+              sessions, budget / 1048576.0, peak / 1048576.0, before / 1048576.0,
+              maxrss / 1048576.0, static_cast<unsigned long long>(misses),
+              static_cast<unsigned long long>(slots));
   EXPECT_GT(misses, 4 * slots);  // the experts really exceeded the cache
   EXPECT_LE(peak, budget + kAllowance);
   EXPECT_LE(before, kAllowance);
+  // Every session's state is held and counted.
+  Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(state, plan->state_bytes);
 }
+
+TEST(StreamingBudget, PeakRssStaysUnderTheBudget) { CheckPeakRss(1); }
+
+// Two sessions on one model: the budget reserves both sessions' state and
+// scratch (the cache gets that much less) and the peak still holds.
+TEST(StreamingBudget, PeakRssStaysUnderTheBudgetWithTwoSessions) { CheckPeakRss(2); }
 
 // --- the CLI ----------------------------------------------------------------
 
@@ -140,7 +174,7 @@ std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 TEST(StreamingCli, BenchJsonIsOneObjectWithTheStreamingKeys) {
   Ran r = Shell(std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
-                " --budget " + std::to_string(BudgetUnderTest()) + " -n 4 --json 2>/dev/null");
+                " --budget " + std::to_string(BudgetUnderTest(1)) + " -n 4 --json 2>/dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;

@@ -1,0 +1,159 @@
+// Model and Session: one opened container serving many conversations.
+//
+// A Model owns what is shared and read-only once open: the container and
+// its resident trunk, the kernel table, the thread pool, the expert cache
+// with its readers, and the tokenizer. A Session owns one conversation:
+// the KDA recurrent state and conv rings, the MLA latent cache, the
+// position, the forward pass's scratch buffers, the sampler of the current
+// Generate call, and its own statistics. Open a model once, then as many
+// sessions as its memory budget has room for (Config::max_sessions).
+//
+// Memory. The budget (Config::ram_budget_bytes) is split at open into the
+// trunk, a reserve of max_sessions x (state + scratch at ctx_tokens), and
+// the expert cache, which gets the rest. NewSession refuses (kRamBudget)
+// a session whose state and scratch would overflow that reserve.
+//
+// Threading rule. A model runs one session at a time: the calls that run
+// the network (Session::Eval, Generate, SaveState, Snapshot, Restore,
+// LoadState, Reset) take the model's lock, so calling them from several
+// threads at once is safe and they take turns; Generate releases the lock
+// while the token callback runs, so the callback may drive other sessions
+// of the same model (not its own). Everything else is safe from any thread
+// at any time: the model's const calls (info, tokenizer, memory_used,
+// stats) and a session's const getters while that session is not running.
+// One Session object must not be used from two threads at once. Results
+// never depend on other sessions: the expert cache changes only what is
+// read from disk, never what is computed, so interleaved sessions produce
+// the same logits as each alone.
+//
+// Lifetime. A session keeps its model's shared parts alive: destroying the
+// Model while sessions are open is allowed; the container closes with the
+// last of them.
+//
+// Every function is noexcept: failures come back as Status / Result.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "waste/chat.h"
+#include "waste/config.h"
+#include "waste/memplan.h"
+#include "waste/status.h"
+#include "waste/types.h"
+
+namespace waste {
+
+struct ModelCore;    // the shared, read-only-after-open parts (src/engine)
+struct SessionCore;  // one conversation's parts (src/engine)
+struct SnapshotData;
+
+// A session's state at one moment, held in RAM: KDA state, conv rings, the
+// MLA latent rows in use, the position. Immutable; copies are cheap and
+// share the data (a server's prefix cache keeps them). Restores into any
+// session of the model that took it whose context has room for it.
+class SessionSnapshot {
+ public:
+  SessionSnapshot() noexcept = default;
+  bool empty() const noexcept { return data_ == nullptr; }
+  int position() const noexcept;   // tokens the snapshot covers
+  uint64_t bytes() const noexcept; // RAM it holds
+
+ private:
+  friend class Session;
+  explicit SessionSnapshot(std::shared_ptr<const SnapshotData> data) noexcept
+      : data_(std::move(data)) {}
+  std::shared_ptr<const SnapshotData> data_;
+};
+
+struct SessionOptions {
+  uint32_t ctx_tokens = 0;  // 0 = the model's Config::ctx_tokens
+};
+
+class Session;
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> Open(const std::string& container_dir,
+                                             const Config& config) noexcept;
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // kRamBudget when the session's state and scratch do not fit what the
+  // budget reserves for sessions (the message says how much is in use).
+  Result<std::unique_ptr<Session>> NewSession(const SessionOptions& options = {}) noexcept;
+
+  const ModelInfo& info() const noexcept;
+  const MemPlan& plan() const noexcept;  // the plan the budget was resolved with
+  MemoryUsage memory_used() const noexcept;
+  // Expert cache and I/O counters (model-wide) plus the generation totals
+  // of every session so far.
+  Stats stats() const noexcept;
+  std::string backend_name() const noexcept;
+  int threads() const noexcept;
+
+  // Tokenizer (kUnsupported when the container has none).
+  Result<std::vector<int>> Tokenize(std::string_view text, bool markup, bool add_bos) const noexcept;
+  // A prompt built from waste/chat.h segments: each segment encoded on its
+  // own in its own mode (markup or plain), the ids concatenated, BOS first
+  // if asked.
+  Result<std::vector<int>> TokenizeSegments(std::span<const PromptSegment> segments,
+                                            bool add_bos) const noexcept;
+  Result<std::string> Detokenize(std::span<const int> ids) const noexcept;
+  std::string TokenPiece(int id) const noexcept;  // raw bytes, "" when unknown
+
+  // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.
+  Status SaveUsage(const std::string& path = "") const noexcept;
+
+ private:
+  explicit Model(std::shared_ptr<ModelCore> core) noexcept;
+  std::shared_ptr<ModelCore> core_;
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int position() const noexcept;       // next absolute position
+  uint32_t ctx_tokens() const noexcept;
+  // This session's generation counters plus the model-wide cache counters.
+  Stats stats() const noexcept;
+  // Why the last call failed or stopped early, or empty.
+  const std::string& error_detail() const noexcept;
+
+  // Feeds `ids` at the current position; returns the last position's logits
+  // (valid until this session's next call). Prompt must fit:
+  // ctx - position >= n.
+  Result<std::span<const float>> Eval(std::span<const int> ids) noexcept;
+  // Prefill + sampling loop (ENGINE.md §7.2). Errors (bad ids, no room for
+  // the prompt, I/O) come back as Status; every normal end, cancellation
+  // included, as its FinishReason.
+  Result<FinishReason> Generate(std::span<const int> prompt, const GenParams& params,
+                                const TokenCallback& on_token) noexcept;
+
+  // The state in RAM. Not const: a token emitted by Generate but not yet fed
+  // is fed first (a forward pass).
+  Result<SessionSnapshot> Snapshot() noexcept;
+  // kArg when the snapshot comes from another model or does not fit this
+  // session's context; the session is unchanged then.
+  Status Restore(const SessionSnapshot& snapshot) noexcept;
+
+  // The state as a file in the reference's layout (ENGINE.md §8).
+  Status SaveState(const std::string& path) noexcept;
+  Status LoadState(const std::string& path) noexcept;
+  void Reset() noexcept;
+
+ private:
+  friend class Model;
+  explicit Session(std::unique_ptr<SessionCore> core) noexcept;
+  std::unique_ptr<SessionCore> core_;
+};
+
+}  // namespace waste

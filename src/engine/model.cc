@@ -1,0 +1,322 @@
+// Model: opens a container once (trunk, kernels, thread pool, expert cache
+// and readers, tokenizer) and hands out sessions against the memory
+// budget. Like every file implementing include/waste/, an exception
+// firewall: nothing thrown below escapes a public function.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "engine/memplan_internal.h"
+#include "engine/model_core.h"
+#include "engine/model_info.h"
+#include "platform/cpu_list.h"
+#include "platform/platform.h"
+#include "streaming/expert_reader.h"
+#include "streaming/hotlist.h"
+#include "text/chat_template.h"
+#include "waste/model.h"
+
+namespace waste {
+namespace {
+
+std::atomic<uint64_t> g_next_model_id{1};
+
+std::string Size(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// Config's policy, or WASTE_CACHE_POLICY=lfru|lru|lfu-history when the
+// config leaves the default.
+Replacement ResolveReplacement(CachePolicy policy) {
+  if (policy == CachePolicy::kLru) return Replacement::kLru;
+  const char* env = std::getenv("WASTE_CACHE_POLICY");
+  std::string want = env != nullptr ? env : "";
+  if (want == "lru") return Replacement::kLru;
+  if (want == "lfu-history" || want == "history") return Replacement::kLfuHistory;
+  return Replacement::kLfru;
+}
+
+Status CheckCpus(const std::string& list, std::vector<int>* cpus) {
+  if (list.empty()) return Status::Ok();
+  WASTE_ASSIGN_OR_RETURN(*cpus, platform::ParseCpuList(list));
+  if (!platform::kHaveAffinity) {
+    return UnsupportedError("--cpus: binding threads to CPUs needs Linux or Windows");
+  }
+  std::vector<int> allowed = platform::AllowedCpus();
+  if (allowed.empty()) return Status::Ok();
+  for (int c : *cpus) {
+    if (!std::binary_search(allowed.begin(), allowed.end(), c)) {
+      return ArgError(fmt::format("--cpus: CPU {} is not available to this process", c));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config& config) {
+  auto m = std::make_shared<ModelCore>();
+  m->config = config;
+  if (m->config.ctx_tokens == 0) return ArgError("ctx_tokens must be > 0");
+  m->config.max_sessions = std::max<uint32_t>(1, config.max_sessions);
+  m->options = ResolveOptions(config);
+  const EngineOptions& o = m->options;
+
+  // CPU list first: a malformed list fails before any allocation.
+  std::vector<int> cpus;
+  WASTE_TRY(CheckCpus(o.cpu_list, &cpus));
+
+  WASTE_ASSIGN_OR_RETURN(m->plan,
+                         PlanMemory(dir, m->config.ctx_tokens, m->config.max_sessions));
+  WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
+  m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
+
+  ContainerOptions copts;
+  copts.verify_crc = o.verify;
+  copts.direct_io = o.direct_io;
+  WASTE_ASSIGN_OR_RETURN(m->container, Container::Open(dir, copts));
+  const ModelConfig& cfg = m->container->config();
+  WASTE_ASSIGN_OR_RETURN(m->weights, ResolveWeights(*m->container));
+
+  int threads = ResolveThreadCount(o.threads, cpus);
+  WASTE_ASSIGN_OR_RETURN(m->pool, ThreadPool::Create(threads, cpus));
+  m->table = o.force_baseline ? kernels::BuildKernelTable(kernels::Isa::kBaseline)
+                              : kernels::ActiveKernels();
+  if (o.profile) m->profiler = std::make_unique<Profiler>();
+  m->ops = std::make_unique<Ops>(m->table, m->pool.get(), m->profiler.get());
+
+  // The cache gets what the budget leaves after the plan's trunk and the
+  // sessions' state and scratch, in whole padded slots (ENGINE.md §4.2, §5.1).
+  const uint64_t cache_bytes = m->budget.budget_bytes - m->plan.floor_bytes + m->plan.min_expert_cache;
+  SlotLayout layout = PlanSlots(m->container->max_record_bytes(), cache_bytes,
+                                static_cast<uint64_t>(std::max(1, cfg.top_k)) + 1);
+  // A slot per record the container holds is all a cache can use.
+  uint64_t records = 0;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (m->container->is_moe_layer(l)) records += static_cast<uint64_t>(m->container->bank(l).experts);
+  }
+  layout.slots = std::min(layout.slots, records);
+  ExpertCacheOptions co;
+  co.policy = ResolveReplacement(config.cache_policy);
+  co.verify_crc = o.verify;
+  co.io = ResolveIoChoice(o.io_threads);
+  WASTE_ASSIGN_OR_RETURN(m->cache, ExpertCache::Create(*m->container, layout, co));
+
+  auto tok = Tokenizer::Load(dir);
+  if (tok) {
+    m->tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
+    if (cfg.eos_token_id > 0) m->tokenizer->set_eos_id(cfg.eos_token_id);
+  } else if (tok.error().code() != Errc::kUnsupported) {
+    return tok.error();
+  }
+
+  m->info = DescribeModel(*m->container);
+  m->info.has_tokenizer = m->tokenizer != nullptr;
+  m->info.has_chat_template = platform::PathExists(dir + "/chat.json");
+  m->info.bos_id = m->tokenizer ? m->tokenizer->bos_id() : -1;
+  m->info.eos_id = m->tokenizer ? m->tokenizer->eos_id()
+                                : (cfg.eos_token_id > 0 ? cfg.eos_token_id : -1);
+  m->info.ctx_tokens = m->config.ctx_tokens;
+  m->info.bounded_context = cfg.n_mla_layers() > 0;
+  m->totals.direct_io = m->container->direct_io();
+  m->id = g_next_model_id.fetch_add(1);
+
+  m->usage_path = config.usage_path.empty() ? dir + "/usage.waste" : config.usage_path;
+  // The hotlist warms through the reader threads while the caller goes on
+  // (ENGINE.md §5.8 W); WASTE_WARM_WAIT=1 waits for it (benchmarks that
+  // want a fully warm cache before the clock starts).
+  WarmFromHotlist(m->usage_path, *m->container, *m->cache);
+  if (EnvFlag("WASTE_WARM_WAIT")) m->cache->Drain();
+  return m;
+}
+
+}  // namespace
+
+uint64_t ModelCore::SessionCharge(uint32_t ctx) const {
+  const ModelConfig& cfg = container->config();
+  return StateBytes(cfg, ctx) + EstimateScratchBytes(cfg, ctx);
+}
+
+void ModelCore::FillCacheStats(Stats* s) const {
+  ExpertCacheCounters c = cache->counters();
+  s->experts_hit = c.hits;
+  s->experts_missed = c.misses;
+  s->bytes_read = c.bytes_read;
+  s->evictions = c.evictions;
+  s->sec_io = c.read_seconds;
+  s->prefetched = c.prefetched;
+  s->spec_reads = c.spec_reads;
+  s->spec_used = c.spec_used;
+  s->warm_reads = c.warm_reads;
+  s->read_waits = c.waits;
+  s->io_reads = c.io_reads;
+  s->io_bytes = c.io_bytes;
+  s->io_busy_s = c.io_busy_seconds;
+  s->io_backend = IoBackendName(cache->backend());
+  s->io_threads = cache->io_threads();
+  s->io_depth = cache->io_depth();
+  s->io_fixed_buffers = cache->fixed_buffers();
+  s->cache_policy = ReplacementName(cache->policy());
+  s->direct_io = container->direct_io();
+  if (profiler) s->phase_seconds = profiler->Breakdown();
+}
+
+Model::Model(std::shared_ptr<ModelCore> core) noexcept : core_(std::move(core)) {}
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::Open(const std::string& container_dir,
+                                           const Config& config) noexcept {
+  try {
+    auto core = OpenCore(container_dir, config);
+    if (!core) return core.error();
+    return std::unique_ptr<Model>(new Model(std::move(*core)));
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while opening the model");
+  } catch (const std::exception& e) {
+    return IoError(fmt::format("unexpected failure while opening: {}", e.what()));
+  }
+}
+
+Result<std::unique_ptr<Session>> Model::NewSession(const SessionOptions& options) noexcept {
+  try {
+    ModelCore& m = *core_;
+    auto s = std::make_unique<SessionCore>();
+    s->ctx = options.ctx_tokens == 0 ? m.config.ctx_tokens : options.ctx_tokens;
+    s->charge = m.SessionCharge(s->ctx);
+    {
+      std::lock_guard<std::mutex> lock(m.acct_mu);
+      if (m.session_charged + s->charge > m.session_reserve) {
+        return Status(Errc::kRamBudget,
+                      fmt::format("a session of {} tokens needs {} of state and scratch, but the "
+                                  "budget keeps {} for sessions and {} open sessions use {} — "
+                                  "close one, or open the model with a larger max_sessions",
+                                  s->ctx, Size(s->charge), Size(m.session_reserve),
+                                  m.sessions.size(), Size(m.session_charged)));
+      }
+      m.session_charged += s->charge;
+      s->model = core_;  // from here on ~SessionCore returns the charge
+      m.sessions.insert(s.get());
+    }
+    const ModelConfig& cfg = m.container->config();
+    s->state = std::make_unique<SessionState>(cfg, s->ctx);
+    s->forward = std::make_unique<Forward>(*m.container, m.weights, *s->state, *m.cache, s->ctx,
+                                           m.options.lookahead);
+    return std::unique_ptr<Session>(new Session(std::move(s)));
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while creating a session");
+  } catch (const std::exception& e) {
+    return IoError(fmt::format("unexpected failure while creating a session: {}", e.what()));
+  }
+}
+
+const ModelInfo& Model::info() const noexcept { return core_->info; }
+const MemPlan& Model::plan() const noexcept { return core_->plan; }
+
+MemoryUsage Model::memory_used() const noexcept {
+  const ModelCore& m = *core_;
+  MemoryUsage u;
+  u.trunk_bytes = m.container->resident_trunk_bytes();
+  // The cache's own bookkeeping (slot table, index, hint list) is scratch.
+  u.scratch_bytes = m.cache->metadata_bytes();
+  {
+    std::lock_guard<std::mutex> lock(m.acct_mu);
+    for (const SessionCore* s : m.sessions) {
+      if (s->state) u.state_bytes += s->state->bytes();
+      if (s->forward) u.scratch_bytes += s->forward->scratch_bytes();
+    }
+    u.sessions = static_cast<uint32_t>(m.sessions.size());
+  }
+  u.expert_cache_bytes = m.cache->allocated_bytes();
+  u.slots = m.cache->slots();
+  u.budget_bytes = m.budget.budget_bytes;
+  u.budget_defaulted = m.budget.defaulted;
+  u.max_sessions = m.plan.sessions;
+  u.session_reserve_bytes = m.session_reserve;
+  return u;
+}
+
+Stats Model::stats() const noexcept {
+  try {
+    Stats s;
+    {
+      std::lock_guard<std::mutex> lock(core_->acct_mu);
+      s = core_->totals;
+    }
+    core_->FillCacheStats(&s);
+    return s;
+  } catch (...) {
+    return {};
+  }
+}
+
+std::string Model::backend_name() const noexcept {
+  try {
+    return core_->table.name;
+  } catch (...) {
+    return {};
+  }
+}
+int Model::threads() const noexcept { return core_->pool->size(); }
+
+Result<std::vector<int>> Model::Tokenize(std::string_view text, bool markup,
+                                         bool add_bos) const noexcept {
+  if (!core_->tokenizer) return UnsupportedError("this container has no tokenizer");
+  try {
+    std::vector<int> ids;
+    if (add_bos) ids.push_back(core_->tokenizer->bos_id());
+    std::vector<int> body = core_->tokenizer->Encode(text, markup);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+Result<std::vector<int>> Model::TokenizeSegments(std::span<const PromptSegment> segments,
+                                                 bool add_bos) const noexcept {
+  if (!core_->tokenizer) return UnsupportedError("this container has no tokenizer");
+  try {
+    std::vector<int> ids;
+    if (add_bos) ids.push_back(core_->tokenizer->bos_id());
+    AppendSegmentTokens(*core_->tokenizer, segments, &ids);
+    return ids;
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+Result<std::string> Model::Detokenize(std::span<const int> ids) const noexcept {
+  if (!core_->tokenizer) return UnsupportedError("this container has no tokenizer");
+  try {
+    return core_->tokenizer->Decode(ids);
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+std::string Model::TokenPiece(int id) const noexcept {
+  if (!core_->tokenizer) return {};
+  try {
+    return std::string(core_->tokenizer->Piece(id));
+  } catch (...) {
+    return {};
+  }
+}
+
+Status Model::SaveUsage(const std::string& path) const noexcept {
+  try {
+    const std::string& p = path.empty() ? core_->usage_path : path;
+    uint64_t tokens = 0;
+    {
+      std::lock_guard<std::mutex> lock(core_->acct_mu);
+      tokens = core_->totals.prefill_tokens + core_->totals.tokens_generated;
+    }
+    return WriteHotlist(p, *core_->cache, tokens);
+  } catch (const std::exception& e) {
+    return IoError(e.what());
+  }
+}
+
+}  // namespace waste

@@ -1,0 +1,103 @@
+// What a Model shares with its sessions (ModelCore) and what one Session
+// owns (SessionCore). The public classes in include/waste/model.h are thin
+// handles over these; sessions hold a shared_ptr to the core so the
+// container outlives the Model handle while sessions are open.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/engine_env.h"
+#include "base/profile.h"
+#include "container/container.h"
+#include "kernels/kernel_table.h"
+#include "model/forward.h"
+#include "model/layer_weights.h"
+#include "model/session_state.h"
+#include "runtime/ops.h"
+#include "runtime/thread_pool.h"
+#include "streaming/expert_cache.h"
+#include "text/tokenizer.h"
+#include "waste/config.h"
+#include "waste/memplan.h"
+#include "waste/types.h"
+
+namespace waste {
+
+struct SessionCore;
+
+struct ModelCore {
+  Config config;
+  EngineOptions options;
+  MemPlan plan;
+  BudgetResolution budget;
+  std::unique_ptr<Container> container;
+  ModelWeights weights;
+  std::unique_ptr<ThreadPool> pool;
+  kernels::KernelTable table;
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<Profiler> profiler;  // WASTE_PROFILE=1
+  std::unique_ptr<ExpertCache> cache;
+  std::unique_ptr<Tokenizer> tokenizer;
+  ModelInfo info;
+  std::string usage_path;
+  uint64_t id = 0;  // unique per opened model in this process (snapshots check it)
+
+  // One session runs the network at a time (the pool, ops scratch and the
+  // cache's demand path are not reentrant).
+  std::mutex run_mu;
+
+  // Session accounting, under acct_mu.
+  mutable std::mutex acct_mu;
+  uint64_t session_reserve = 0;   // plan.state_bytes + plan.scratch_bytes
+  uint64_t session_charged = 0;   // what the open sessions are charged
+  std::set<const SessionCore*> sessions;
+  Stats totals;                   // generation counters of every session so far
+
+  // Bytes a session of `ctx` positions is charged against the reserve.
+  uint64_t SessionCharge(uint32_t ctx) const;
+  // The cache and I/O fields of Stats, model-wide.
+  void FillCacheStats(Stats* s) const;
+};
+
+struct SessionCore {
+  std::shared_ptr<ModelCore> model;
+  uint32_t ctx = 0;
+  uint64_t charge = 0;
+  std::unique_ptr<SessionState> state;
+  std::unique_ptr<Forward> forward;
+  Stats stats;        // this session's generation counters
+  std::string detail;
+  int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
+
+  ~SessionCore();
+
+  Status CheckIds(std::span<const int> ids) const;
+  std::string ContextFull() const;
+  // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
+  Status Feed(std::span<const int> ids, bool want_logits);
+  Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
+  // Adds generation counters to this session's and the model's totals.
+  void Account(double prefill_s, uint64_t prefill_tokens, double decode_s, uint64_t generated);
+};
+
+// The state file (ENGINE.md §8) and in-RAM snapshot helpers (snapshot.cc).
+struct SnapshotData {
+  uint64_t model_id = 0;
+  int pos = 0;
+  std::vector<KdaLayerState> kda;           // per layer (empty for MLA layers)
+  std::vector<std::vector<float>> mla_rows; // per layer: the n_kv rows in use
+  std::vector<int> mla_n_kv;
+  uint64_t bytes = 0;
+};
+
+std::shared_ptr<const SnapshotData> TakeSnapshot(const ModelCore& model, SessionState& state);
+// kArg (state untouched) when the snapshot does not fit.
+Status RestoreSnapshot(const ModelCore& model, const SnapshotData& snap, SessionState& state);
+
+}  // namespace waste
