@@ -161,7 +161,7 @@ TEST_F(HttpTest, FullQueueIs503WithRetryAfter) {
   Running s(o);
   std::thread slow([&] {
     httplib::Client c = s.Client();
-    auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 3000})", "application/json");
+    auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 1500})", "application/json");
   });
   httplib::Client c = s.Client();
   bool busy = false;
