@@ -22,5 +22,7 @@ int VersionCommand(const Options& options);
 // convert / verify parse their own arguments (everything after the command).
 int ConvertMain(const std::vector<std::string>& args);
 int VerifyMain(const std::vector<std::string>& args);
+// `waste serve` parses its own options (cmd_serve.cc); `args` excludes argv[0].
+int ServeMain(const std::vector<std::string>& args);
 
 }  // namespace waste::cli

@@ -70,6 +70,8 @@ std::string GlobalHelp() try {
   CLI::App app(Banner(), "waste");
   app.require_subcommand(1);
   for (const CommandDoc& d : kDocs) app.add_subcommand(CommandName(d.command), d.summary);
+  // `serve` parses its own options (cli/cmd_serve.cc).
+  app.add_subcommand("serve", "OpenAI-compatible HTTP server: waste serve MODEL [--port N]");
   app.footer(
       "Options and positionals may follow the command in any order; every command accepts "
       "every option. `waste COMMAND --help` lists them.\n"

@@ -35,6 +35,7 @@ int Main(int argc, char** argv) {
     std::vector<std::string> rest(args.begin() + 1, args.end());
     return args[0] == "convert" ? ConvertMain(rest) : VerifyMain(rest);
   }
+  if (!args.empty() && args[0] == "serve") return ServeMain(args);
   ParseOutcome parsed = ParseCommandLine(args);
   switch (parsed.kind) {
     case ParseOutcome::Kind::kHelp: {

@@ -15,6 +15,8 @@
 
 namespace waste {
 
+class TokenConstraint;  // waste/grammar.h
+
 struct ModelInfo {
   std::string arch;                  // kimi-linear, kimi-k3, ...
   int layers = 0;
@@ -90,6 +92,10 @@ struct GenParams {
   // token that completes it is still reported to the callback; a host that
   // prints text hides the stop string with StopStringFilter, waste/text.h).
   std::vector<std::string> stop_strings;
+  // Constrained decoding (waste/grammar.h): when set, every sampled token
+  // is one the constraint allows, and each generated token is passed to
+  // its Accept(). Not owned; must outlive the Generate call.
+  TokenConstraint* constraint = nullptr;
 };
 
 // Per generated token. Return false to cancel.

@@ -6,6 +6,7 @@
 #include "waste/config.h"
 #include "waste/engine.h"
 #include "waste/export.h"
+#include "waste/grammar.h"
 #include "waste/memplan.h"
 #include "waste/model.h"
 #include "waste/status.h"

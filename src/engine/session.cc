@@ -11,6 +11,7 @@
 
 #include "engine/model_core.h"
 #include "model/sampler.h"
+#include "waste/grammar.h"
 #include "waste/model.h"
 
 namespace waste {
@@ -168,6 +169,21 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       return ArgError(s.detail);
     }
     Sampler sampler(SamplerParams{params.temperature, params.top_p, params.top_k, params.seed});
+    // With a constraint, the token the sampler picks is checked; only a
+    // forbidden pick pays for the full mask and a second draw.
+    std::vector<float> masked;
+    auto pick = [&](std::span<const float> logits) {
+      int t = sampler.Sample(logits);
+      if (params.constraint) {
+        if (!params.constraint->Allows(t)) {
+          masked.assign(logits.begin(), logits.end());
+          params.constraint->Mask(masked);
+          t = sampler.Sample(masked);
+        }
+        params.constraint->Accept(t);
+      }
+      return t;
+    };
     StopStringScan stop_strings(params.stop_strings);
     const Tokenizer* tokenizer = s.model->tokenizer.get();
     ExpertCache& cache = *s.model->cache;
@@ -178,7 +194,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       std::lock_guard<std::mutex> acct(s.model->acct_mu);
       s.Account(Seconds(t0, Clock::now()), prompt.size(), 0, 0);
     }
-    int tok = sampler.Sample(s.forward->logits());
+    int tok = pick(s.forward->logits());
     const int eos = s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
     for (int t = 0; t < params.max_tokens; ++t) {
@@ -237,7 +253,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       }
       if (!step.ok()) return step;
       if (last) break;
-      tok = sampler.Sample(s.forward->logits());
+      tok = pick(s.forward->logits());
     }
     return reason;
   } catch (const std::bad_alloc&) {

@@ -48,7 +48,7 @@ TEST(CliGrammar, GlobalHelp) {
 }
 
 TEST(CliGrammar, UnknownCommand) {
-  EXPECT_EQ(ErrorOf({"serve", "m"}), "unknown command 'serve' (try --help)");
+  EXPECT_EQ(ErrorOf({"frobnicate", "m"}), "unknown command 'frobnicate' (try --help)");
   EXPECT_EQ(ErrorOf({"--version"}), "unknown command '--version' (try --help)");
 }
 

@@ -1,0 +1,165 @@
+// `waste serve MODEL`: the OpenAI-compatible HTTP server (server/). Parses
+// its own options (they are not the run/chat ones), opens the engine, prints
+// the banner and serves until Ctrl-C.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "commands.h"
+#include "http_server.h"
+#include "options.h"
+#include "waste/waste.h"
+
+namespace waste::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnSignal(int) { g_stop = true; }
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string DefaultModelId(const std::string& dir) {
+  std::string name = std::filesystem::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
+  if (name.size() > 6 && name.substr(name.size() - 6) == ".waste") name.resize(name.size() - 6);
+  return name.empty() ? "waste" : name;
+}
+
+}  // namespace
+
+int ServeMain(const std::vector<std::string>& args) {
+  CLI::App app{"waste serve: an OpenAI-compatible HTTP server over one model", "waste serve"};
+  std::string model, budget = "0", cache = "lfru", cpus, usage;
+  server::ServeOptions so;
+  Config cfg;
+  uint32_t ctx = 0;
+  int threads = 0;
+  bool no_direct_io = false, verify = false, exclusive = false, plan = false, vision = false;
+  double body_limit_mib = 64;
+  app.add_option("MODEL", model, "container directory")->required();
+  app.add_option("--host", so.host, "bind address (default 127.0.0.1)");
+  app.add_option("--port", so.port, "TCP port, 0 = any free port (default 8000)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--model-id", so.model_id, "id reported by /v1/models (default: the directory name)");
+  app.add_option("--api-key", so.api_key, "require Authorization: Bearer KEY (default $WASTE_API_KEY)");
+  app.add_option("--budget", budget, "RAM ceiling (SIZE, as for run)");
+  app.add_option("--ctx", ctx, "context tokens (0 = 4096)");
+  app.add_option("--threads", threads, "compute threads (0 = engine default)");
+  app.add_option("--cpus", cpus, "cpu list to run on");
+  app.add_option("--cache", cache, "expert-cache policy: lfru or lru")->check(CLI::IsMember({"lfru", "lru"}));
+  app.add_flag("--no-direct-io", no_direct_io, "read experts through the page cache");
+  app.add_flag("--verify", verify, "checksum every expert record read");
+  app.add_option("--usage", usage, "learned hotlist (default MODEL/usage.waste)");
+  app.add_flag("--exclusive-open", exclusive, "refuse when another process has the container open");
+  app.add_option("--max-tokens", so.default_max_tokens, "completion cap when a request sets none (default 4096)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{0xffffffff}));
+  app.add_flag("--no-thinking", so.no_thinking, "answer without the think channel unless a request asks");
+  app.add_flag("--vision", vision, "accept images (no engine in this build has a vision tower)");
+  app.add_option("--parallel", so.parallel, "conversation sessions kept for prefix reuse (default 1)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--body-limit", body_limit_mib, "largest request body in MiB (default 64)")
+      ->check(CLI::Range(0.001, 4096.0));
+  app.add_option("--cors", so.cors_origin, "send Access-Control-Allow-Origin: ORIGIN and answer preflights");
+  app.add_option("--http-threads", so.http_threads, "connections served at once (default 16)")
+      ->check(CLI::Range(2, 1024));
+  app.add_flag("--plan", plan, "print the memory plan and exit");
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::reverse(rest.begin(), rest.end());
+  try {
+    app.parse(rest);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!std::filesystem::is_directory(model)) {
+    std::fprintf(stderr, "no such container: %s\n", model.c_str());
+    return 2;
+  }
+  auto size = ParseSize(budget);
+  if (!size) {
+    std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
+    return 2;
+  }
+  if (vision) {
+    std::fprintf(stderr, "--vision: no engine in this build has a vision tower\n");
+    return 2;
+  }
+  if (plan) {
+    Options o;
+    o.command = Command::kPlan;
+    o.positionals = {model};
+    o.budget_bytes = *size;
+    o.budget_given = true;
+    o.ctx = ctx ? ctx : 4096;
+    return PlanCommand(o);
+  }
+  if (so.api_key.empty()) {
+    if (const char* k = std::getenv("WASTE_API_KEY")) so.api_key = k;
+  }
+  if (so.model_id.empty()) so.model_id = DefaultModelId(model);
+  so.container_dir = model;
+  so.body_limit = static_cast<size_t>(body_limit_mib * 1024 * 1024);
+  cfg.ram_budget_bytes = *size;
+  cfg.ctx_tokens = ctx ? ctx : 4096;
+  cfg.threads = threads;
+  cfg.cpu_list = cpus;
+  cfg.verify_records = verify;
+  cfg.direct_io = no_direct_io ? 0 : -1;
+  cfg.cache_policy = cache == "lru" ? CachePolicy::kLru : CachePolicy::kLfru;
+  cfg.usage_path = usage;
+  cfg.exclusive_open = exclusive;
+
+  auto engine = Engine::Open(model, cfg);
+  if (!engine) {
+    std::fprintf(stderr, "open: %s\n", engine.error().ToString().c_str());
+    return 1;
+  }
+  auto server = server::HttpServer::Create(**engine, so);
+  if (!server) {
+    std::fprintf(stderr, "serve: %s\n", server.error().ToString().c_str());
+    return 1;
+  }
+  auto port = (*server)->Bind();
+  if (!port) {
+    std::fprintf(stderr, "serve: %s\n", port.error().ToString().c_str());
+    return 1;
+  }
+  const ModelInfo& info = (*engine)->info();
+  std::printf("%s\n", BuildInfo().c_str());
+  std::printf("model %s - %s, %d layers, %d experts, ctx %u\n", so.model_id.c_str(),
+              info.arch.c_str(), info.layers, info.experts, info.ctx_tokens);
+  std::printf("quantization: %s\n", info.quantization.c_str());
+  std::printf("%s\n", (*server)->FormatDescription().c_str());
+  std::string shown = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
+  std::printf("listening on http://%s:%d\n", shown.c_str(), *port);
+  std::fflush(stdout);
+  if (!IsLoopback(so.host) && so.api_key.empty()) {
+    std::fprintf(stderr, "warning: listening on %s without --api-key: anyone who can reach it "
+                         "can use the model\n", so.host.c_str());
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  server::HttpServer* s = server->get();
+  std::thread watcher([s] {
+    while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    s->Stop();
+  });
+  Status st = s->Serve();
+  g_stop = true;
+  watcher.join();
+  std::fprintf(stderr, "stopping\n");
+  server->reset();
+  return st.ok() ? 0 : 1;
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,134 @@
+// Constrained decoding: a grammar that masks the sampler's candidates
+// token by token, so the output is valid by construction.
+//
+// Grammar text is GBNF-like (the notation llama.cpp made common):
+//
+//   root   ::= "{" ws pair ("," ws pair)* "}"      # rules; `root` starts
+//   pair   ::= string ":" ws value
+//   digit  ::= [0-9]          # classes: ranges, [^...] negation, \n \t \\ \] \xHH \uHHHH
+//   any    ::= [^]            # ... [^] is any character
+//   x      ::= a | b c        # alternation, sequence, ( ... ) grouping
+//   y      ::= x? x* x+ x{2} x{1,3} x{2,}             # repetition
+//   end    ::= <[163586]>     # one token by id (a control token)
+//
+// Literals and classes match Unicode characters (UTF-8 aware; a token may
+// end inside a character). Token terminals match only that token id, and
+// the ids named in `opaque_tokens` of a Vocabulary never match as text.
+//
+// JSON Schema (draft 2020-12 subset) compiles to a grammar: type,
+// properties, required, additionalProperties, enum, const, items,
+// prefixItems, minItems/maxItems, anyOf/oneOf (oneOf is treated as anyOf),
+// $ref/$defs/definitions (local), nullable types, string formats date,
+// time, date-time, uuid, email (simplified), and minLength/maxLength,
+// pattern-free strings. Any other keyword that constrains values is
+// refused with kUnsupported naming it (annotations such as title,
+// description, default, examples, $schema, $id are ignored).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "waste/status.h"
+
+namespace waste {
+
+class Engine;
+
+// Implemented by anything that restricts which tokens may come next.
+// Engine::Generate calls Allows() on the token it would pick; only when
+// that token is forbidden does it call Mask() and pick again, so the
+// common case costs one check. Accept() is called with every generated
+// token in order.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  virtual bool Allows(int token) noexcept = 0;
+  // Sets the logit of every forbidden token to -infinity.
+  virtual void Mask(std::span<float> logits) noexcept = 0;
+  virtual void Accept(int token) noexcept = 0;
+};
+
+struct GrammarData;  // compiled rules (src/grammar/)
+
+class Grammar {
+ public:
+  // GBNF text -> grammar; kFormat with the line and what is wrong.
+  static Result<std::shared_ptr<const Grammar>> Parse(std::string_view text) noexcept;
+  // A JSON Schema (JSON text) -> grammar for one JSON value matching it,
+  // without surrounding whitespace. kUnsupported names an unsupported
+  // keyword ("unsupported JSON Schema keyword 'patternProperties' at
+  // /properties/a"); kFormat a malformed schema.
+  static Result<std::shared_ptr<const Grammar>> FromJsonSchema(std::string_view schema) noexcept;
+  // The GBNF that FromJsonSchema compiles (for --json-schema and tests).
+  static Result<std::string> JsonSchemaToGbnf(std::string_view schema) noexcept;
+  // Any JSON object (response_format json_object).
+  static std::shared_ptr<const Grammar> AnyJsonObject() noexcept;
+
+  const GrammarData& data() const noexcept { return *data_; }
+  explicit Grammar(std::shared_ptr<const GrammarData> data) : data_(std::move(data)) {}
+
+ private:
+  std::shared_ptr<const GrammarData> data_;
+};
+
+// The token pieces of a vocabulary in a byte trie, built once per model
+// and shared by every matcher (hundreds of milliseconds at 163,840 tokens).
+class Vocabulary {
+ public:
+  // `pieces[id]` = the token's bytes. `opaque_tokens`: control tokens that
+  // never match as text (markers, end of sequence).
+  static std::shared_ptr<const Vocabulary> Build(std::vector<std::string> pieces,
+                                                 std::vector<int> opaque_tokens) noexcept;
+  static std::shared_ptr<const Vocabulary> FromEngine(const Engine& engine,
+                                                      std::vector<int> opaque_tokens) noexcept;
+  struct Impl;
+  const Impl& impl() const noexcept { return *impl_; }
+  explicit Vocabulary(std::unique_ptr<Impl> impl);
+  ~Vocabulary();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// One generation's position in a grammar.
+class GrammarMatcher : public TokenConstraint {
+ public:
+  GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
+  ~GrammarMatcher() override;
+
+  bool Allows(int token) noexcept override;
+  void Mask(std::span<float> logits) noexcept override;
+  void Accept(int token) noexcept override;
+
+  // Text input (tests, `waste run --grammar` checks): false when the bytes
+  // cannot continue the grammar (the state is then unchanged).
+  bool AcceptText(std::string_view bytes) noexcept;
+  // The input so far is a complete sentence of the grammar.
+  bool CanEnd() const noexcept;
+  // Nothing more may follow (complete and no continuation possible).
+  bool MustEnd() const noexcept;
+  // No continuation possible at all (a forced token broke the grammar).
+  bool Dead() const noexcept;
+  // Fewest bytes that complete the sentence from here (0 when CanEnd()).
+  int MinBytesToEnd() const noexcept;
+  // Forbid tokens that do not bring the end closer; set when the token
+  // budget runs short so a reply always ends valid.
+  void SetClosing(bool closing) noexcept { closing_ = closing; }
+  // Tokens allowed once the sentence is complete (the engine stops on
+  // them: end of sequence, a chat format's stop marker).
+  void SetEndTokens(std::vector<int> ids) noexcept;
+
+  struct State;
+
+ private:
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  std::unique_ptr<State> state_;
+  bool closing_ = false;
+};
+
+}  // namespace waste

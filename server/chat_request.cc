@@ -1,0 +1,226 @@
+#include "chat_request.h"
+
+#include <cmath>
+
+namespace waste::server {
+namespace {
+
+bool IsNumber(const Json& v) { return v.is_number(); }  // nlohmann: bool is not a number
+bool IsInteger(const Json& v) { return v.is_number_integer(); }
+
+// A present, non-null field.
+const Json* Field(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<ApiError> NumberIn(const Json& body, const char* name, double lo, double hi,
+                                 std::optional<float>* out) {
+  const Json* v = Field(body, name);
+  if (!v) return std::nullopt;
+  std::string q = std::string("'") + name + "'";
+  if (!IsNumber(*v)) return BadRequest(q + " must be a number", name);
+  double d = v->get<double>();
+  if (!(d >= lo && d <= hi)) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s must be between %.1f and %.1f", q.c_str(), lo, hi);
+    return BadRequest(buf, name);
+  }
+  *out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+bool IsImagePart(const std::string& type) { return type == "image" || type == "image_url"; }
+
+ApiError VisionDisabled() {
+  return BadRequest(
+      "this server was started without the vision tower; restart it with --vision to accept "
+      "images",
+      std::nullopt, "vision_disabled");
+}
+
+}  // namespace
+
+const Json& CallFunction(const Json& call) {
+  auto it = call.find("function");
+  if (it != call.end() && it->is_object()) return *it;
+  return call;
+}
+
+std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out) {
+  if (const Json* n = Field(body, "n")) {
+    bool one = (n->is_boolean() && n->get<bool>()) || (n->is_number() && n->get<double>() == 1.0);
+    if (!one) {
+      return BadRequest("'n' must be 1: this engine generates one completion per request", "n");
+    }
+  }
+  std::optional<float> temperature;
+  if (auto e = NumberIn(body, "temperature", 0.0, 2.0, &temperature)) return e;
+  out->temperature = temperature.value_or(0.0f);
+  if (auto e = NumberIn(body, "top_p", 0.0, 1.0, &out->top_p)) return e;
+  if (const Json* k = Field(body, "top_k")) {
+    if (!IsInteger(*k) || (k->is_number_integer() && k->get<int64_t>() < 0 && !k->is_number_unsigned())) {
+      return BadRequest("'top_k' must be a non-negative integer", "top_k");
+    }
+    uint64_t v = k->get<uint64_t>();
+    out->top_k = v > 0x7fffffff ? 0x7fffffff : static_cast<int>(v);
+  }
+  if (const Json* s = Field(body, "seed")) {
+    if (!IsInteger(*s)) return BadRequest("'seed' must be an integer", "seed");
+    // Reduced mod 2^64, so -1 is 2^64-1.
+    out->seed = s->is_number_unsigned() ? s->get<uint64_t>()
+                                        : static_cast<uint64_t>(s->get<int64_t>());
+  }
+  const Json* cap = nullptr;
+  if (body.contains("max_completion_tokens")) {
+    cap = Field(body, "max_completion_tokens");  // null: the default, max_tokens ignored
+  } else {
+    cap = Field(body, "max_tokens");
+  }
+  if (cap) {
+    bool ok = IsInteger(*cap) && (cap->is_number_unsigned() ? cap->get<uint64_t>() > 0
+                                                            : cap->get<int64_t>() > 0);
+    if (!ok) return BadRequest("'max_tokens' must be a positive integer", "max_tokens");
+    out->max_tokens = cap->get<uint64_t>();
+  }
+  if (const Json* stop = Field(body, "stop")) {
+    const char* msg = "'stop' must be a string or an array of strings";
+    if (stop->is_string()) {
+      if (!stop->get_ref<const std::string&>().empty()) out->stops.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const Json& s : *stop) {
+        if (!s.is_string()) return BadRequest(msg, "stop");
+        if (!s.get_ref<const std::string&>().empty()) out->stops.push_back(s.get<std::string>());
+      }
+    } else {
+      return BadRequest(msg, "stop");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseStream(const Json& body, bool* stream, bool* include_usage) {
+  *stream = false;
+  *include_usage = false;
+  if (const Json* s = Field(body, "stream")) {
+    if (!s->is_boolean()) return BadRequest("'stream' must be a boolean", "stream");
+    *stream = s->get<bool>();
+  }
+  if (const Json* so = Field(body, "stream_options"); so && so->is_object()) {
+    auto it = so->find("include_usage");
+    if (it != so->end()) {
+      const Json& u = *it;
+      *include_usage = (u.is_boolean() && u.get<bool>()) ||
+                       (u.is_number() && u.get<double>() != 0) ||
+                       (u.is_string() && !u.get_ref<const std::string&>().empty()) ||
+                       ((u.is_array() || u.is_object()) && !u.empty());
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ValidateMessages(const Json& body) {
+  auto it = body.find("messages");
+  if (it == body.end()) return BadRequest("'messages' is a required property", "messages");
+  if (!it->is_array() || it->empty()) {
+    return BadRequest("'messages' must be a non-empty array", "messages");
+  }
+  size_t i = 0;
+  for (const Json& m : *it) {
+    std::string at = "messages[" + std::to_string(i++) + "]";
+    if (!m.is_object()) return BadRequest(at + " must be an object", at);
+    auto role = m.find("role");
+    static const char* kRoles[] = {"system", "user", "assistant", "tool", "developer"};
+    bool known = false;
+    if (role != m.end() && role->is_string()) {
+      for (const char* r : kRoles) known = known || *role == r;
+    }
+    if (!known) {
+      return BadRequest(at + ".role must be one of ['assistant', 'developer', 'system', 'tool', 'user']",
+                        at + ".role");
+    }
+    auto content = m.find("content");
+    if (content != m.end() && !content->is_null()) {
+      if (content->is_array()) {
+        size_t j = 0;
+        for (const Json& part : *content) {
+          std::string pat = at + ".content[" + std::to_string(j++) + "]";
+          if (!part.is_object()) return BadRequest(pat + " must be an object", pat);
+          auto type = part.find("type");
+          if (type == part.end() || !type->is_string() || type->get_ref<const std::string&>().empty()) {
+            return BadRequest(pat + ".type must be a non-empty string", pat + ".type");
+          }
+          if (IsImagePart(type->get<std::string>())) return VisionDisabled();
+          auto text = part.find("text");
+          if (text == part.end() || !text->is_string()) {
+            return BadRequest(pat + ".text must be a string", pat + ".text");
+          }
+        }
+      } else if (!content->is_string()) {
+        return BadRequest(at + ".content must be a string, an array, or null", at + ".content");
+      }
+    }
+    auto calls = m.find("tool_calls");
+    if (calls != m.end() && !calls->is_null()) {
+      if (*role != "assistant") {
+        return BadRequest(at + ".tool_calls is only valid for assistant messages", at + ".tool_calls");
+      }
+      if (!calls->is_array()) return BadRequest(at + ".tool_calls must be an array", at + ".tool_calls");
+      size_t j = 0;
+      for (const Json& call : *calls) {
+        std::string cat = at + ".tool_calls[" + std::to_string(j++) + "]";
+        if (!call.is_object()) return BadRequest(cat + " must be an object", cat);
+        const Json& fn = CallFunction(call);
+        std::string fat = &fn == &call ? cat : cat + ".function";
+        auto name = fn.find("name");
+        if (name == fn.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+          return BadRequest(fat + ".name must be a non-empty string", fat + ".name");
+        }
+        auto args = fn.find("arguments");
+        if (args != fn.end() && !args->is_null() && !args->is_object() && !args->is_string()) {
+          return BadRequest(fat + ".arguments must be an object or a JSON string", fat + ".arguments");
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool* thinking,
+                                        std::string* effort) {
+  effort->clear();
+  const Json* b = Field(body, "thinking");
+  if (b && !b->is_boolean()) return BadRequest("'thinking' must be a boolean", "thinking");
+  const Json* e = Field(body, "reasoning_effort");
+  if (!e) e = Field(body, "thinking_effort");
+  if (!e) {
+    if (const Json* r = Field(body, "reasoning"); r && r->is_object()) e = Field(*r, "effort");
+  }
+  if (!e) {
+    *thinking = b ? b->get<bool>() : default_on;
+    return std::nullopt;
+  }
+  if (!e->is_string()) return BadRequest("'reasoning_effort' must be a string", "reasoning_effort");
+  std::string lower = e->get<std::string>();
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "none" || lower == "minimal" || lower == "off") {
+    *thinking = false;
+    return std::nullopt;
+  }
+  if (lower == "low" || lower == "high" || lower == "max") {
+    if (b && !b->get<bool>()) {
+      return BadRequest("'thinking' is false but 'reasoning_effort' asks for reasoning - pick one",
+                        "reasoning_effort");
+    }
+    *thinking = true;
+    *effort = lower;
+    return std::nullopt;
+  }
+  return BadRequest("reasoning_effort='" + e->get<std::string>() +
+                        "' is not supported by this model: use 'low', 'high' or 'max', or "
+                        "'none', 'minimal' or 'off' to answer without reasoning",
+                    "reasoning_effort");
+}
+
+}  // namespace waste::server

@@ -1,0 +1,152 @@
+#include "generate.h"
+
+#include <chrono>
+
+#include "chat_turn.h"
+#include "constraint.h"
+
+namespace waste::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+ApiError EngineFailure(const Status& st, const Engine& engine) {
+  std::string detail = st.message().empty() ? engine.error_detail() : st.message();
+  std::string msg = std::string("generate: ") + ErrcText(st.code());
+  if (!detail.empty()) msg += " (" + detail + ")";
+  return ApiError{500, "engine_error", msg, std::nullopt, std::nullopt};
+}
+
+}  // namespace
+
+GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const ChatFormat& format,
+                            const ReplyHeader& header, const EventSink& sink,
+                            const std::atomic<bool>& cancel) {
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int>(chat.ids.size());
+  ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
+                           ? ReplyParser(format.markers, chat.prompt.think_channel)
+                           : ReplyParser(format.stop_id);
+  int eos = engine.info().eos_id;
+  if (eos == format.stop_id) eos = -1;
+  ChatTurn turn(std::move(parser), chat.stops, eos);
+  std::vector<Json> deltas;
+  bool client_gone = false;
+  auto flush = [&]() {
+    if (!sink) {
+      deltas.clear();
+      return;
+    }
+    for (Json& d : deltas) {
+      if (!client_gone && !sink(SseEvent(DeltaChunk(header, d, nullptr)))) client_gone = true;
+    }
+    deltas.clear();
+  };
+  GenParams params = chat.params;
+  std::unique_ptr<BudgetedConstraint> constraint;
+  if (chat.grammar && format.vocab) {
+    constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens);
+    params.constraint = constraint.get();
+  }
+  engine.ResetState();
+  auto t0 = Clock::now();
+  int delivered = 0;
+  bool turn_stopped = false;
+  Status st = engine.Generate(chat.ids, params, [&](const TokenEvent& ev) {
+    if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+    bool more = turn.OnToken(ev.token, ev.piece, &deltas);
+    flush();
+    if (!more) turn_stopped = true;
+    if (cancel.load() || client_gone) {
+      r.cancelled = true;
+      return false;
+    }
+    return more;
+  });
+  r.total_ms = MsSince(t0);
+  r.completion_tokens = turn.completion_tokens();
+  bool failed = !st.ok() && !(st.code() == Errc::kCancelled && (turn_stopped || r.cancelled));
+  if (r.cancelled) return r;
+  if (failed) {
+    ApiError e = EngineFailure(st, engine);
+    if (!sink) {
+      r.error = e;
+      return r;
+    }
+    // After the headers an error can only be an event (never a second
+    // HTTP response inside the body).
+    sink("data: " + ErrorBody(e) + "\n\n");
+    sink("data: [DONE]\n\n");
+    return r;
+  }
+  turn.Finish(&deltas);
+  bool ran_to_max = st.ok() && delivered == chat.params.max_tokens;
+  std::string finish = turn.FinishReason(ran_to_max);
+  Json usage = Usage(r.prompt_tokens, r.completion_tokens);
+  Json waste = WasteCounters(engine.stats(), r.total_ms);
+  if (!sink) {
+    r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
+    return r;
+  }
+  flush();
+  sink(SseEvent(DeltaChunk(header, Json::object(), finish)));
+  if (chat.include_usage) sink(SseEvent(UsageChunk(header, usage)));
+  sink(SseEvent(WasteChunk(header, waste)));
+  sink("data: [DONE]\n\n");
+  return r;
+}
+
+GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
+                                  const ChatFormat& format, const ReplyHeader& header,
+                                  const std::atomic<bool>& cancel) {
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int>(req.ids.size());
+  std::string text;
+  bool stop_hit = false;
+  int delivered = 0;
+  engine.ResetState();
+  auto t0 = Clock::now();
+  int eos = engine.info().eos_id;
+  Status st = engine.Generate(req.ids, req.params, [&](const TokenEvent& ev) {
+    if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+    // The piece of a terminating stop or end-of-sequence token is not text.
+    bool terminator = ev.token == format.stop_id || ev.token == eos;
+    if (!terminator) text.append(ev.piece);
+    for (const std::string& s : req.stops) {
+      size_t at = text.find(s);
+      if (at != std::string::npos) {
+        text.resize(at);
+        stop_hit = true;
+      }
+    }
+    if (cancel.load()) {
+      r.cancelled = true;
+      return false;
+    }
+    return !stop_hit;
+  });
+  r.total_ms = MsSince(t0);
+  r.completion_tokens = delivered;
+  if (r.cancelled) return r;
+  if (!st.ok() && !(st.code() == Errc::kCancelled && stop_hit)) {
+    r.error = EngineFailure(st, engine);
+    return r;
+  }
+  bool ran_to_max = st.ok() && delivered == req.params.max_tokens;
+  r.body = {{"id", header.id},
+            {"object", "text_completion"},
+            {"created", header.created},
+            {"model", header.model},
+            {"choices", Json::array({{{"index", 0},
+                                      {"text", SanitizeUtf8(text)},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", ran_to_max ? "length" : "stop"}}})},
+            {"usage", Usage(r.prompt_tokens, r.completion_tokens)}};
+  return r;
+}
+
+}  // namespace waste::server

@@ -1,0 +1,40 @@
+// Running one prepared request on the engine (on the worker thread):
+// reset the conversation, generate, feed every token through a ChatTurn,
+// and hand out either the blocking body or the stream's SSE events.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "api_error.h"
+#include "openai_shapes.h"
+#include "prepare.h"
+
+namespace waste::server {
+
+// Streaming: called with each SSE event ("data: ...\n\n"); returns false
+// when the client is gone (generation then stops within one token).
+using EventSink = std::function<bool(const std::string& event)>;
+
+struct GenerateResult {
+  std::optional<ApiError> error;  // blocking: the 500 to answer
+  Json body;                      // blocking: the response object
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  double prefill_ms = 0;          // time to first token
+  double total_ms = 0;
+  bool cancelled = false;         // the client went away
+};
+
+// `sink` null = blocking. `cancel` is polled once per token.
+GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const ChatFormat& format,
+                            const ReplyHeader& header, const EventSink& sink,
+                            const std::atomic<bool>& cancel);
+
+GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
+                                  const ChatFormat& format, const ReplyHeader& header,
+                                  const std::atomic<bool>& cancel);
+
+}  // namespace waste::server

@@ -1,0 +1,421 @@
+#include "http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+
+#include "chat_turn.h"
+#include "engine_worker.h"
+#include "generate.h"
+#include "metrics.h"
+#include "prepare.h"
+#include "web_page.h"
+
+namespace waste::server {
+namespace {
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Events from the engine thread to a streaming connection's thread.
+struct EventChannel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> events;
+  bool finished = false;
+  std::atomic<bool> cancel{false};
+
+  bool Push(const std::string& e) {
+    if (cancel.load()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(e);
+    }
+    cv.notify_one();
+    return true;
+  }
+  void Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
+    }
+    cv.notify_one();
+  }
+};
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  }
+  return diff == 0 && !b.empty();
+}
+
+std::string NormalizePath(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Engine& engine;
+  ServeOptions options;
+  ChatFormat format;
+  ServeLimits limits;
+  Metrics metrics;
+  std::unique_ptr<EngineWorker> worker;
+  httplib::Server http;
+  int64_t started_unix = UnixNow();
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  Impl(Engine& e, const ServeOptions& o) : engine(e), options(o) {}
+
+  void Reply(httplib::Response& res, int status, const Json& body) {
+    res.status = status;
+    res.set_content(Dump(body, JsonStyle::kSpaced), "application/json");
+  }
+  void Fail(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    res.set_content(ErrorBody(e), "application/json");
+  }
+
+  Json ModelObject() const {
+    const ModelInfo& info = engine.info();
+    return {{"id", options.model_id},
+            {"object", "model"},
+            {"created", started_unix},
+            {"owned_by", "waste"},
+            {"waste",
+             {{"n_layers", info.layers},
+              {"n_experts", info.experts},
+              {"top_k", info.top_k},
+              {"hidden", info.hidden},
+              {"ctx_max", info.ctx_tokens},
+              {"params_total", info.params_total},
+              {"params_active", info.params_active},
+              {"arch", info.arch},
+              {"quant_summary", info.quantization}}}};
+  }
+
+  void Get(const httplib::Request& req, httplib::Response& res) {
+    std::string path = NormalizePath(req.path);
+    if (path == "/") {
+      res.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
+    } else if (path == "/health") {
+      double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      Reply(res, 200,
+            {{"status", "ok"},
+             {"model", options.model_id},
+             {"engine", BuildInfo()},
+             {"uptime_s", static_cast<int64_t>(up)}});
+    } else if (path == "/v1/models") {
+      Reply(res, 200, {{"object", "list"}, {"data", Json::array({ModelObject()})}});
+    } else if (path.rfind("/v1/models/", 0) == 0) {
+      std::string id = path.substr(11);
+      if (id == options.model_id) {
+        Reply(res, 200, ModelObject());
+      } else {
+        Fail(res, {404, "not_found_error", "no such model: " + id, "model", std::nullopt});
+      }
+    } else if (path == "/metrics") {
+      res.set_content(metrics.Render(worker->waiting(), worker->busy()),
+                      "text/plain; version=0.0.4");
+    } else {
+      Fail(res, {404, "not_found_error", "no route for GET " + req.path, std::nullopt, std::nullopt});
+    }
+  }
+
+  // §2.3 body checks; true when `body` holds a JSON object.
+  bool ReadBody(const httplib::Request& req, httplib::Response& res, Json* body) {
+    if (!req.has_header("Content-Length")) {
+      res.set_header("Connection", "close");
+      Fail(res, {411, "invalid_request_error", "Content-Length is required", std::nullopt,
+                 std::nullopt});
+      return false;
+    }
+    if (req.body.empty()) {
+      Fail(res, BadRequest("request body is empty", std::nullopt));
+      return false;
+    }
+    std::string err;
+    if (!ParseJson(req.body, body, &err)) {
+      Fail(res, BadRequest("request body is not valid JSON: " + err, std::nullopt));
+      return false;
+    }
+    if (!body->is_object()) {
+      Fail(res, BadRequest("request body must be a JSON object", std::nullopt));
+      return false;
+    }
+    return true;
+  }
+
+  void Post(const httplib::Request& req, httplib::Response& res) {
+    std::string path = NormalizePath(req.path);
+    bool known = path == "/v1/chat/completions" || path == "/v1/completions" ||
+                 path == "/tokenize" || path == "/detokenize";
+    if (!known) {
+      Fail(res, {404, "not_found_error", "no route for POST " + req.path, std::nullopt, std::nullopt});
+      return;
+    }
+    Json body;
+    if (!ReadBody(req, res, &body)) return;
+    if (path == "/v1/chat/completions") Chat(body, res);
+    else if (path == "/v1/completions") Completion(body, res);
+    else if (path == "/tokenize") Tokenize(body, res);
+    else Detokenize(body, res);
+  }
+
+  void Busy(httplib::Response& res) {
+    metrics.CountRejected();
+    res.set_header("Retry-After", "1");
+    Fail(res, {503, "server_busy", "the request queue is full; retry shortly", std::nullopt,
+               std::nullopt});
+  }
+
+  void Chat(const Json& body, httplib::Response& res) {
+    auto chat = std::make_shared<PreparedChat>();
+    if (auto e = PrepareChat(body, format, engine, limits, chat.get())) return Fail(res, *e);
+    ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
+    if (!chat->stream) {
+      auto done = std::make_shared<std::promise<GenerateResult>>();
+      auto future = done->get_future();
+      static const std::atomic<bool> kNever{false};
+      bool queued = worker->Submit([this, chat, header, done](Engine& e) {
+        GenerateResult r = GenerateChat(e, *chat, format, header, nullptr, kNever);
+        metrics.CountGeneration(r, e.stats());
+        done->set_value(std::move(r));
+      });
+      if (!queued) return Busy(res);
+      GenerateResult r = future.get();
+      if (r.error) return Fail(res, *r.error);
+      return Reply(res, 200, r.body);
+    }
+    auto channel = std::make_shared<EventChannel>();
+    bool queued = worker->Submit([this, chat, header, channel](Engine& e) {
+      if (!channel->cancel.load()) {
+        GenerateResult r = GenerateChat(
+            e, *chat, format, header, [&](const std::string& ev) { return channel->Push(ev); },
+            channel->cancel);
+        metrics.CountGeneration(r, e.stats());
+      }
+      channel->Finish();
+    });
+    if (!queued) return Busy(res);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [channel](size_t, httplib::DataSink& sink) {
+          std::unique_lock<std::mutex> lock(channel->mu);
+          while (true) {
+            while (!channel->events.empty()) {
+              std::string ev = std::move(channel->events.front());
+              channel->events.pop_front();
+              lock.unlock();
+              bool ok = sink.write(ev.data(), ev.size());
+              lock.lock();
+              if (!ok) {
+                channel->cancel = true;
+                return false;
+              }
+            }
+            if (channel->finished) {
+              lock.unlock();
+              sink.done();
+              return true;
+            }
+            channel->cv.wait_for(lock, std::chrono::milliseconds(100));
+            if (channel->events.empty() && !channel->finished && !sink.is_writable()) {
+              channel->cancel = true;  // the client went away while waiting
+              return false;
+            }
+          }
+        },
+        [channel](bool) { channel->cancel = true; });
+  }
+
+  void Completion(const Json& body, httplib::Response& res) {
+    auto req = std::make_shared<PreparedCompletion>();
+    if (auto e = PrepareCompletion(body, format, engine, limits, req.get())) return Fail(res, *e);
+    ReplyHeader header{NewResponseId("cmpl"), UnixNow(), options.model_id};
+    auto done = std::make_shared<std::promise<GenerateResult>>();
+    auto future = done->get_future();
+    static const std::atomic<bool> kNever{false};
+    bool queued = worker->Submit([this, req, header, done](Engine& e) {
+      GenerateResult r = GenerateCompletion(e, *req, format, header, kNever);
+      metrics.CountGeneration(r, e.stats());
+      done->set_value(std::move(r));
+    });
+    if (!queued) return Busy(res);
+    GenerateResult r = future.get();
+    if (r.error) return Fail(res, *r.error);
+    Reply(res, 200, r.body);
+  }
+
+  void Tokenize(const Json& body, httplib::Response& res) {
+    auto content = body.find("content");
+    if (content == body.end() || !content->is_string()) {
+      return Fail(res, BadRequest("'content' must be a string", "content"));
+    }
+    bool markup = false;
+    if (auto m = body.find("markup"); m != body.end() && !m->is_null()) {
+      if (!m->is_boolean()) return Fail(res, BadRequest("'markup' must be a boolean", "markup"));
+      markup = m->get<bool>();
+    }
+    auto ids = engine.Tokenize(content->get<std::string>(), markup, false);
+    if (!ids) {
+      return Fail(res, {500, "engine_error", "tokenize: " + ids.error().ToString(), std::nullopt,
+                        std::nullopt});
+    }
+    Reply(res, 200, {{"tokens", *ids}});
+  }
+
+  void Detokenize(const Json& body, httplib::Response& res) {
+    auto tokens = body.find("tokens");
+    const char* msg = "'tokens' must be an array of token ids";
+    if (tokens == body.end() || !tokens->is_array()) return Fail(res, BadRequest(msg, "tokens"));
+    std::vector<int> ids;
+    for (const Json& t : *tokens) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() >= engine.info().vocab) {
+        return Fail(res, BadRequest(msg + std::string(" below the vocabulary size"), "tokens"));
+      }
+      ids.push_back(t.get<int>());
+    }
+    auto text = engine.Detokenize(ids);
+    if (!text) {
+      return Fail(res, {500, "engine_error", "detokenize: " + text.error().ToString(),
+                        std::nullopt, std::nullopt});
+    }
+    Reply(res, 200, {{"content", SanitizeUtf8(*text)}});
+  }
+
+  // Authentication runs before routing and before a POST body is read.
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res) {
+    if (!options.cors_origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", options.cors_origin);
+      if (req.method == "OPTIONS") {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (options.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.method == "GET" && NormalizePath(req.path) == "/health") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    std::string auth = req.get_header_value("Authorization");
+    bool ok = auth.rfind("Bearer ", 0) == 0 && ConstantTimeEquals(auth.substr(7), options.api_key);
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.method == "POST") res.set_header("Connection", "close");
+    Fail(res, {401, "authentication_error", "invalid API key", std::nullopt, std::nullopt});
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  void Setup() {
+    http.set_default_headers({{"Server", std::string("waste/") + WASTE_VERSION_STRING}});
+    http.set_payload_max_length(options.body_limit);
+    int threads = std::max(2, options.http_threads);
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    http.set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) { return PreRoute(req, res); });
+    http.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        Get(req, res);
+      } catch (const std::exception& e) {
+        Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
+      }
+    });
+    http.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        Post(req, res);
+      } catch (const std::exception& e) {
+        Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
+      }
+    });
+    // Statuses httplib decides itself (413 past the body limit, 400 on a
+    // malformed request) still get an OpenAI-shaped body.
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 413) {
+        res.set_header("Connection", "close");
+        Fail(res, BadRequest("request body may not exceed " + std::to_string(options.body_limit) +
+                                 " bytes",
+                             std::nullopt));
+        res.status = 413;
+      } else if (res.status == 404) {
+        Fail(res, {404, "not_found_error", "no route for " + req.method + " " + req.path,
+                   std::nullopt, std::nullopt});
+      } else {
+        int status = res.status;
+        Fail(res, BadRequest("malformed request", std::nullopt));
+        res.status = status;
+      }
+    });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      metrics.CountRequest(NormalizePath(req.path), res.status);
+      std::fprintf(stderr, "%s \"%s %s\" %d\n", req.remote_addr.c_str(), req.method.c_str(),
+                   req.path.c_str(), res.status);
+    });
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() {
+  Stop();
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {
+  auto impl = std::make_unique<Impl>(engine, options);
+  impl->format = ResolveChatFormat(engine, options.container_dir, options.no_thinking);
+  impl->limits.ctx_max = engine.info().ctx_tokens;
+  impl->limits.default_max_tokens = options.default_max_tokens;
+  impl->worker = std::make_unique<EngineWorker>(engine, static_cast<size_t>(std::max(0, options.queue)));
+  impl->Setup();
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+Result<int> HttpServer::Bind() {
+  Impl& m = *impl_;
+  int port = m.options.port;
+  if (port == 0) {
+    port = m.http.bind_to_any_port(m.options.host.c_str());
+    if (port < 0) return IoError("cannot bind " + m.options.host);
+  } else if (!m.http.bind_to_port(m.options.host.c_str(), port)) {
+    return IoError("cannot bind " + m.options.host + ":" + std::to_string(port));
+  }
+  return port;
+}
+
+Status HttpServer::Serve() {
+  if (!impl_->http.listen_after_bind()) return IoError("the listener failed");
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (impl_) impl_->http.stop();
+}
+
+std::string HttpServer::FormatDescription() const {
+  const ChatFormat& f = impl_->format;
+  switch (f.kind) {
+    case ChatFormat::Kind::kXtml:
+      return std::string("chat format XTML, thinking ") + (f.default_thinking ? "on" : "off") +
+             " by default";
+    case ChatFormat::Kind::kChatJson:
+      return "chat format chat.json: plain conversation only (no tools, no reasoning)";
+    default:
+      return "no chat format (" + f.none_reason + "): /v1/chat/completions is refused";
+  }
+}
+
+}  // namespace waste::server

@@ -1,0 +1,54 @@
+// `waste serve`: the OpenAI-compatible HTTP server over one engine.
+//
+// Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
+// GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text),
+// POST /tokenize, POST /detokenize, GET / (the chat page). Requests are
+// authenticated and validated (and tokenized) on their HTTP thread; only
+// valid work waits for the engine, first in, first out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "waste/waste.h"
+
+namespace waste::server {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                        // 0 = any free port
+  std::string model_id;
+  std::string api_key;                    // empty = no authentication
+  uint64_t default_max_tokens = 4096;
+  bool no_thinking = false;
+  int parallel = 1;                       // sessions kept (prefix reuse; see docs/SERVER.md)
+  int queue = 16;                         // requests that may wait for the engine
+  size_t body_limit = 64u << 20;          // request body bytes
+  std::string cors_origin;                // empty = no CORS headers
+  int http_threads = 16;                  // connections served at once
+  std::string container_dir;
+};
+
+class HttpServer {
+ public:
+  static Result<std::unique_ptr<HttpServer>> Create(Engine& engine, const ServeOptions& options);
+  ~HttpServer();
+
+  // Binds host:port; returns the port (useful with port 0).
+  Result<int> Bind();
+  // Serves until Stop(); returns when the listener is closed.
+  Status Serve();
+  void Stop();
+
+  // The chat format in use, e.g. "xtml (thinking on)" — for the banner.
+  std::string FormatDescription() const;
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace waste::server

@@ -1,0 +1,31 @@
+// JSON text the way the K3 prompt protocol and OpenAI clients see it.
+//
+// Prompts embed JSON (tool declarations, schemas, argument values) and the
+// model was trained on one exact serialisation: Python's json.dumps with
+// non-ASCII left raw, in a compact (",", ":") or spaced (", ", ": ") form.
+// Dump() reproduces it byte for byte, including Python's float repr
+// (shortest round-trip digits, positional for exponents in [-4, 16)).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace waste::server {
+
+using Json = nlohmann::ordered_json;
+
+enum class JsonStyle { kCompact, kSpaced };
+
+// `sort_keys`: every object at every depth in code-point key order.
+std::string Dump(const Json& value, JsonStyle style, bool sort_keys = false);
+
+// Python's repr of a double ("1.5", "100.0", "1e-07", "NaN").
+std::string PythonFloat(double v);
+
+// Parses request JSON the permissive way clients expect (duplicate keys
+// keep the last value). Returns false and sets `error` on failure.
+bool ParseJson(std::string_view text, Json* out, std::string* error);
+
+}  // namespace waste::server

@@ -1,0 +1,90 @@
+#include "metrics.h"
+
+#include <cstdio>
+
+namespace waste::server {
+namespace {
+
+void Line(std::string* out, const char* name, const char* type, const char* help) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+void Metrics::CountRequest(const std::string& path, int status) {
+  // Known routes only, so scanners cannot grow the label set.
+  static const char* kRoutes[] = {"/",         "/health",    "/v1/models",          "/metrics",
+                                  "/tokenize", "/detokenize", "/v1/chat/completions", "/v1/completions"};
+  std::string route = "other";
+  for (const char* r : kRoutes) if (path == r) route = r;
+  if (path.rfind("/v1/models/", 0) == 0) route = "/v1/models/{id}";
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[{route, status}];
+}
+
+void Metrics::CountRejected() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rejected_;
+}
+
+void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++generations_;
+  if (r.cancelled) ++cancelled_;
+  if (r.error) ++failed_;
+  prompt_tokens_ += static_cast<uint64_t>(r.prompt_tokens);
+  completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
+  ttft_ms_sum_ += r.prefill_ms;
+  stats_ = s;
+}
+
+std::string Metrics::Render(size_t queue_waiting, bool busy) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  Line(&out, "waste_http_requests_total", "counter", "HTTP requests by route and status.");
+  for (const auto& [key, n] : requests_) {
+    out += "waste_http_requests_total{route=\"" + key.first + "\",status=\"" +
+           std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  }
+  Line(&out, "waste_requests_rejected_total", "counter", "Requests refused with 503 (queue full).");
+  out += "waste_requests_rejected_total " + std::to_string(rejected_) + "\n";
+  Line(&out, "waste_generations_total", "counter", "Generations run on the engine.");
+  out += "waste_generations_total " + std::to_string(generations_) + "\n";
+  Line(&out, "waste_generations_cancelled_total", "counter", "Generations stopped by a client leaving.");
+  out += "waste_generations_cancelled_total " + std::to_string(cancelled_) + "\n";
+  Line(&out, "waste_generations_failed_total", "counter", "Generations that ended in an engine error.");
+  out += "waste_generations_failed_total " + std::to_string(failed_) + "\n";
+  Line(&out, "waste_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
+  out += "waste_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  Line(&out, "waste_completion_tokens_total", "counter", "Tokens generated.");
+  out += "waste_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
+  Line(&out, "waste_time_to_first_token_ms_sum", "counter", "Sum of time to first token.");
+  out += "waste_time_to_first_token_ms_sum " + Num(ttft_ms_sum_) + "\n";
+  Line(&out, "waste_prefill_tokens_per_second", "gauge", "Engine prefill speed since start.");
+  out += "waste_prefill_tokens_per_second " +
+         Num(stats_.prefill_s > 0 ? static_cast<double>(stats_.prefill_tokens) / stats_.prefill_s : 0) + "\n";
+  Line(&out, "waste_decode_tokens_per_second", "gauge", "Engine decode speed since start.");
+  out += "waste_decode_tokens_per_second " +
+         Num(stats_.decode_s > 0 ? static_cast<double>(stats_.tokens_generated) / stats_.decode_s : 0) + "\n";
+  Line(&out, "waste_queue_waiting", "gauge", "Requests waiting for the engine.");
+  out += "waste_queue_waiting " + std::to_string(queue_waiting) + "\n";
+  Line(&out, "waste_engine_busy", "gauge", "1 while a request runs on the engine.");
+  out += std::string("waste_engine_busy ") + (busy ? "1" : "0") + "\n";
+  uint64_t all = stats_.experts_hit + stats_.experts_missed;
+  Line(&out, "waste_expert_hit_rate", "gauge", "Expert cache hit rate since start.");
+  out += "waste_expert_hit_rate " +
+         Num(all ? static_cast<double>(stats_.experts_hit) / static_cast<double>(all) : 0) + "\n";
+  Line(&out, "waste_expert_bytes_read_total", "counter", "Expert bytes read from disk.");
+  out += "waste_expert_bytes_read_total " + std::to_string(stats_.bytes_read) + "\n";
+  Line(&out, "waste_peak_rss_bytes", "gauge", "Peak resident set size of the process.");
+  out += "waste_peak_rss_bytes " + std::to_string(PeakRssBytes()) + "\n";
+  return out;
+}
+
+}  // namespace waste::server

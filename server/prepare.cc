@@ -1,0 +1,146 @@
+#include "prepare.h"
+
+#include "chat_request.h"
+#include "constraint.h"
+
+namespace waste::server {
+namespace {
+
+int SingleId(const Engine& engine, const std::string& text) {
+  auto ids = engine.Tokenize(text, /*markup=*/true, /*add_bos=*/false);
+  if (!ids || ids->size() != 1) return -1;
+  return (*ids)[0];
+}
+
+void FillParams(const SamplingRequest& s, const ServeLimits& limits, size_t prompt_tokens,
+                GenParams* p) {
+  p->temperature = s.temperature;
+  if (s.top_p) p->top_p = *s.top_p;
+  if (s.top_k) p->top_k = *s.top_k;
+  if (s.seed) p->seed = *s.seed;
+  uint64_t cap = s.max_tokens.value_or(limits.default_max_tokens);
+  uint64_t room = limits.ctx_max > prompt_tokens ? limits.ctx_max - prompt_tokens : 0;
+  if (limits.ctx_max > 0) cap = std::min<uint64_t>(cap, std::max<uint64_t>(1, room));
+  p->max_tokens = static_cast<int>(std::min<uint64_t>(cap, 0x7fffffff));
+}
+
+std::optional<ApiError> ContextCheck(size_t n, const ServeLimits& limits) {
+  if (limits.ctx_max > 0 && n >= limits.ctx_max) {
+    return BadRequest("prompt is " + std::to_string(n) + " tokens, and this model's context is " +
+                          std::to_string(limits.ctx_max),
+                      "messages", "context_length_exceeded");
+  }
+  return std::nullopt;
+}
+
+ApiError EngineError(const std::string& what, const Status& st) {
+  return ApiError{500, "engine_error", what + ": " + st.ToString(), std::nullopt, std::nullopt};
+}
+
+}  // namespace
+
+std::string ChatFormat::Name() const {
+  switch (kind) {
+    case Kind::kXtml: return "xtml";
+    case Kind::kChatJson: return "chat.json";
+    default: return "none";
+  }
+}
+
+ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_dir,
+                             bool no_thinking) {
+  ChatFormat f;
+  f.markers = {SingleId(engine, "<|end_of_msg|>"), SingleId(engine, "<|open|>"),
+               SingleId(engine, "<|close|>"), SingleId(engine, "<|sep|>")};
+  if (f.markers.end_of_msg >= 0 && f.markers.open >= 0 && f.markers.close >= 0 &&
+      f.markers.sep >= 0) {
+    f.kind = ChatFormat::Kind::kXtml;
+    f.stop_id = f.markers.end_of_msg;
+    f.default_thinking = !no_thinking;
+    std::vector<int> opaque = {f.markers.end_of_msg, f.markers.open, f.markers.close, f.markers.sep};
+    if (engine.info().eos_id >= 0) opaque.push_back(engine.info().eos_id);
+    f.vocab = Vocabulary::FromEngine(engine, opaque);
+    return f;
+  }
+  std::string xtml_why = "the tokenizer lacks the XTML markers (<|open|> <|close|> <|sep|> <|end_of_msg|>)";
+  auto loaded = ChatTemplate::Load(container_dir);
+  if (!loaded) {
+    f.none_reason = xtml_why + ", and chat.json is unreadable: " + loaded.error().message();
+    return f;
+  }
+  if (!loaded->has_value() || !(*loaded)->usable()) {
+    f.none_reason = xtml_why + ", and the container has no usable chat.json";
+    return f;
+  }
+  f.tmpl = **loaded;
+  std::string stop = ChatJsonStopMarker(f.tmpl);
+  f.stop_id = stop.empty() ? -1 : SingleId(engine, stop);
+  if (f.stop_id < 0) {
+    f.none_reason = xtml_why + ", and chat.json's assistant suffix has no single-token stop marker";
+    return f;
+  }
+  f.kind = ChatFormat::Kind::kChatJson;
+  f.default_thinking = false;
+  return f;
+}
+
+std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
+                                    const Engine& engine, const ServeLimits& limits,
+                                    PreparedChat* out) {
+  if (format.kind == ChatFormat::Kind::kNone) {
+    return BadRequest("this container has no chat format: " + format.none_reason +
+                          "; use /v1/completions",
+                      "model", "unsupported_chat_format");
+  }
+  if (auto e = ParseStream(body, &out->stream, &out->include_usage)) return e;
+  if (format.kind == ChatFormat::Kind::kXtml) {
+    if (auto e = RenderXtml(body, format.default_thinking, &out->prompt)) return e;
+  } else {
+    if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
+  }
+  if (auto e = ReplyGrammar(*out, format, &out->grammar)) return e;
+  SamplingRequest s;
+  if (auto e = ParseSampling(body, &s)) return e;
+  auto ids = engine.TokenizeSegments(out->prompt.segments, /*add_bos=*/false);
+  if (!ids) return EngineError("tokenize", ids.error());
+  out->ids = std::move(*ids);
+  if (out->ids.empty()) return BadRequest("the prompt is empty", "messages");
+  if (auto e = ContextCheck(out->ids.size(), limits)) return e;
+  FillParams(s, limits, out->ids.size(), &out->params);
+  out->params.stop_tokens = {format.stop_id};
+  out->stops = std::move(s.stops);
+  return std::nullopt;
+}
+
+std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,
+                                          const Engine& engine, const ServeLimits& limits,
+                                          PreparedCompletion* out) {
+  auto it = body.find("prompt");
+  std::string prompt;
+  const char* msg = "'prompt' must be a non-empty string or an array of one string";
+  if (it != body.end() && it->is_string()) {
+    prompt = it->get<std::string>();
+  } else if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+    prompt = (*it)[0].get<std::string>();
+  } else {
+    return BadRequest(msg, "prompt");
+  }
+  if (prompt.empty()) return BadRequest(msg, "prompt");
+  SamplingRequest s;
+  if (auto e = ParseSampling(body, &s)) return e;
+  std::vector<PromptSegment> segs{{SegmentMode::kPlain, prompt}};
+  auto ids = engine.TokenizeSegments(segs, false);
+  if (!ids) return EngineError("tokenize", ids.error());
+  out->ids = std::move(*ids);
+  if (out->ids.empty()) return BadRequest("the prompt tokenizes to nothing", "prompt");
+  if (auto e = ContextCheck(out->ids.size(), limits)) {
+    e->param = "prompt";
+    return e;
+  }
+  FillParams(s, limits, out->ids.size(), &out->params);
+  if (format.stop_id >= 0) out->params.stop_tokens = {format.stop_id};
+  out->stops = std::move(s.stops);
+  return std::nullopt;
+}
+
+}  // namespace waste::server

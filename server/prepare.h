@@ -1,0 +1,68 @@
+// From a validated-JSON request body to what the engine needs: the chat
+// format resolved at startup, the rendered and tokenized prompt, the
+// context check and the sampling parameters. Everything here happens
+// before a request waits for the engine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api_error.h"
+#include "json_text.h"
+#include "render.h"
+#include "reply_parser.h"
+#include "waste/grammar.h"
+#include "waste/waste.h"
+
+namespace waste::server {
+
+struct ChatFormat {
+  enum class Kind { kNone, kXtml, kChatJson } kind = Kind::kNone;
+  XtmlMarkers markers;
+  ChatTemplate tmpl;
+  int stop_id = -1;
+  bool default_thinking = true;
+  std::string none_reason;  // why neither format applies
+  // The token trie constrained replies are matched against (XTML only;
+  // markers and end-of-sequence never match as text).
+  std::shared_ptr<const Vocabulary> vocab;
+  std::string Name() const;
+};
+
+// XTML when the four markers are single tokens, else a usable chat.json.
+ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_dir,
+                             bool no_thinking);
+
+struct ServeLimits {
+  uint32_t ctx_max = 0;                  // the model's context
+  uint64_t default_max_tokens = 4096;
+};
+
+struct PreparedChat {
+  RenderedPrompt prompt;
+  std::vector<int> ids;
+  GenParams params;
+  std::vector<std::string> stops;
+  bool stream = false;
+  bool include_usage = false;
+  // response_format json_object / json_schema: the reply grammar.
+  std::shared_ptr<const Grammar> grammar;
+};
+
+std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
+                                    const Engine& engine, const ServeLimits& limits,
+                                    PreparedChat* out);
+
+struct PreparedCompletion {
+  std::vector<int> ids;
+  GenParams params;
+  std::vector<std::string> stops;
+};
+
+std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,
+                                          const Engine& engine, const ServeLimits& limits,
+                                          PreparedCompletion* out);
+
+}  // namespace waste::server

@@ -1,0 +1,47 @@
+// Chat request -> prompt segments, for the two chat formats a container can
+// have: K3's XTML markup (marker tokens <|open|> <|close|> <|sep|>
+// <|end_of_msg|>) and a chat.json template of [prefix, suffix] pairs.
+//
+// Every byte taken from the request lands in a plain segment; markup
+// segments hold only markers or template strings, so a user cannot forge
+// structure. Segments are tokenized one by one (Engine::TokenizeSegments).
+// The XTML texts (tool declaration, system notes) are the model's trained
+// protocol and must stay byte for byte as they are.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api_error.h"
+#include "json_text.h"
+#include "waste/chat.h"
+
+namespace waste::server {
+
+enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
+
+struct RenderedPrompt {
+  std::vector<PromptSegment> segments;
+  bool think_channel = false;          // the generation prompt opened <think>
+  ResponseFormat response_format = ResponseFormat::kText;
+  Json schema;                         // json_schema: the schema (null when none)
+  Json tools = Json::array();          // declared tools (for argument constraints)
+  std::string tool_choice;             // "", "auto", "required", "none", ...
+  std::string forced_tool;             // tool_choice {"function": {"name": X}}
+};
+
+// XTML (§ "K3 prompt format" in docs/SERVER.md). `default_thinking` is the
+// server's default when the request does not say.
+std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out);
+
+// chat.json: plain conversation only; tools, tool_choice, response_format,
+// reasoning and tool messages are refused naming the field.
+std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
+                                       RenderedPrompt* out);
+
+// The stop marker of a chat.json template: the first <|...|> in the
+// assistant suffix, or "" (unusable).
+std::string ChatJsonStopMarker(const ChatTemplate& tmpl);
+
+}  // namespace waste::server

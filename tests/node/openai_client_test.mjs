@@ -1,0 +1,98 @@
+// `waste serve` through the official openai npm client: models, chat
+// blocking and streaming, a tools round trip, response_format json_schema
+// returning JSON that validates, and errors the client turns into typed
+// exceptions. Usage: node openai_client_test.mjs WASTE CONTAINER
+import OpenAI from "openai";
+import { startServer, check } from "./serve_util.mjs";
+
+const [waste, container] = process.argv.slice(2);
+const server = await startServer(waste, container);
+try {
+  const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "unused", maxRetries: 0 });
+
+  const models = await client.models.list();
+  check(models.data.length === 1 && models.data[0].id === "tiny", "models.list names the served model");
+
+  const chat = await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 12 });
+  check(chat.choices[0].message.role === "assistant", "blocking chat returns an assistant message");
+  check(chat.usage.completion_tokens === 12 && chat.choices[0].finish_reason === "length",
+        "blocking chat: usage and finish_reason");
+
+  const stream = await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 12, stream: true,
+    stream_options: { include_usage: true } });
+  let text = "", finish = null, usage = null;
+  for await (const chunk of stream) {
+    const d = chunk.choices[0]?.delta;
+    if (d?.content) text += d.content;
+    if (d?.reasoning_content) text += d.reasoning_content;
+    if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+    if (chunk.usage) usage = chunk.usage;
+  }
+  const blockingText = (chat.choices[0].message.content ?? "") + (chat.choices[0].message.reasoning_content ?? "");
+  check(text === blockingText, "streamed deltas concatenate to the blocking reply");
+  check(finish === "length" && usage?.completion_tokens === 12, "stream ends with finish_reason and usage");
+  check(!text.includes("\uFFFD") || blockingText.includes("\uFFFD"), "no replacement characters from split pieces");
+
+  // Tools: the client sends the call it got back and the tool's result.
+  const tools = [{ type: "function", function: { name: "get_weather", description: "Weather",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+  const round = await client.chat.completions.create({
+    model: "tiny", max_tokens: 8, tools,
+    messages: [
+      { role: "user", content: "Weather in Paris?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function",
+        function: { name: "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] },
+      { role: "tool", tool_call_id: "call_a", content: "18C, sunny" },
+    ] });
+  check(round.choices[0].message.role === "assistant", "tools round trip is accepted and answered");
+  for (const call of round.choices[0].message.tool_calls ?? []) {
+    JSON.parse(call.function.arguments);
+  }
+
+  const schema = { type: "object", properties: { name: { type: "string", maxLength: 10 },
+    age: { type: "integer" }, ok: { type: "boolean" } }, required: ["name", "age", "ok"],
+    additionalProperties: false };
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({
+      model: "tiny", messages: [{ role: "user", content: "A person as JSON." }], max_tokens: 120,
+      temperature: 1.0, seed, response_format: { type: "json_schema",
+        json_schema: { name: "person", schema, strict: true } } });
+    const v = JSON.parse(r.choices[0].message.content);
+    check(typeof v.name === "string" && v.name.length <= 10 && Number.isInteger(v.age) &&
+          typeof v.ok === "boolean" && Object.keys(v).length === 3,
+          `json_schema reply validates (seed ${seed}): ${r.choices[0].message.content}`);
+  }
+
+  try {
+    await client.chat.completions.create({ model: "tiny", messages: [], max_tokens: 1 });
+    check(false, "empty messages is refused");
+  } catch (e) {
+    check(e instanceof OpenAI.BadRequestError && e.param === "messages", "400 names the field (messages)");
+  }
+  try {
+    await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }],
+      temperature: 5 });
+    check(false, "temperature 5 is refused");
+  } catch (e) {
+    check(e instanceof OpenAI.BadRequestError && e.param === "temperature", "400 names the field (temperature)");
+  }
+  const keyed = await startServer(waste, container, ["--api-key", "sekret"]);
+  try {
+    const bad = new OpenAI({ baseURL: keyed.url + "/v1", apiKey: "wrong", maxRetries: 0 });
+    try {
+      await bad.models.list();
+      check(false, "a wrong key is refused");
+    } catch (e) {
+      check(e instanceof OpenAI.AuthenticationError, "401 on a wrong key");
+    }
+    const good = new OpenAI({ baseURL: keyed.url + "/v1", apiKey: "sekret", maxRetries: 0 });
+    check((await good.models.list()).data.length === 1, "the right key is accepted");
+  } finally {
+    await keyed.stop();
+  }
+} finally {
+  await server.stop();
+}
+console.log("all openai client checks passed");

@@ -1,0 +1,36 @@
+// Starts `waste serve` on a free loopback port and stops it again.
+import { spawn } from "node:child_process";
+
+export async function startServer(waste, container, extraArgs = []) {
+  const child = spawn(waste, ["serve", container, "--host", "127.0.0.1", "--port", "0",
+                              "--model-id", "tiny", ...extraArgs],
+                      { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", d => { stderr += d; });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error("server did not start: " + stderr)), 30000);
+    child.stdout.on("data", d => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.on("exit", code => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const done = new Promise(r => child.on("exit", r));
+      child.kill("SIGINT");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await done;
+      clearTimeout(t);
+    },
+  };
+}
+
+export function check(cond, what) {
+  if (!cond) throw new Error("FAILED: " + what);
+  console.log("ok - " + what);
+}

@@ -1,0 +1,279 @@
+// The HTTP server in-process on the tiny tokenizer container (random
+// weights), driven through a real socket on 127.0.0.1: the reference's
+// http.json cases that do not depend on its stand-in engine, the three
+// real-engine cases (same generated text), and what the reference lacked:
+// 503 when the queue is full, 413 past the body limit, disconnects that
+// stop generation, CORS, and JSON that validates from a random model.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <memory>
+#include <thread>
+
+#include "golden_util.h"
+#include "http_server.h"
+#include "waste/grammar.h"
+
+namespace waste::server {
+namespace {
+
+using testing::LoadServeFixture;
+using testing::TinyEngine;
+
+// One running server; stopped and joined on destruction.
+class Running {
+ public:
+  explicit Running(ServeOptions o) {
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.container_dir = testing::TinyTokContainer();
+    auto s = HttpServer::Create(*TinyEngine(), o);
+    server_ = std::move(*s);
+    auto port = server_->Bind();
+    port_ = port ? *port : -1;
+    thread_ = std::thread([this] { (void)server_->Serve(); });
+  }
+  ~Running() {
+    server_->Stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+
+ private:
+  std::unique_ptr<HttpServer> server_;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+Json ParseBody(const std::string& s) {
+  Json j;
+  std::string err;
+  ParseJson(s, &j, &err);
+  return j;
+}
+
+std::vector<Json> ParseSse(const std::string& body) {
+  std::vector<Json> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    std::string data = body.substr(pos + 6, end - pos - 6);
+    out.push_back(data == "[DONE]" ? Json("[DONE]") : ParseBody(data));
+    pos = end + 2;
+  }
+  return out;
+}
+
+class HttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+    ASSERT_NE(TinyEngine(), nullptr);
+  }
+};
+
+TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
+  Json fixture = LoadServeFixture("http.json");
+  std::map<std::string, std::unique_ptr<Running>> servers;
+  const std::set<std::string> kCases = {
+      "health", "health_trailing_slash_and_query", "models", "model_by_id", "model_unknown",
+      "get_unknown_route", "post_unknown_route", "body_empty", "body_invalid_json",
+      "body_not_object", "completions_prompt_list_two", "completions_prompt_missing",
+      "completions_prompt_empty", "completions_n_2", "auth_health_open",
+      "auth_models_missing_key", "auth_models_wrong_key", "auth_scheme_case_sensitive",
+      "auth_models_ok", "auth_post_missing_key", "auth_before_routing", "real_chat_blocking",
+      "real_chat_streaming", "real_completions"};
+  int checked = 0;
+  for (const Json& c : fixture["cases"]) {
+    std::string name = c["name"];
+    if (!kCases.count(name)) continue;
+    SCOPED_TRACE(name);
+    std::string model = c["server"].value("model_id", "k3");
+    std::string key = c["server"]["api_key"].is_string() ? c["server"]["api_key"].get<std::string>() : "";
+    std::unique_ptr<Running>& s = servers[model + "/" + key];
+    if (!s) {
+      ServeOptions o;
+      o.model_id = model;
+      o.api_key = key;
+      s = std::make_unique<Running>(o);
+    }
+    httplib::Client client = s->Client();
+    const Json& r = c["request"];
+    httplib::Headers headers;
+    if (r["headers"].is_object()) {
+      for (auto it = r["headers"].begin(); it != r["headers"].end(); ++it) headers.emplace(it.key(), it.value());
+    }
+    httplib::Result res = [&] {
+      if (r["method"] == "GET") return client.Get(r["path"].get<std::string>(), headers);
+      std::string body = r["body"].is_string() ? r["body"].get<std::string>() : Dump(r["body"], JsonStyle::kSpaced);
+      return client.Post(r["path"].get<std::string>(), headers, body, "application/json");
+    }();
+    ASSERT_TRUE(res) << "no response";
+    const Json& e = c["expect"];
+    EXPECT_EQ(res->status, e["status"].get<int>());
+    if (e["body"].is_object() && e["body"].contains("error")) {
+      Json got = ParseBody(res->body);
+      for (const char* k : {"type", "param", "code"}) EXPECT_EQ(got["error"][k], e["body"]["error"][k]) << k;
+    } else if (name == "real_chat_streaming") {
+      std::vector<Json> events = ParseSse(res->body);
+      std::string reasoning;
+      for (const Json& ev : events) {
+        if (ev.is_object() && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("reasoning_content")) {
+          reasoning += ev["choices"][0]["delta"]["reasoning_content"].get<std::string>();
+        }
+      }
+      std::string expected;
+      for (const Json& ev : e["body"]) {
+        if (ev.is_object() && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("reasoning_content")) {
+          expected += ev["choices"][0]["delta"]["reasoning_content"].get<std::string>();
+        }
+      }
+      EXPECT_EQ(reasoning, expected);
+      EXPECT_EQ(events.back(), "[DONE]");
+    } else if (e["body"].is_object()) {
+      Json got = ParseBody(res->body);
+      Json want = e["body"];
+      for (Json* j : {&got, &want}) {
+        for (const char* k : {"id", "created", "waste", "engine", "uptime_s"}) j->erase(k);
+        if (j->contains("data")) for (Json& m : (*j)["data"]) m.erase("created");
+        j->erase("created");
+      }
+      EXPECT_EQ(Dump(got, JsonStyle::kSpaced), Dump(want, JsonStyle::kSpaced));
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(kCases.size()));
+}
+
+TEST_F(HttpTest, FullQueueIs503WithRetryAfter) {
+  ServeOptions o;
+  o.model_id = "tiny";
+  o.queue = 0;
+  Running s(o);
+  std::thread slow([&] {
+    httplib::Client c = s.Client();
+    auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 1500})", "application/json");
+  });
+  httplib::Client c = s.Client();
+  bool busy = false;
+  for (int i = 0; i < 200 && !busy; ++i) {
+    auto m = c.Get("/metrics");
+    busy = m && m->body.find("waste_engine_busy 1") != std::string::npos;
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(busy);
+  auto r = c.Post("/v1/completions", R"({"prompt": "y", "max_tokens": 1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  // Validation does not wait for the engine: a bad request is answered now.
+  auto bad = c.Post("/v1/chat/completions", R"({"messages": []})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  slow.join();
+}
+
+TEST_F(HttpTest, BodyLimitIs413AndCorsAnswersPreflights) {
+  ServeOptions o;
+  o.body_limit = 1024;
+  o.cors_origin = "http://example.test";
+  Running s(o);
+  httplib::Client c = s.Client();
+  auto big = c.Post("/v1/completions", std::string(4096, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(ParseBody(big->body)["error"]["type"], "invalid_request_error");
+  auto pre = c.Options("/v1/chat/completions");
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "http://example.test");
+}
+
+TEST_F(HttpTest, ClientDisconnectStopsGeneration) {
+  ServeOptions o;
+  Running s(o);
+  {
+    httplib::Client c = s.Client();
+    int chunks = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.body = R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4000, "stream": true})";
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+    auto r = c.send(req);
+    EXPECT_FALSE(r);  // we hung up
+  }
+  httplib::Client c = s.Client();
+  bool cancelled = false;
+  for (int i = 0; i < 400 && !cancelled; ++i) {
+    auto m = c.Get("/metrics");
+    cancelled = m && m->body.find("waste_generations_cancelled_total 1") != std::string::npos;
+    if (!cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(cancelled);
+  auto m = c.Get("/metrics");
+  // Far fewer than the 4000 tokens asked for were generated.
+  size_t at = m->body.find("\nwaste_completion_tokens_total ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stoi(m->body.substr(at + 31)), 1000);
+}
+
+TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
+  ServeOptions o;
+  Running s(o);
+  httplib::Client c = s.Client();
+  const char* schema = R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+      "age": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+      "required": ["name", "age", "tags"], "additionalProperties": false})";
+  for (int max_tokens : {40, 80, 200}) {
+    for (bool stream : {false, true}) {
+      Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Describe a person."}}})},
+                  {"max_tokens", max_tokens},
+                  {"temperature", 1.0},
+                  {"seed", max_tokens},
+                  {"stream", stream},
+                  {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", ParseBody(schema)}}}}}};
+      auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      std::string content;
+      if (stream) {
+        for (const Json& ev : ParseSse(r->body)) {
+          if (ev.is_object() && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content")) {
+            content += ev["choices"][0]["delta"]["content"].get<std::string>();
+          }
+        }
+      } else {
+        content = ParseBody(r->body)["choices"][0]["message"]["content"].get<std::string>();
+      }
+      auto g = Grammar::FromJsonSchema(schema);
+      ASSERT_TRUE(g.has_value());
+      GrammarMatcher m(*g, nullptr);
+      EXPECT_TRUE(m.AcceptText(content) && m.CanEnd()) << content;
+      Json parsed = ParseBody(content);
+      EXPECT_TRUE(parsed.is_object()) << content;
+      EXPECT_TRUE(parsed["age"].is_number_integer()) << content;
+    }
+  }
+  auto bad = c.Post("/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+                        "json_schema": {"schema": {"type": "string", "pattern": "^a"}}}})",
+                    "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(ParseBody(bad->body)["error"]["param"], "response_format");
+  EXPECT_NE(bad->body.find("pattern"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace waste::server

@@ -1,0 +1,115 @@
+// render.json: every request the reference rendered, our segments and ids
+// must be the same; every refusal the same status, type, param and code.
+#include <gtest/gtest.h>
+
+#include "golden_util.h"
+#include "prepare.h"
+
+namespace waste::server {
+namespace {
+
+using testing::LoadServeFixture;
+using testing::TinyEngine;
+
+// Cases that need a vision tower (this build has none: every image is
+// refused with vision_disabled, which the vision-off cases check).
+bool NeedsVision(const Json& c) { return c["server"].value("vision", false); }
+
+ChatFormat FormatFor(const Json& c, const Engine& engine) {
+  ChatFormat f;
+  const Json& server = c["server"];
+  if (server["format"] == "xtml") {
+    f = ResolveChatFormat(engine, testing::TinyTokContainer(), false);
+    f.default_thinking = server.value("default_thinking", true);
+  } else {
+    f.kind = ChatFormat::Kind::kChatJson;
+    auto t = ChatTemplate::Parse(Dump(server["chat_json"], JsonStyle::kCompact), "chat.json");
+    EXPECT_TRUE(t.has_value());
+    if (t) f.tmpl = *t;
+    f.default_thinking = false;
+    f.stop_id = 15;
+  }
+  return f;
+}
+
+TEST(RenderGolden, EveryCaseMatchesTheReference) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Engine* engine = TinyEngine();
+  ASSERT_NE(engine, nullptr);
+  Json fixture = LoadServeFixture("render.json");
+  int checked = 0, skipped = 0;
+  for (const Json& c : fixture["cases"]) {
+    std::string name = c["name"];
+    SCOPED_TRACE(name);
+    if (NeedsVision(c)) {
+      ++skipped;
+      continue;
+    }
+    ChatFormat format = FormatFor(c, *engine);
+    ServeLimits limits;
+    const Json& server = c["server"];
+    limits.ctx_max = server["ctx_max"].is_number() ? server["ctx_max"].get<uint32_t>() : 4096;
+    limits.default_max_tokens = server.value("default_max_tokens", 4096);
+    PreparedChat out;
+    auto err = PrepareChat(c["request"], format, *engine, limits, &out);
+    const Json& expect = c["expect"];
+    int status = expect.value("status", 200);
+    if (status != 200) {
+      ASSERT_TRUE(err.has_value()) << "expected " << status;
+      EXPECT_EQ(err->status, status);
+      const Json& e = expect["error"]["error"];
+      EXPECT_EQ(err->type, e["type"].get<std::string>());
+      EXPECT_EQ(err->param ? Json(*err->param) : Json(nullptr), e["param"]);
+      EXPECT_EQ(err->code ? Json(*err->code) : Json(nullptr), e["code"]);
+      ++checked;
+      continue;
+    }
+    ASSERT_FALSE(err.has_value()) << err->message;
+    const Json& segs = expect["segments"];
+    ASSERT_EQ(out.prompt.segments.size(), segs.size());
+    for (size_t i = 0; i < segs.size(); ++i) {
+      EXPECT_EQ(out.prompt.segments[i].text, segs[i][0].get<std::string>()) << "segment " << i;
+      EXPECT_EQ(out.prompt.segments[i].mode == SegmentMode::kMarkup, segs[i][1].get<bool>())
+          << "segment " << i;
+    }
+    if (expect.contains("channel")) {
+      EXPECT_EQ(out.prompt.think_channel, expect["channel"] == "think");
+    }
+    if (expect.contains("token_ids")) {
+      EXPECT_EQ(Json(out.ids), expect["token_ids"]);
+    }
+    const Json& p = expect["engine_params"];
+    EXPECT_FLOAT_EQ(out.params.temperature, p["temperature"].get<float>());
+    if (!p["top_p"].is_null()) EXPECT_FLOAT_EQ(out.params.top_p, p["top_p"].get<float>());
+    if (!p["top_k"].is_null()) EXPECT_EQ(out.params.top_k, p["top_k"].get<int>());
+    if (!p["seed"].is_null()) EXPECT_EQ(out.params.seed, p["seed"].get<uint64_t>());
+    if (p.contains("max_tokens")) EXPECT_EQ(out.params.max_tokens, p["max_tokens"].get<int>());
+    if (p.contains("stop_tokens")) EXPECT_EQ(Json(out.params.stop_tokens), p["stop_tokens"]);
+    ++checked;
+  }
+  EXPECT_GT(checked, 80);
+  std::printf("render.json: %d cases checked, %d need a vision tower (none in this build)\n",
+              checked, skipped);
+}
+
+TEST(RenderGolden, RenderingTwiceGivesTheSameIds) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Engine* engine = TinyEngine();
+  ASSERT_NE(engine, nullptr);
+  Json fixture = LoadServeFixture("render.json");
+  ChatFormat format = ResolveChatFormat(*engine, testing::TinyTokContainer(), false);
+  for (const Json& c : fixture["cases"]) {
+    if (c["server"]["format"] != "xtml" || c["expect"].value("status", 200) != 200 ||
+        NeedsVision(c)) {
+      continue;
+    }
+    PreparedChat a, b;
+    ServeLimits limits{4096, 4096};
+    ASSERT_FALSE(PrepareChat(c["request"], format, *engine, limits, &a));
+    ASSERT_FALSE(PrepareChat(c["request"], format, *engine, limits, &b));
+    EXPECT_EQ(a.ids, b.ids) << c["name"];
+  }
+}
+
+}  // namespace
+}  // namespace waste::server
