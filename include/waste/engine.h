@@ -35,6 +35,9 @@ struct ModelInfo {
   int eos_id = -1;
   uint32_t ctx_tokens = 0;
   bool bounded_context = true;       // false when no layer keeps per-position KV
+  // Values proven finite at open (F32 trunk tensors, quantized tensors'
+  // scales, codebook entries); the logits are also checked every step.
+  uint64_t finite_checked_values = 0;
 };
 
 struct MemoryUsage {
@@ -130,7 +133,9 @@ class Engine {
                   const TokenCallback& on_token) noexcept;
 
   Status SaveState(const std::string& path) const noexcept;
-  Status LoadState(const std::string& path) noexcept;
+  // A file saved from another container (its manifest differs) is refused
+  // unless `any_container`; files written by the reference name none and load.
+  Status LoadState(const std::string& path, bool any_container = false) noexcept;
   void ResetState() noexcept;
 
   // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.

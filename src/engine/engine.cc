@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -39,6 +40,8 @@ static double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 struct Engine::Impl {
+  // First member, so it is released last (after every file is closed).
+  platform::DirLock lock;  // --exclusive-open (ENGINE.md §5.9)
   Config config;
   EngineOptions options;
   MemPlan plan;
@@ -89,8 +92,25 @@ struct Engine::Impl {
     if (run.empty()) return Status::Ok();
     Status st = forward->Run(*ops, run, want_logits);
     pending = -1;
+    if (st.ok() && want_logits) st = CheckLogits();
     if (!st.ok()) detail = st.message();
     return st;
+  }
+
+  // Every step's logits are checked: a NaN or Inf (bad expert scales, an
+  // overflowing activation) must end the call with an error, never come
+  // out as token 0 or a printed "nan". Cheap next to the lm_head itself.
+  Status CheckLogits() const {
+    std::span<const float> logits = forward->logits();
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (!std::isfinite(logits[i])) {
+        return FormatError(fmt::format(
+            "the logits at position {} are not finite (logit {} is {}): a weight, scale or "
+            "expert record holds NaN/Inf or the activations overflowed; try --verify",
+            state->pos() - 1, i, logits[i]));
+      }
+    }
+    return Status::Ok();
   }
 
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
@@ -122,18 +142,22 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   if (!o.cpu_list.empty()) {
     WASTE_ASSIGN_OR_RETURN(cpus, platform::ParseCpuList(o.cpu_list));
     if (!platform::kHaveAffinity) {
-      return UnsupportedError("--cpus: binding threads to CPUs needs Linux or Windows");
+      return UnsupportedError("binding threads to CPUs needs Linux or Windows");
     }
     std::vector<int> allowed = platform::AllowedCpus();
     if (!allowed.empty()) {
       for (int c : cpus) {
         if (!std::binary_search(allowed.begin(), allowed.end(), c)) {
-          return ArgError(fmt::format("--cpus: CPU {} is not available to this process", c));
+          return ArgError(fmt::format("CPU {} is not available to this process", c));
         }
       }
     }
   }
 
+  // The lock comes before planning (§5.9); a failed open releases it.
+  if (config.exclusive_open) {
+    WASTE_ASSIGN_OR_RETURN(impl->lock, platform::DirLock::Acquire(dir));
+  }
   WASTE_ASSIGN_OR_RETURN(impl->plan, PlanMemory(dir, impl->config.ctx_tokens));
   WASTE_ASSIGN_OR_RETURN(impl->budget, ResolveBudget(impl->plan, config.ram_budget_bytes));
 
@@ -169,11 +193,20 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   co.io = ResolveIoChoice(o.io_threads);
   WASTE_ASSIGN_OR_RETURN(impl->cache, ExpertCache::Create(*impl->container, layout, co));
   impl->state = std::make_unique<SessionState>(cfg, impl->config.ctx_tokens);
+  impl->state->set_container_id(impl->container->fingerprint());
   impl->forward = std::make_unique<Forward>(*impl->container, impl->weights, *impl->state,
                                             *impl->cache, impl->config.ctx_tokens, o.lookahead);
 
   auto tok = Tokenizer::Load(dir);
   if (tok) {
+    // Every rank and special id must be a row of the embedding: refused at
+    // open rather than when a prompt first hits one.
+    if (tok->vocab_size() > cfg.vocab) {
+      return FormatError(fmt::format(
+          "{}: the tokenizer uses ids up to {} but the model's vocab_size is {} (tokenizer.model "
+          "ranks and specials.json ids must be below it)",
+          dir, tok->vocab_size() - 1, cfg.vocab));
+    }
     impl->tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
     if (cfg.eos_token_id > 0) impl->tokenizer->set_eos_id(cfg.eos_token_id);
   } else if (tok.error().code() != Errc::kUnsupported) {
@@ -206,7 +239,18 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& container_dir,
     if (!impl) return impl.error();
     return std::unique_ptr<Engine>(new Engine(std::move(*impl)));
   } catch (const std::bad_alloc&) {
-    return OomError("allocation failed while opening the model");
+    // Name the floor and the RAM this process may use (ENGINE.md §4.3).
+    std::string why;
+    try {
+      Result<MemPlan> p = PlanMemory(container_dir, config.ctx_tokens);
+      if (p) {
+        why = fmt::format(" (the model's floor at a context of {} tokens is {} bytes; usable "
+                          "RAM {} bytes)",
+                          config.ctx_tokens, p->floor_bytes, p->usable_ram_bytes);
+      }
+    } catch (...) {
+    }
+    return OomError("allocation failed while opening the model" + why);
   } catch (const std::exception& e) {
     return IoError(fmt::format("unexpected failure while opening: {}", e.what()));
   }
@@ -402,9 +446,9 @@ Status Engine::SaveState(const std::string& path) const noexcept {
   }
 }
 
-Status Engine::LoadState(const std::string& path) noexcept {
+Status Engine::LoadState(const std::string& path, bool any_container) noexcept {
   try {
-    Status st = impl_->state->Load(path);
+    Status st = impl_->state->Load(path, any_container);
     if (st.ok()) impl_->pending = -1;
     return st;
   } catch (const std::exception& e) {
