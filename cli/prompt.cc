@@ -51,7 +51,7 @@ PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
     bool ok = options.file == "-" ? ReadStdinText(&p.text, &why)
                                   : ReadFileText(options.file, &p.text, &why);
     if (!ok) {
-      p.error = why;
+      p.error = "cannot read " + why;
       return p;
     }
   } else if (options.has_argument() && options.argument() != "-") {

@@ -199,7 +199,6 @@ Json InfoJson(const std::string& engine_version, const ModelInfo& info, const Me
   j["params_total"] = info.params_total;
   j["params_active"] = info.params_active;
   j["quantization"] = info.quantization;
-  j["finite_checked_values"] = info.finite_checked_values;
   j["expert_cache_bytes"] = used.expert_cache_bytes;
   j["vocab"] = info.vocab;
   j["ctx"] = info.ctx_tokens;
@@ -211,6 +210,7 @@ Json InfoJson(const std::string& engine_version, const ModelInfo& info, const Me
   j["backend"] = backend;
   j["threads"] = threads;
   j["direct_io"] = direct_io;
+  j["finite_checked_values"] = info.finite_checked_values;
   return j;
 }
 

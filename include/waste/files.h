@@ -14,8 +14,9 @@
 namespace waste {
 
 // manifest.json. A real manifest is well under 2 MiB (a trunk entry is
-// ~150 bytes; even a 2.8T-parameter model has a few thousand).
-inline constexpr uint64_t kMaxManifestBytes = uint64_t{16} << 20;
+// ~110 bytes; even a 2.8T-parameter model has a few thousand). Parsing the
+// worst 8 MiB manifest peaks near 150 MB (docs/HARDENING.md).
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{8} << 20;
 // chat.json, specials.json and other small JSON sidecars.
 inline constexpr uint64_t kMaxSidecarBytes = uint64_t{4} << 20;
 // tokenizer.model / tiktoken.model (a 160K-rank file is ~2.5 MiB).

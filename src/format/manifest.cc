@@ -28,7 +28,7 @@ constexpr int64_t kMaxExperts = 65536;
 constexpr int kMaxLayers = 128;
 // Documented in docs/HARDENING.md with the manifest size limit: together
 // they bound the memory parsing takes. Real models use a few thousand.
-constexpr size_t kMaxTrunkEntries = size_t{1} << 17;
+constexpr size_t kMaxTrunkEntries = size_t{1} << 16;
 constexpr size_t kMaxBankFileName = 63;  // the reference keeps 63 bytes of a bank name
 
 Status OutOfRange(std::string_view origin, std::string_view key, int64_t v, int64_t lo,
