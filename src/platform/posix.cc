@@ -436,7 +436,7 @@ Result<DirLock> DirLock::Acquire(const std::string& dir) {
     ::close(fd);
     if (err == EWOULDBLOCK) {
       return Status(Errc::kBusy, dir + ": the container is already open in another process "
-                                       "(--exclusive-open)");
+                                       "(exclusive open)");
     }
     return DirLock();  // locks unsupported here: proceed without ownership
   }
