@@ -135,13 +135,13 @@ int ChatCommand(const Options& o) {
     if (IsCommand(line, "/save", &arg) && !arg.empty()) {
       Status s = engine->SaveState(arg);
       Say(s.ok() ? "(saved to " + arg + ")"
-                 : "(save failed: " + std::string(ErrcText(s.code())) + ")");
+                 : "(save failed: " + s.ToString() + ")");
       continue;
     }
     if (IsCommand(line, "/load", &arg) && !arg.empty()) {
       Status s = engine->LoadState(arg);
       Say(s.ok() ? "(loaded " + arg + " — continuing that conversation)"
-                 : "(load failed: " + std::string(ErrcText(s.code())) + ")");
+                 : "(load failed: " + s.ToString() + ")");
       continue;
     }
     if (IsCommand(line, "/image", &arg) && !arg.empty()) {

@@ -112,8 +112,14 @@ int RunCommand(const Options& o) {
                  StatsLine(tally.tokens, tally.ms / 1000.0, tally.hit, tally.miss).c_str());
   }
   if (o.learn) {
-    // The hotlist is an optimisation; failing to save it is not a failed run.
-    (void)engine->SaveUsage();
+    // The hotlist is an optimisation; failing to save it is not a failed
+    // run (exit 0), but the user is told why (read-only dir, full disk, a
+    // --usage path that is not a hotlist).
+    Status saved = engine->SaveUsage();
+    if (!saved.ok()) {
+      std::fprintf(stderr, "waste: warning: --learn: hotlist not saved: %s\n",
+                   saved.message().c_str());
+    }
   }
   return 0;
 }

@@ -1,27 +1,42 @@
 #include "prompt.h"
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <iterator>
+#include <string>
+#include <utility>
+
+#include "waste/files.h"
 
 #include "host.h"
 
 namespace waste::cli {
 
-bool ReadFileText(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
+bool ReadFileText(const std::string& path, std::string* out, std::string* error) {
+  Result<std::string> text = ReadRegularFile(path, kMaxPromptFileBytes, "prompt file");
+  if (!text) {
+    *error = text.error().message();
+    return false;
+  }
+  *out = std::move(*text);
+  return true;
 }
 
-bool ReadStdinText(std::string* out) {
+bool ReadStdinText(std::string* out, std::string* error) {
   out->clear();
   char buf[65536];
   size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, stdin)) > 0) out->append(buf, got);
-  return std::ferror(stdin) == 0;
+  while ((got = std::fread(buf, 1, sizeof buf, stdin)) > 0) {
+    out->append(buf, got);
+    if (out->size() > kMaxPromptFileBytes) {
+      *error = "stdin: more than the " + std::to_string(kMaxPromptFileBytes) +
+               " bytes a prompt may hold";
+      return false;
+    }
+  }
+  if (std::ferror(stdin) != 0) {
+    *error = "cannot read stdin";
+    return false;
+  }
+  return true;
 }
 
 void StripTrailingNewlines(std::string* text) {
@@ -32,19 +47,18 @@ PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
   PromptText p;
   bool from_stream = true;
   if (options.file_given) {
-    bool ok = options.file == "-" ? ReadStdinText(&p.text) : ReadFileText(options.file, &p.text);
+    std::string why;
+    bool ok = options.file == "-" ? ReadStdinText(&p.text, &why)
+                                  : ReadFileText(options.file, &p.text, &why);
     if (!ok) {
-      p.error = "cannot read " + options.file;
+      p.error = "cannot read " + why;
       return p;
     }
   } else if (options.has_argument() && options.argument() != "-") {
     p.text = options.argument();
     from_stream = false;
   } else if (options.has_argument() || !StdinIsTerminal()) {
-    if (!ReadStdinText(&p.text)) {
-      p.error = "cannot read stdin";
-      return p;
-    }
+    if (!ReadStdinText(&p.text, &p.error)) return p;
   }
   if (from_stream) StripTrailingNewlines(&p.text);
   if (p.text.empty()) {

@@ -20,9 +20,11 @@ struct PromptText {
 // `empty_error` is the command's message for "nothing there".
 PromptText ReadPrompt(const Options& options, const std::string& empty_error);
 
-// Reads a whole stream/file; false when it cannot be opened or read.
-bool ReadFileText(const std::string& path, std::string* out);
-bool ReadStdinText(std::string* out);
+// Reads a whole regular file (waste/files.h: no directory, FIFO or device,
+// at most kMaxPromptFileBytes); false with `error` set when it cannot.
+bool ReadFileText(const std::string& path, std::string* out, std::string* error);
+// Stdin to EOF, at most kMaxPromptFileBytes; false with `error` set.
+bool ReadStdinText(std::string* out, std::string* error);
 void StripTrailingNewlines(std::string* text);
 
 }  // namespace waste::cli

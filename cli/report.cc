@@ -176,6 +176,9 @@ std::string InfoText(const std::string& build_line, const ModelInfo& info, const
                                              : std::string("unbounded (no per-position KV)"));
   out += row("threads", std::to_string(threads));
   out += row("backend", backend);
+  out += row("checks", fmt::format("{} trunk values, scales and codebook entries finite at "
+                                   "open; logits checked every step",
+                                   info.finite_checked_values));
   if (!direct_io) {
     out += row("note",
                "page cache not bypassed on this filesystem: expert hit rates\n"
@@ -207,6 +210,7 @@ Json InfoJson(const std::string& engine_version, const ModelInfo& info, const Me
   j["backend"] = backend;
   j["threads"] = threads;
   j["direct_io"] = direct_io;
+  j["finite_checked_values"] = info.finite_checked_values;
   return j;
 }
 

@@ -63,7 +63,9 @@ class WASTE_EXPORT Engine {
 
   // Not const: a token emitted by Generate but not yet fed is fed first.
   Status SaveState(const std::string& path) noexcept;
-  Status LoadState(const std::string& path) noexcept;
+  // A file saved from another container (its manifest differs) is refused
+  // unless `any_container`; files written by the reference name none and load.
+  Status LoadState(const std::string& path, bool any_container = false) noexcept;
   void ResetState() noexcept;
 
   // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.

@@ -148,7 +148,9 @@ class WASTE_EXPORT Session {
 
   // The state as a file in the reference's layout (ENGINE.md §8).
   Status SaveState(const std::string& path) noexcept;
-  Status LoadState(const std::string& path) noexcept;
+  // A file saved from another container (its manifest differs) is refused
+  // unless `any_container`; files written by the reference name none and load.
+  Status LoadState(const std::string& path, bool any_container = false) noexcept;
   void Reset() noexcept;
 
  private:

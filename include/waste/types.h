@@ -33,6 +33,9 @@ struct ModelInfo {
   int eos_id = -1;
   uint32_t ctx_tokens = 0;           // the model's default session context
   bool bounded_context = true;       // false when no layer keeps per-position KV
+  // Values proven finite at open (F32 trunk tensors, quantized tensors'
+  // scales, codebook entries); the logits are also checked every step.
+  uint64_t finite_checked_values = 0;
 };
 
 // What a model holds. state_bytes and scratch_bytes sum the sessions open

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "format/format.h"
+#include "waste/files.h"
 #include "container/tensor_list.h"
 
 namespace waste {
@@ -62,6 +63,33 @@ Container::~Container() = default;
 
 namespace {
 
+// Index of the first non-finite f32 in p[0..n), or n.
+size_t FirstNonFiniteF32(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + 4 * i, 4);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return i;
+  }
+  return n;
+}
+
+// Index of the first f16 Inf/NaN in p[0..n), or n.
+size_t FirstNonFiniteF16(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((format::LoadU16(p + 2 * i) & 0x7c00u) == 0x7c00u) return i;
+  }
+  return n;
+}
+
+uint64_t ManifestFingerprint(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 0x100000001b3ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
 std::string Join(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;
   return dir + "/" + name;
@@ -69,7 +97,7 @@ std::string Join(const std::string& dir, const std::string& name) {
 
 // Loads every resident tensor (first entry of each name) into one buffer.
 Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Container::Impl& impl,
-                 uint64_t* resident_bytes) {
+                 uint64_t* resident_bytes, uint64_t* finite_checked) {
   const ModelConfig& cfg = m.config;
   struct Placement {
     const TensorInfo* t;
@@ -112,6 +140,16 @@ Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Contai
     }
     TensorView v = MakeView(t);
     v.data = data;
+    // Finite check once at open: a NaN or Inf weight would otherwise turn
+    // every logit into NaN and the output into token 0 (docs/HARDENING.md).
+    if (t.fmt == TensorFmt::kF32) {
+      size_t n = static_cast<size_t>(p.g.payload_bytes / 4);
+      if (size_t bad = FirstNonFiniteF32(data, n); bad < n) {
+        return FormatError(fmt::format("trunk.bin: tensor \"{}\" value {} of {} is not finite",
+                                       t.name, bad, n));
+      }
+      *finite_checked += n;
+    }
     if (t.fmt != TensorFmt::kF32) {
       uint8_t* scales = data + AlignUp(p.g.payload_bytes);
       st = impl.trunk_file.ReadAt(t.scale_off, scales, static_cast<size_t>(p.g.scale_bytes));
@@ -119,6 +157,12 @@ Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Contai
         return IoError(fmt::format("trunk.bin: tensor \"{}\" scales at offset {}: {}", t.name,
                                    t.scale_off, st.message()));
       }
+      size_t n = static_cast<size_t>(p.g.scale_bytes / 2);
+      if (size_t bad = FirstNonFiniteF16(scales, n); bad < n) {
+        return FormatError(fmt::format("trunk.bin: tensor \"{}\" scale {} of {} is not finite",
+                                       t.name, bad, n));
+      }
+      *finite_checked += n;
       v.scales = reinterpret_cast<const uint16_t*>(scales);
     }
     std::string key = t.name.substr(cfg.tensor_prefix.size());
@@ -135,10 +179,13 @@ Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Contai
 Status LoadCodebooks(const std::string& dir, const Manifest& m, Container::Impl& impl,
                      int* n_books) {
   std::string path = Join(dir, "codebooks.bin");
-  Result<std::string> bytes = platform::ReadWholeFile(path);
-  if (!bytes) return IoError(fmt::format("codebooks.bin: {}", bytes.error().message()));
   const ExpertQuant& q = m.config.quant;
   uint64_t record = format::CodebookRecordBytes(q);
+  // codebook_base is 16-bit, so no layer can use a record past 2^16 + 3 *
+  // stages: anything beyond is never read and need not be loaded.
+  uint64_t max_books = 65536 + 3 * static_cast<uint64_t>(std::max(0, q.stages));
+  Result<std::string> bytes = platform::ReadRegularFile(path, max_books * record, "codebooks");
+  if (!bytes) return bytes.error();
   uint64_t count = bytes->size() / record;  // trailing partial bytes are ignored (§5)
   if (count > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
     return FormatError(fmt::format("codebooks.bin: {} records is too many", count));
@@ -152,6 +199,12 @@ Status LoadCodebooks(const std::string& dir, const Manifest& m, Container::Impl&
     float* dst = impl.codebooks.data() + b * impl.codebook_floats;
     for (size_t i = 0; i < impl.codebook_floats; ++i) {
       dst[i] = format::F16ToF32Flush(format::LoadU16(entries + 2 * i));
+    }
+    // Every entry of every record, used or not: the check is cheap and a
+    // NaN centroid would silently poison whichever expert uses it.
+    if (size_t bad = FirstNonFiniteF16(entries, impl.codebook_floats); bad < impl.codebook_floats) {
+      return FormatError(fmt::format("codebooks.bin: record {} entry value {} is not finite", b,
+                                     bad));
     }
   }
   return Status::Ok();
@@ -196,11 +249,13 @@ Status OpenBanks(const std::string& dir, const Manifest& m, const ContainerOptio
 Result<std::unique_ptr<Container>> Container::Open(const std::string& dir,
                                                    const ContainerOptions& options) {
   try {
-    Result<std::string> text = platform::ReadWholeFile(Join(dir, "manifest.json"));
-    if (!text) return IoError(fmt::format("manifest.json: {}", text.error().message()));
+    Result<std::string> text =
+        platform::ReadRegularFile(Join(dir, "manifest.json"), kMaxManifestBytes, "manifest");
+    if (!text) return text.error();
     WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifest(*text, Join(dir, "manifest.json")));
 
     std::unique_ptr<Container> c(new Container());
+    c->fingerprint_ = ManifestFingerprint(*text);
     c->dir_ = dir;
     c->options_ = options;
     c->impl_ = std::make_unique<Impl>();
@@ -219,9 +274,11 @@ Result<std::unique_ptr<Container>> Container::Open(const std::string& dir,
     }
     c->config_ = m.config;
     c->trunk_index_ = std::move(m.trunk);
-    WASTE_TRY(LoadTrunk(m, c->trunk_index_, impl, &c->resident_trunk_bytes_));
+    WASTE_TRY(LoadTrunk(m, c->trunk_index_, impl, &c->resident_trunk_bytes_,
+                        &c->checked_finite_values_));
 
     WASTE_TRY(LoadCodebooks(dir, m, impl, &c->codebook_count_));
+    c->checked_finite_values_ += impl.codebooks.size();
     WASTE_TRY(OpenBanks(dir, m, options, c->codebook_count_, impl, &c->direct_io_));
     for (const BankInfo& b : impl.banks) {
       c->max_record_bytes_ = std::max(c->max_record_bytes_, b.record_bytes);
@@ -275,6 +332,13 @@ Status Container::ReadEmbeddingRow(int token, float* out) const {
   one.rows = 1;
   one.data = row_bytes.data();
   one.scales = scales.data();
+  // The on-disk table was not checked at open (it is never read whole):
+  // its scales are checked row by row as they are read.
+  if (size_t bad = FirstNonFiniteF16(reinterpret_cast<const uint8_t*>(scales.data()), e.groups);
+      bad < e.groups) {
+    return FormatError(fmt::format("trunk.bin: embedding row {} scale {} is not finite", token,
+                                   bad));
+  }
   DequantizeRow(one, 0, out);
   return Status::Ok();
 }

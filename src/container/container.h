@@ -132,6 +132,14 @@ class Container {
   // Bytes of every resident trunk tensor (what plan calls trunk_bytes).
   uint64_t resident_trunk_bytes() const { return resident_trunk_bytes_; }
 
+  // FNV-1a 64 of manifest.json's bytes, never 0: names this container in
+  // session files (docs/HARDENING.md).
+  uint64_t fingerprint() const { return fingerprint_; }
+
+  // What the finite check at open covered (every F32 trunk tensor, every
+  // quantized tensor's scales, every codebook entry): counts for info.
+  uint64_t checked_finite_values() const { return checked_finite_values_; }
+
   struct Impl;
 
  private:
@@ -144,6 +152,8 @@ class Container {
   uint64_t max_record_bytes_ = 0;
   uint64_t resident_trunk_bytes_ = 0;
   bool direct_io_ = true;
+  uint64_t fingerprint_ = 0;
+  uint64_t checked_finite_values_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -38,9 +38,11 @@ void AddKda(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>&
     Add(out, p + "self_attn.g_b_proj.weight", K::kMatrix, {ck, dk});
   }
   Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, ck});
-  Add(out, p + "self_attn.q_conv1d.weight", K::kData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.k_conv1d.weight", K::kData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.v_conv1d.weight", K::kData, {ck, 1, c.conv_k});
+  // The stored kernel must be the configured one: a smaller
+  // short_conv_kernel_size would silently use part of it.
+  Add(out, p + "self_attn.q_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
+  Add(out, p + "self_attn.k_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
+  Add(out, p + "self_attn.v_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
   Add(out, p + "self_attn.A_log", K::kData, {1, 1, hk, 1});
   Add(out, p + "self_attn.dt_bias", K::kData, {ck});
   Add(out, p + "self_attn.o_norm.weight", K::kVector, {dk});
@@ -95,7 +97,8 @@ void AddFfn(const ModelConfig& c, int layer, const std::string& p, std::vector<T
 const char* KindText(TensorKind k) {
   switch (k) {
     case TensorKind::kMatrix: return "matrix";
-    case TensorKind::kVector: return "F32 vector of exactly";
+    case TensorKind::kVector: return "1-D F32 vector of exactly";
+    case TensorKind::kExactData: return "F32 data of exactly";
     case TensorKind::kData: return "F32 data of at least";
     case TensorKind::kOptionalData: return "optional F32 data of at least";
   }
@@ -190,7 +193,15 @@ Status ValidateRequiredTensors(const Manifest& m) {
         }
         break;
       case TensorKind::kVector:
-        if (t->fmt != TensorFmt::kF32 || n != spec.elements()) return refuse(Describe(*t));
+        if (t->fmt != TensorFmt::kF32 || t->shape.size() != 1 || n != spec.elements()) {
+          return refuse(Describe(*t));
+        }
+        break;
+      case TensorKind::kExactData:
+        if (t->fmt != TensorFmt::kF32 || n != spec.elements() || t->shape.empty() ||
+            t->shape.back() != spec.shape.back()) {
+          return refuse(Describe(*t));
+        }
         break;
       case TensorKind::kData:
         if (t->fmt != TensorFmt::kF32 || n < spec.elements()) return refuse(Describe(*t));

@@ -15,7 +15,8 @@ namespace waste {
 
 enum class TensorKind : uint8_t {
   kMatrix,        // 2-D [out, in] exactly; F32, Q8G, Q4G or Q3G
-  kVector,        // F32, exactly elements() values (any shape)
+  kVector,        // F32, 1-D, exactly elements() values ([128,1] is not a vector)
+  kExactData,     // F32, exactly elements() values, the last dimension as given
   kData,          // F32, at least elements() values
   kOptionalData,  // like kData when present as F32; a quantized one is ignored
 };

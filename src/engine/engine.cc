@@ -55,7 +55,9 @@ Result<FinishReason> Engine::Generate(std::span<const int> prompt, const GenPara
 }
 
 Status Engine::SaveState(const std::string& path) noexcept { return session_->SaveState(path); }
-Status Engine::LoadState(const std::string& path) noexcept { return session_->LoadState(path); }
+Status Engine::LoadState(const std::string& path, bool any_container) noexcept {
+  return session_->LoadState(path, any_container);
+}
 void Engine::ResetState() noexcept { session_->Reset(); }
 Result<SessionSnapshot> Engine::Snapshot() noexcept { return session_->Snapshot(); }
 Status Engine::Restore(const SessionSnapshot& snapshot) noexcept {

@@ -8,6 +8,7 @@
 #include "container/container.h"
 #include "engine/memplan_internal.h"
 #include "platform/platform.h"
+#include "waste/files.h"
 #include "container/tensor_list.h"
 #include "waste/memplan.h"
 
@@ -111,8 +112,8 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     std::string path = container_dir.empty() || container_dir.back() == '/'
                            ? container_dir + "manifest.json"
                            : container_dir + "/manifest.json";
-    Result<std::string> text = platform::ReadWholeFile(path);
-    if (!text) return IoError(fmt::format("manifest.json: {}", text.error().message()));
+    Result<std::string> text = platform::ReadRegularFile(path, kMaxManifestBytes, "manifest");
+    if (!text) return text.error();
     // The same manifest validation as open (W): plan refuses what open refuses.
     WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifest(*text, path));
     WASTE_TRY(ValidateRequiredTensors(m));
@@ -158,6 +159,17 @@ static Result<BudgetResolution> ResolveBudgetOrThrow(const MemPlan& plan, uint64
   const uint64_t cap = usable - usable / 4;  // 25% left to the OS (ENGINE.md §4.3)
   if (requested_bytes == 0) {
     r.defaulted = true;
+    // No default can work when the floor alone exceeds the machine: say so
+    // instead of letting the allocations fail (ENGINE.md §4.3).
+    if (usable > 0 && floor > usable) {
+      return Status(Errc::kRamBudget,
+                    fmt::format("the model's floor of {} at a context of {} tokens exceeds the {} "
+                                "of RAM this process may use ({}); lower the context or raise "
+                                "the limit",
+                                Size(floor), plan.ctx, Size(usable),
+                                plan.usable_ram_source.empty() ? "physical"
+                                                               : plan.usable_ram_source));
+    }
     // A cache larger than every expert cannot help: the recommendation
     // already caps 3 working sets there, and so do the smaller steps.
     const uint64_t useful = plan.recommended_bytes - floor;
@@ -174,10 +186,17 @@ static Result<BudgetResolution> ResolveBudgetOrThrow(const MemPlan& plan, uint64
     }
   } else {
     if (requested_bytes < floor) {
+      // Rounded sizes can print equal ("149 MB below 149 MB"): then the
+      // exact byte counts say what is short.
+      std::string have = Size(requested_bytes), need = Size(floor);
+      if (have == need) {
+        have = fmt::format("{} bytes", requested_bytes);
+        need = fmt::format("{} bytes", floor);
+      }
       return Status(Errc::kRamBudget,
                     fmt::format("budget {} is below the model's floor of {} (trunk {}, state {}, "
                                 "scratch {}, minimum expert cache {})",
-                                Size(requested_bytes), Size(floor), Size(plan.trunk_bytes),
+                                have, need, Size(plan.trunk_bytes),
                                 Size(plan.state_bytes), Size(plan.scratch_bytes),
                                 Size(plan.min_expert_cache)));
     }

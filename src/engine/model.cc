@@ -44,13 +44,13 @@ Status CheckCpus(const std::string& list, std::vector<int>* cpus) {
   if (list.empty()) return Status::Ok();
   WASTE_ASSIGN_OR_RETURN(*cpus, platform::ParseCpuList(list));
   if (!platform::kHaveAffinity) {
-    return UnsupportedError("--cpus: binding threads to CPUs needs Linux or Windows");
+    return UnsupportedError("binding threads to CPUs needs Linux or Windows");
   }
   std::vector<int> allowed = platform::AllowedCpus();
   if (allowed.empty()) return Status::Ok();
   for (int c : *cpus) {
     if (!std::binary_search(allowed.begin(), allowed.end(), c)) {
-      return ArgError(fmt::format("--cpus: CPU {} is not available to this process", c));
+      return ArgError(fmt::format("CPU {} is not available to this process", c));
     }
   }
   return Status::Ok();
@@ -78,6 +78,10 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   std::vector<int> cpus;
   WASTE_TRY(CheckCpus(o.cpu_list, &cpus));
 
+  // The lock comes before planning (ENGINE.md §5.9); a failed open releases it.
+  if (config.exclusive_open) {
+    WASTE_ASSIGN_OR_RETURN(m->lock, platform::DirLock::Acquire(dir));
+  }
   WASTE_ASSIGN_OR_RETURN(m->plan,
                          PlanMemory(dir, m->config.ctx_tokens, m->config.max_sessions));
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
@@ -127,6 +131,14 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
 
   auto tok = Tokenizer::Load(dir);
   if (tok) {
+    // Every rank and special id must be a row of the embedding: refused at
+    // open rather than when a prompt first hits one.
+    if (tok->vocab_size() > cfg.vocab) {
+      return FormatError(fmt::format(
+          "{}: the tokenizer uses ids up to {} but the model's vocab_size is {} (tokenizer.model "
+          "ranks and specials.json ids must be below it)",
+          dir, tok->vocab_size() - 1, cfg.vocab));
+    }
     m->tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
     if (cfg.eos_token_id > 0) m->tokenizer->set_eos_id(cfg.eos_token_id);
   } else if (tok.error().code() != Errc::kUnsupported) {
@@ -194,7 +206,18 @@ Result<std::unique_ptr<Model>> Model::Open(const std::string& container_dir,
     if (!core) return core.error();
     return std::unique_ptr<Model>(new Model(std::move(*core)));
   } catch (const std::bad_alloc&) {
-    return OomError("allocation failed while opening the model");
+    // Name the floor and the RAM this process may use (ENGINE.md §4.3).
+    std::string why;
+    try {
+      Result<MemPlan> p = PlanMemory(container_dir, config.ctx_tokens);
+      if (p) {
+        why = fmt::format(" (the model's floor at a context of {} tokens is {} bytes; usable "
+                          "RAM {} bytes)",
+                          config.ctx_tokens, p->floor_bytes, p->usable_ram_bytes);
+      }
+    } catch (...) {
+    }
+    return OomError("allocation failed while opening the model" + why);
   } catch (const std::exception& e) {
     return IoError(fmt::format("unexpected failure while opening: {}", e.what()));
   }
@@ -222,6 +245,7 @@ Result<std::unique_ptr<Session>> Model::NewSession(const SessionOptions& options
     }
     const ModelConfig& cfg = m.container->config();
     s->state = std::make_unique<SessionState>(cfg, s->ctx);
+    s->state->set_container_id(m.container->fingerprint());
     s->forward = std::make_unique<Forward>(*m.container, m.weights, *s->state, *m.cache, s->ctx,
                                            m.options.lookahead);
     return std::unique_ptr<Session>(new Session(std::move(s)));

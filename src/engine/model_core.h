@@ -19,6 +19,7 @@
 #include "model/forward.h"
 #include "model/layer_weights.h"
 #include "model/session_state.h"
+#include "platform/platform.h"
 #include "runtime/ops.h"
 #include "runtime/thread_pool.h"
 #include "streaming/expert_cache.h"
@@ -32,6 +33,8 @@ namespace waste {
 struct SessionCore;
 
 struct ModelCore {
+  // First member, so it is released last (after every file is closed).
+  platform::DirLock lock;  // exclusive open (ENGINE.md §5.9)
   Config config;
   EngineOptions options;
   MemPlan plan;
@@ -82,6 +85,9 @@ struct SessionCore {
   // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
   Status Feed(std::span<const int> ids, bool want_logits);
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
+  // NaN/Inf logits (bad scales, overflowing activations) end the call with
+  // an error, never come out as token 0 or a printed "nan".
+  Status CheckLogits() const;
   // Adds generation counters to this session's and the model's totals.
   void Account(double prefill_s, uint64_t prefill_tokens, double decode_s, uint64_t generated);
 };

@@ -15,6 +15,7 @@ ModelInfo DescribeModel(const Container& container) {
   info.params_total = p.total;
   info.params_active = p.active;
   info.quantization = QuantizationSummary(c, container.trunk_index());
+  info.finite_checked_values = container.checked_finite_values();
   return info;
 }
 

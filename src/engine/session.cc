@@ -4,6 +4,7 @@
 // An exception firewall like every file implementing include/waste/.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <new>
 
@@ -97,8 +98,23 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
   if (run.empty()) return Status::Ok();
   Status st = forward->Run(*model->ops, run, want_logits);
   pending = -1;
+  if (st.ok() && want_logits) st = CheckLogits();
   if (!st.ok()) detail = st.message();
   return st;
+}
+
+// Every step's logits are checked; cheap next to the lm_head itself.
+Status SessionCore::CheckLogits() const {
+  std::span<const float> logits = forward->logits();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!std::isfinite(logits[i])) {
+      return FormatError(fmt::format(
+          "the logits at position {} are not finite (logit {} is {}): a weight, scale or "
+          "expert record holds NaN/Inf or the activations overflowed; try --verify",
+          state->pos() - 1, i, logits[i]));
+    }
+  }
+  return Status::Ok();
 }
 
 void SessionCore::Account(double prefill_s, uint64_t prefill_tokens, double decode_s,
@@ -300,10 +316,10 @@ Status Session::SaveState(const std::string& path) noexcept {
   }
 }
 
-Status Session::LoadState(const std::string& path) noexcept {
+Status Session::LoadState(const std::string& path, bool any_container) noexcept {
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
-    Status st = core_->state->Load(path);
+    Status st = core_->state->Load(path, any_container);
     if (st.ok()) core_->pending = -1;
     return st;
   } catch (const std::exception& e) {

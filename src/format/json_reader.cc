@@ -50,7 +50,11 @@ class FirstWinsBuilder {
   }
 
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) {
-    error_ = fmt::format("not valid JSON at byte {}: {}", pos, ex.what());
+    // nlohmann quotes the offending token whole ("last read: '...'"): a
+    // 1M-digit number must not come back as a 1 MB message.
+    std::string what = ex.what();
+    if (what.size() > 200) what = what.substr(0, 197) + "...";
+    error_ = fmt::format("not valid JSON at byte {}: {}", pos, what);
     return false;
   }
 
@@ -137,7 +141,9 @@ Result<Json> ParseFirstWins(std::string_view text, std::string_view origin) {
     // strict = false: the reference ignores text after the top-level value.
     ok = Json::sax_parse(text.begin(), text.end(), &builder, Json::input_format_t::json, false);
   } catch (const std::exception& e) {
-    return FormatError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+    std::string what = e.what();
+    if (what.size() > 200) what = what.substr(0, 197) + "...";
+    return FormatError(fmt::format("{}: not valid JSON: {}", origin, what));
   }
   if (!ok) {
     std::string why = builder.error().empty() ? "not valid JSON" : builder.error();

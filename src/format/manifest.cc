@@ -26,13 +26,21 @@ constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
 // Record headers store layer and expert ids as u16 (§6.2).
 constexpr int64_t kMaxExperts = 65536;
 constexpr int kMaxLayers = 128;
-constexpr size_t kMaxTrunkEntries = size_t{1} << 20;
+// Documented in docs/HARDENING.md with the manifest size limit: together
+// they bound the memory parsing takes. Real models use a few thousand.
+constexpr size_t kMaxTrunkEntries = size_t{1} << 16;
 constexpr size_t kMaxBankFileName = 63;  // the reference keeps 63 bytes of a bank name
 
 Status OutOfRange(std::string_view origin, std::string_view key, int64_t v, int64_t lo,
                   int64_t hi) {
+  // json::Integer saturates huge and non-finite values at +-2^62: print
+  // what the file says in words rather than the clamped number.
+  constexpr int64_t kSaturated = int64_t{1} << 62;
+  std::string shown = v >= kSaturated    ? std::string("a number of 2^62 or more")
+                      : v <= -kSaturated ? std::string("a number of -2^62 or less")
+                                         : std::to_string(v);
   return FormatError(fmt::format("{}: manifest config is out of range: {} = {}, expected {}..{}",
-                                 origin, key, v, lo, hi));
+                                 origin, key, shown, lo, hi));
 }
 
 Status CheckRange(std::string_view origin, std::string_view key, int64_t v, int64_t lo,
@@ -70,6 +78,15 @@ class ConfigReader {
                                    json::Brief(v)));
   }
   Result<bool> Flag(std::string_view key) const { return Flag(cfg_, key, key); }
+  // Present means a JSON boolean: null is refused too (mla_use_nope,
+  // FORMAT.md §3.6: present but not boolean => load refused).
+  Result<bool> StrictFlag(std::string_view key) const {
+    const Json* v = json::Member(cfg_, key);
+    if (v != nullptr && v->is_null()) {
+      return FormatError(fmt::format("{}: config.{} is null, not true or false", origin_, key));
+    }
+    return Flag(cfg_, key, key);
+  }
 
  private:
   const Json* cfg_;
@@ -302,7 +319,7 @@ Status ParseConfig(const Json& root, std::string_view origin, Manifest& m) {
   }
   WASTE_ASSIGN_OR_RETURN(c.latent_norm, r.Flag("latent_moe_use_norm"));
   WASTE_ASSIGN_OR_RETURN(c.mla_output_gate, r.Flag("mla_use_output_gate"));
-  WASTE_ASSIGN_OR_RETURN(c.mla_nope, r.Flag("mla_use_nope"));
+  WASTE_ASSIGN_OR_RETURN(c.mla_nope, r.StrictFlag("mla_use_nope"));
   WASTE_ASSIGN_OR_RETURN(c.kda_full_rank_gate,
                          r.Flag(lin, "use_full_rank_gate", "linear_attn_config.use_full_rank_gate"));
 

@@ -33,9 +33,12 @@ Status ResolveRope(const json::Json& config, std::string_view origin, ModelConfi
   }
   r.enabled = true;
   r.theta = json::Number(json::Member(&config, "rope_theta")).value_or(10000.0);
-  if (!std::isfinite(r.theta) || r.theta <= 0.0) {
+  // Below 1 the frequencies grow with the pair index (1e-300 overflows them
+  // to Inf); real bases are 1e4..1e7. waste refuses outside [1, 1e12]
+  // where the reference only asks for > 0 (docs/HARDENING.md).
+  if (!std::isfinite(r.theta) || r.theta < 1.0 || r.theta > 1e12) {
     return FormatError(fmt::format("{}: config.rope_theta {} cannot define rotary frequencies "
-                                   "(expected a finite base > 0)",
+                                   "(expected a base in [1, 1e12])",
                                    origin, r.theta));
   }
   PlainRopeFrequencies(r.theta, dr, r.omega);

@@ -18,6 +18,8 @@ struct Header {
   uint32_t magic, version;
   int32_t n_layers, hidden, kda_heads, kda_dim, conv_k, n_heads, qk_nope, qk_rope, v_head,
       attn_res_block, pos, n_blockres;
+  // The reference writes 0 and never reads them; waste writes the
+  // container fingerprint here (low word first).
   uint32_t reserved[2];
 };
 static_assert(sizeof(Header) == kHeaderWords * 4, "state header is 64 bytes");
@@ -90,6 +92,8 @@ Status SessionState::Save(const std::string& path, const std::vector<float>& hid
   FillShape(cfg_, &h);
   h.pos = pos_;
   h.n_blockres = 0;  // AttnRes history is per-token scratch (MODEL.md §10)
+  h.reserved[0] = static_cast<uint32_t>(container_id_);
+  h.reserved[1] = static_cast<uint32_t>(container_id_ >> 32);
   std::string out;
   Append(&out, &h, sizeof(h));
   size_t row = static_cast<size_t>(cfg_.kv_lora_rank + cfg_.qk_rope);
@@ -106,13 +110,38 @@ Status SessionState::Save(const std::string& path, const std::vector<float>& hid
   std::vector<float> x(static_cast<size_t>(cfg_.hidden), 0.0f);
   if (hidden.size() == x.size()) x = hidden;
   Append(&out, x.data(), x.size() * 4);
-  return platform::WriteFileAtomic(path, out.data(), out.size());
+  return platform::ReplaceFile(path, out.data(), out.size(), "session file",
+                               std::string_view(out.data(), 4));
 }
 
-Status SessionState::Load(const std::string& path) {
-  auto data = platform::ReadWholeFile(path);
-  if (!data) return IoError(fmt::format("{}: {}", path, data.error().message()));
-  const std::string& buf = *data;
+uint64_t SessionState::MaxFileBytes() const {
+  // Every MLA layer full (ctx positions), the most AttnRes blocks a file
+  // may carry, the residual: no valid session file for this model is larger.
+  uint64_t row = static_cast<uint64_t>(cfg_.kv_lora_rank + cfg_.qk_rope) * 4;
+  uint64_t bytes = sizeof(Header);
+  for (size_t l = 0; l < kda_.size(); ++l) {
+    if (cfg_.attn_kind[l] == AttnKind::kKda) {
+      bytes += (kda_[l].s.size() + kda_[l].rings.size()) * 4;
+    } else {
+      bytes += 4 + static_cast<uint64_t>(ctx_tokens_) * row;
+    }
+  }
+  uint64_t max_blocks =
+      cfg_.attn_res_block > 0 ? static_cast<uint64_t>(cfg_.n_layers / cfg_.attn_res_block + 2) : 0;
+  bytes += (max_blocks + 1) * static_cast<uint64_t>(cfg_.hidden) * 4;
+  return bytes;
+}
+
+Status SessionState::Load(const std::string& path, bool any_container) {
+  // A regular file no larger than this model's largest session: a device,
+  // FIFO or huge sparse file is refused before it is read.
+  auto data = platform::ReadRegularFile(path, MaxFileBytes(), "session file");
+  if (!data) return data.error();
+  return LoadFromBytes(*data, path, any_container);
+}
+
+Status SessionState::LoadFromBytes(std::string_view buf, std::string_view path,
+                                   bool any_container) {
   auto bad = [&](const std::string& why) {
     return FormatError(fmt::format("session file {}: {}", path, why));
   };
@@ -130,6 +159,13 @@ Status SessionState::Load(const std::string& path) {
         h.n_layers, h.hidden, h.kda_heads, h.kda_dim, h.conv_k, h.n_heads, h.qk_nope, h.qk_rope,
         h.v_head, want.n_layers, want.hidden, want.kda_heads, want.kda_dim, want.conv_k,
         want.n_heads, want.qk_nope, want.qk_rope, want.v_head));
+  }
+  uint64_t saved_for = h.reserved[0] | (static_cast<uint64_t>(h.reserved[1]) << 32);
+  if (saved_for != 0 && container_id_ != 0 && saved_for != container_id_ && !any_container) {
+    return bad(fmt::format(
+        "saved from another container (fingerprint {:016x}; this container's is {:016x}) of the "
+        "same shape; load it anyway only if you know the weights match",
+        saved_for, container_id_));
   }
   if (h.pos < 0 || h.pos == std::numeric_limits<int32_t>::max() ||
       (bounded() && static_cast<uint32_t>(h.pos) > ctx_tokens_)) {

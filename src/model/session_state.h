@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/model_config.h"
@@ -35,21 +36,35 @@ class SessionState {
   bool bounded() const { return n_mla_ > 0; }
   // Tokens that still fit (INT32_MAX-ish when unbounded).
   int64_t room() const;
+  // The largest valid session file for this model and context.
+  uint64_t MaxFileBytes() const;
 
   KdaLayerState& kda(int layer) { return kda_[static_cast<size_t>(layer)]; }
   MlaLayerState& mla(int layer) { return mla_[static_cast<size_t>(layer)]; }
 
   uint64_t bytes() const;    // what this state really holds
 
+  // Which container this state belongs to: a fingerprint of its
+  // manifest.json (0 = unknown), written into the header's reserved words
+  // (docs/HARDENING.md) so the reference still reads our files.
+  void set_container_id(uint64_t id) { container_id_ = id; }
+
   // `hidden` is the last token's residual (stored for format compatibility).
+  // Save replaces only a session file or nothing.
   Status Save(const std::string& path, const std::vector<float>& hidden) const;
-  Status Load(const std::string& path);
+  // A file naming another container is refused unless `any_container`; a
+  // file naming none (written by the reference) loads.
+  Status Load(const std::string& path, bool any_container = false);
+  // Load's checks and copy on bytes already read (`path` names them in
+  // errors); the fuzz target's entry point.
+  Status LoadFromBytes(std::string_view bytes, std::string_view path, bool any_container);
 
  private:
   const ModelConfig& cfg_;
   uint32_t ctx_tokens_;
   int n_mla_ = 0;
   int pos_ = 0;
+  uint64_t container_id_ = 0;
   std::vector<KdaLayerState> kda_;  // indexed by layer (empty for MLA layers)
   std::vector<MlaLayerState> mla_;  // indexed by layer (empty for KDA layers)
 };

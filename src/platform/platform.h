@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "waste/status.h"
@@ -60,13 +61,60 @@ class File {
 
 Result<uint64_t> FileSize(const std::string& path);
 bool PathExists(const std::string& path);
+// Reads to EOF with no type or size check: only for the kernel's own small
+// files (/proc, /sys, cgroup), whose st_size lies. Everything a user can
+// point at goes through ReadRegularFile.
 Result<std::string> ReadWholeFile(const std::string& path);
-// Write to <path>.tmp.<pid>.<seq> (exclusive, 0600), fsync, rename over path.
+
+// The one rule for reading a whole file a user can name (manifest,
+// sidecars, tokenizer, hotlist, session state, --file): only a regular
+// file is read; a directory, FIFO, device or socket is refused with a
+// message naming `what` and the path. The open is non-blocking, so a FIFO
+// cannot hang it. A file over `max_bytes` is refused before any read, and
+// no more than max_bytes + 1 bytes are ever read (a file growing under us
+// is refused too). `missing`, when given, says the path does not exist.
+Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
+                                    std::string_view what, bool* missing = nullptr);
+
+// The one rule for replacing a file: write <path>.tmp.<pid>.<seq>
+// (exclusive, 0600), fsync, rename over `path`, fsync the directory. What
+// is already at `path` must be nothing or a regular file (never a
+// directory, device, FIFO, socket or symbolic link) and, when
+// `existing_magic` is not empty, start with those bytes: a hotlist only
+// replaces a hotlist, a session only a session. Temp files of this target
+// left by processes that no longer exist are removed first. `what` names
+// the kind in messages ("session file", "usage.waste").
+Status ReplaceFile(const std::string& path, const void* data, size_t n, std::string_view what,
+                   std::string_view existing_magic);
+// ReplaceFile for any regular file (the container writer's outputs).
 Status WriteFileAtomic(const std::string& path, const void* data, size_t n);
 // Publishes a file written elsewhere (streamed to `tmp` and closed): fsync
 // it, rename it over `path`, and fsync the directory so the rename itself
 // survives a crash.
 Status CommitFile(const std::string& tmp, const std::string& path);
+
+// An advisory exclusive lock on a container directory (ENGINE.md §5.9):
+// flock(LOCK_EX | LOCK_NB) on the directory itself. Holders in one process
+// share it by (device, inode), counted; the last one released unlocks.
+// Another process holding it: kBusy. A directory that cannot be opened or
+// a filesystem without locks: an unheld DirLock and OK (the open goes on,
+// as the reference does). Windows: never held (the flag is ignored there).
+class DirLock {
+ public:
+  DirLock() = default;
+  ~DirLock();
+  DirLock(DirLock&& other) noexcept : key_(other.key_) { other.key_ = 0; }
+  DirLock& operator=(DirLock&& other) noexcept;
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  bool held() const { return key_ != 0; }
+
+  static Result<DirLock> Acquire(const std::string& dir);
+
+ private:
+  void Release();
+  uint64_t key_ = 0;  // registry entry id; 0 = not held
+};
 
 // Aligned allocation, released only through AlignedFree (a pair).
 void* AlignedAlloc(size_t alignment, size_t bytes);

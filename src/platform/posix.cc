@@ -1,14 +1,20 @@
 // The parts of the platform shim that Linux and macOS share: descriptors,
 // positional reads, whole-file reads, atomic writes, aligned memory.
 // OpenBypass and the machine facts differ and live in linux.cc / macos.cc.
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "platform/platform.h"
@@ -149,8 +155,146 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return data;
 }
 
-Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
+Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
+                                    std::string_view what, bool* missing) {
+  if (missing != nullptr) *missing = false;
+  const std::string name = std::string(what) + " " + path;
+  int fd;
+  do {
+    // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    int err = errno;
+    if (missing != nullptr) *missing = (err == ENOENT || err == ENOTDIR);
+    return IoError(name + ": " + ErrnoText(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError(name + ": " + ErrnoText(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return IoError(name + " is " + kind + ", not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return IoError(name + ": " + std::to_string(st.st_size) + " bytes, more than the " +
+                   std::to_string(max_bytes) + " this kind of file may hold");
+  }
+  // Regular file: blocking reads from here on are fine.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::string data;
+  data.reserve(static_cast<size_t>(st.st_size));
+  char buf[16384];
+  for (;;) {
+    // Never more than max_bytes + 1: one byte past the limit proves the
+    // file grew beyond it.
+    uint64_t room = max_bytes + 1 - data.size();
+    size_t want = room < sizeof buf ? static_cast<size_t>(room) : sizeof buf;
+    ssize_t got = ::read(fd, buf, want);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return IoError(name + ": read: " + ErrnoText(err));
+    }
+    if (got == 0) break;
+    data.append(buf, static_cast<size_t>(got));
+    if (data.size() > max_bytes) {
+      ::close(fd);
+      return IoError(name + ": grew past the " + std::to_string(max_bytes) +
+                     " bytes this kind of file may hold while it was read");
+    }
+  }
+  ::close(fd);
+  return data;
+}
+
+namespace {
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Removes <base>.tmp.<pid>.<seq> files in `dir` whose writer is gone (a
+// killed --learn or /save). A pid that still runs, or any name that does
+// not parse, is left alone.
+void RemoveStaleTemps(const std::string& dir, const std::string& base) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = base + ".tmp.";
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view n(e->d_name);
+    if (!n.starts_with(prefix)) continue;
+    std::string_view rest = n.substr(prefix.size());
+    size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || dot > 9) continue;
+    long pid = 0;
+    bool digits = true;
+    for (char ch : rest.substr(0, dot)) {
+      if (ch < '0' || ch > '9') digits = false;
+      pid = pid * 10 + (ch - '0');
+    }
+    for (char ch : rest.substr(dot + 1)) {
+      if (ch < '0' || ch > '9') digits = false;
+    }
+    if (!digits || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    ::unlink((dir + "/" + std::string(n)).c_str());
+  }
+  ::closedir(d);
+}
+
+// What is at `path` may be replaced: nothing, or a regular file that
+// starts with `magic` (any regular file when magic is empty).
+Status CheckReplaceable(const std::string& path, std::string_view what, std::string_view magic) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return IoError(std::string(what) + " " + path + ": " + ErrnoText(errno));
+  }
+  const std::string refuse = "not writing " + std::string(what) + " over " + path + ": it is ";
+  if (S_ISLNK(st.st_mode)) return IoError(refuse + "a symbolic link");
+  if (S_ISDIR(st.st_mode)) return IoError(refuse + "a directory");
+  if (!S_ISREG(st.st_mode)) return IoError(refuse + "a device, FIFO or socket");
+  if (magic.empty()) return Status::Ok();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (fd < 0) return IoError(std::string(what) + " " + path + ": " + ErrnoText(errno));
+  std::string head(magic.size(), '\0');
+  ssize_t got = ::pread(fd, head.data(), head.size(), 0);
+  ::close(fd);
+  if (got != static_cast<ssize_t>(magic.size()) || head != magic) {
+    return IoError(refuse + "not a " + std::string(what) + " (its first bytes differ)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReplaceFile(const std::string& path, const void* data, size_t n, std::string_view what,
+                   std::string_view existing_magic) {
   static std::atomic<uint64_t> seq{0};
+  WASTE_TRY(CheckReplaceable(path, what, existing_magic));
+  const std::string dir = DirName(path);
+  RemoveStaleTemps(dir, BaseName(path));
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(seq.fetch_add(1, std::memory_order_relaxed));
   int fd;
@@ -159,10 +303,10 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return ErrnoStatus("create", tmp, errno);
 
-  auto fail = [&](const char* what, int err) {
+  auto fail = [&](const char* op, int err) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return ErrnoStatus(what, tmp, err);
+    return ErrnoStatus(op, tmp, err);
   };
   const auto* p = static_cast<const char*>(data);
   size_t done = 0;
@@ -180,10 +324,26 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
     ::unlink(tmp.c_str());
     return ErrnoStatus("close", tmp, err);
   }
+  // Checked again just before the rename: the window is small, and the
+  // rename itself never follows a symbolic link at `path`.
+  Status again = CheckReplaceable(path, what, existing_magic);
+  if (!again.ok()) {
+    ::unlink(tmp.c_str());
+    return again;
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return IoError("rename " + tmp + " to " + path + ": " + ErrnoText(err));
+  }
+  // The rename is durable only once the directory entry is on disk.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    // Some filesystems refuse fsync on a directory (EINVAL): nothing to do.
+    if (rc != 0 && err != EINVAL && err != EROFS) return ErrnoStatus("fsync directory", dir, err);
   }
   return Status::Ok();
 }
@@ -211,6 +371,105 @@ Status CommitFile(const std::string& tmp, const std::string& path) {
     ::close(dfd);
   }
   return Status::Ok();
+}
+
+Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
+  return ReplaceFile(path, data, n, "file", "");
+}
+
+namespace {
+
+struct LockEntry {
+  dev_t dev;
+  ino_t ino;
+  int fd;
+  int refs;
+  pid_t owner;  // a forked child inherits the table, not the ownership
+};
+
+std::mutex& LockMutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Registry id -> entry. Ids start at 1 (0 = not held).
+std::map<uint64_t, LockEntry>& LockRegistry() {
+  static std::map<uint64_t, LockEntry> r;
+  return r;
+}
+
+}  // namespace
+
+DirLock::~DirLock() { Release(); }
+
+DirLock& DirLock::operator=(DirLock&& other) noexcept {
+  if (this != &other) {
+    Release();
+    key_ = other.key_;
+    other.key_ = 0;
+  }
+  return *this;
+}
+
+void DirLock::Release() {
+  if (key_ == 0) return;
+  std::lock_guard<std::mutex> g(LockMutex());
+  auto& reg = LockRegistry();
+  auto it = reg.find(key_);
+  if (it != reg.end() && --it->second.refs == 0) {
+    // In a forked child the descriptor is shared with the parent: closing
+    // it drops only the child's reference, LOCK_UN would free the parent's.
+    if (it->second.owner == ::getpid()) ::flock(it->second.fd, LOCK_UN);
+    ::close(it->second.fd);
+    reg.erase(it);
+  }
+  key_ = 0;
+}
+
+Result<DirLock> DirLock::Acquire(const std::string& dir) {
+  static uint64_t next_id = 1;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return DirLock();  // cannot open: proceed without ownership (§5.9)
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return DirLock();
+  }
+  std::lock_guard<std::mutex> g(LockMutex());
+  auto& reg = LockRegistry();
+  // Entries copied into a forked child belong to the parent: forget them
+  // (closing only the child's reference) so the child contends properly.
+  for (auto it = reg.begin(); it != reg.end();) {
+    if (it->second.owner != ::getpid()) {
+      ::close(it->second.fd);
+      it = reg.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [id, e] : reg) {
+    if (e.dev == st.st_dev && e.ino == st.st_ino) {  // this process holds it: share
+      ::close(fd);
+      ++e.refs;
+      DirLock l;
+      l.key_ = id;
+      return l;
+    }
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return Status(Errc::kBusy, dir + ": the container is already open in another process "
+                                       "(exclusive open)");
+    }
+    return DirLock();  // locks unsupported here: proceed without ownership
+  }
+  uint64_t id = next_id++;
+  reg.emplace(id, LockEntry{st.st_dev, st.st_ino, fd, 1, ::getpid()});
+  DirLock l;
+  l.key_ = id;
+  return l;
 }
 
 void* AlignedAlloc(size_t alignment, size_t bytes) {

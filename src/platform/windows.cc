@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "platform/platform.h"
@@ -233,8 +234,27 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return data;
 }
 
-Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
+Status ReplaceFile(const std::string& path, const void* data, size_t n, std::string_view what,
+                   std::string_view existing_magic) {
   static std::atomic<uint64_t> seq{0};
+  DWORD attrs = ::GetFileAttributesW(Widen(path).c_str());
+  if (attrs != INVALID_FILE_ATTRIBUTES) {
+    const std::string refuse = "not writing " + std::string(what) + " over " + path + ": it is ";
+    if (attrs & FILE_ATTRIBUTE_DIRECTORY) return IoError(refuse + "a directory");
+    if (attrs & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DEVICE)) {
+      return IoError(refuse + "a link or a device");
+    }
+    if (!existing_magic.empty()) {
+      HANDLE r = OpenForRead(path, FILE_ATTRIBUTE_NORMAL);
+      std::string head(existing_magic.size(), '\0');
+      DWORD got = 0;
+      bool ok = r != INVALID_HANDLE_VALUE &&
+                ::ReadFile(r, head.data(), static_cast<DWORD>(head.size()), &got, nullptr) &&
+                got == head.size() && head == existing_magic;
+      if (r != INVALID_HANDLE_VALUE) ::CloseHandle(r);
+      if (!ok) return IoError(refuse + "not a " + std::string(what) + " (its first bytes differ)");
+    }
+  }
   std::string tmp = path + ".tmp." + std::to_string(::GetCurrentProcessId()) + "." +
                     std::to_string(seq.fetch_add(1, std::memory_order_relaxed));
   std::wstring wtmp = Widen(tmp);
@@ -282,6 +302,68 @@ Status CommitFile(const std::string& tmp, const std::string& path) {
   }
   return Status::Ok();
 }
+
+}
+
+Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
+  return ReplaceFile(path, data, n, "file", "");
+}
+
+Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
+                                    std::string_view what, bool* missing) {
+  if (missing != nullptr) *missing = false;
+  const std::string name = std::string(what) + " " + path;
+  HANDLE h = OpenForRead(path, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_SEQUENTIAL_SCAN);
+  if (h == INVALID_HANDLE_VALUE) {
+    DWORD err = ::GetLastError();
+    if (missing != nullptr) {
+      *missing = err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND;
+    }
+    return IoError(name + ": " + LastErrorText(err));
+  }
+  if (::GetFileType(h) != FILE_TYPE_DISK) {
+    ::CloseHandle(h);
+    return IoError(name + " is not a regular file");
+  }
+  LARGE_INTEGER size;
+  if (!::GetFileSizeEx(h, &size) || static_cast<uint64_t>(size.QuadPart) > max_bytes) {
+    ::CloseHandle(h);
+    return IoError(name + ": more than the " + std::to_string(max_bytes) +
+                   " bytes this kind of file may hold");
+  }
+  std::string data;
+  char buf[16384];
+  for (;;) {
+    uint64_t room = max_bytes + 1 - data.size();
+    DWORD want = room < sizeof buf ? static_cast<DWORD>(room) : DWORD{sizeof buf};
+    DWORD got = 0;
+    if (!::ReadFile(h, buf, want, &got, nullptr)) {
+      DWORD err = ::GetLastError();
+      if (err == ERROR_HANDLE_EOF) break;
+      ::CloseHandle(h);
+      return Win32Status("read", path, err);
+    }
+    if (got == 0) break;
+    data.append(buf, got);
+    if (data.size() > max_bytes) {
+      ::CloseHandle(h);
+      return IoError(name + ": grew past the " + std::to_string(max_bytes) +
+                     " bytes this kind of file may hold while it was read");
+    }
+  }
+  ::CloseHandle(h);
+  return data;
+}
+
+// The reference ignores --exclusive-open on Windows (ENGINE.md §5.9).
+DirLock::~DirLock() = default;
+DirLock& DirLock::operator=(DirLock&& other) noexcept {
+  key_ = other.key_;
+  other.key_ = 0;
+  return *this;
+}
+void DirLock::Release() { key_ = 0; }
+Result<DirLock> DirLock::Acquire(const std::string&) { return DirLock(); }
 
 void* AlignedAlloc(size_t alignment, size_t bytes) {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);

@@ -152,11 +152,10 @@ Status ExpertCache::ErrorFor(int layer, int expert, const Status& why) const {
   // ParseRecord already names the record; plain I/O errors do not.
   std::string prefix = fmt::format("expert {} of layer {}: ", expert, layer);
   if (why.message().rfind(prefix, 0) == 0) return why;
-  std::string reason = why.message();
-  if (reason.find("short read") != std::string::npos || why.code() == Errc::kIo) {
-    return IoError(prefix + "short read (" + reason + ")");
-  }
-  return Status(why.code(), prefix + reason);
+  // The reason already says what went wrong ("short read: ...", "read
+  // ...: Input/output error"): prefixed once, never wrapped in a second
+  // "short read (...)".
+  return Status(why.code(), prefix + why.message());
 }
 
 // --- replacement ---------------------------------------------------------------

@@ -28,6 +28,10 @@ struct Hotlist {
 // Parses usage.waste bytes; nullopt-like error when the magic is wrong or
 // the header is cut. Entries past the last whole one are ignored.
 Result<Hotlist> ParseHotlist(std::string_view bytes);
+// The file's bytes for `h` (entries in the order given).
+std::string SerializeHotlist(const Hotlist& h);
+// Hits descending, then (layer, expert) ascending (FORMAT.md §9.5).
+bool HotterEntry(const HotlistEntry& a, const HotlistEntry& b);
 
 // Writes `path` (atomically) with this run's usage merged into what the
 // file already holds: one entry per (layer, expert) seen in either, the

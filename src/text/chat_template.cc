@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "waste/chat.h"
+#include "waste/files.h"
+#include "platform/platform.h"
 
 namespace waste {
 namespace {
@@ -42,21 +44,10 @@ Result<ChatTemplate> ParseImpl(std::string_view json, std::string_view name) {
   return t;
 }
 
-// The whole file; `missing` when it does not exist.
+// The whole file (a regular file within the sidecar limit); `missing`
+// when it does not exist.
 Result<std::string> ReadFile(const std::string& path, bool* missing) {
-  *missing = false;
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) {
-    const int err = errno;
-    *missing = (err == ENOENT || err == ENOTDIR);
-    return IoError(path + ": " + std::strerror(err));
-  }
-  std::string content;
-  char buf[1 << 14];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) content.append(buf, got);
-  if (std::ferror(f.get())) return IoError(path + ": read failed");
-  return content;
+  return platform::ReadRegularFile(path, kMaxSidecarBytes, "chat template", missing);
 }
 
 }  // namespace

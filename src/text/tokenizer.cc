@@ -3,16 +3,18 @@
 #include <algorithm>
 #include <utility>
 
+#include "waste/files.h"
+
 namespace waste {
 
 Result<Tokenizer> Tokenizer::Load(const std::string& container_dir) {
   const std::string dir = container_dir.empty() ? "." : container_dir;
   std::string rank_path = dir + "/tokenizer.model";
   bool missing = false;
-  Result<std::string> ranks = ReadWholeFile(rank_path, &missing);
+  Result<std::string> ranks = ReadWholeFile(rank_path, kMaxTokenizerBytes, "tokenizer", &missing);
   if (!ranks && missing) {
     rank_path = dir + "/tiktoken.model";
-    ranks = ReadWholeFile(rank_path, &missing);
+    ranks = ReadWholeFile(rank_path, kMaxTokenizerBytes, "tokenizer", &missing);
     if (!ranks && missing) {
       return UnsupportedError(dir + ": no tokenizer.model or tiktoken.model (ids only)");
     }
@@ -22,7 +24,7 @@ Result<Tokenizer> Tokenizer::Load(const std::string& container_dir) {
 
   std::vector<SpecialToken> specials;
   const std::string specials_path = dir + "/specials.json";
-  Result<std::string> specials_text = ReadWholeFile(specials_path, &missing);
+  Result<std::string> specials_text = ReadWholeFile(specials_path, kMaxSidecarBytes, "specials", &missing);
   if (specials_text) {
     WASTE_ASSIGN_OR_RETURN(specials, ParseSpecials(*specials_text, specials_path));
   } else if (!missing) {

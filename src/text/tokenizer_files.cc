@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "platform/platform.h"
+
 namespace waste {
 namespace {
 
@@ -128,20 +130,9 @@ Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::s
   return specials;
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, bool* missing) {
-  *missing = false;
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) {
-    const int err = errno;
-    *missing = (err == ENOENT);
-    return IoError(path + ": " + std::strerror(err));
-  }
-  std::string content;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) content.append(buf, got);
-  if (std::ferror(f.get())) return IoError(path + ": read failed");
-  return content;
+Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes,
+                                  std::string_view what, bool* missing) {
+  return platform::ReadRegularFile(path, max_bytes, what, missing);
 }
 
 }  // namespace waste

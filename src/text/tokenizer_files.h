@@ -27,8 +27,10 @@ Result<std::vector<RankedToken>> ParseRankFile(std::string_view content, std::st
 // [0, 2^31 - 1); texts non-empty; neither may repeat.
 Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::string_view name);
 
-// Reads a whole file. kIo when it cannot be read; `missing` is set (and the
-// result is an error) when it does not exist.
-Result<std::string> ReadWholeFile(const std::string& path, bool* missing);
+// Reads a whole regular file of at most `max_bytes` (waste/files.h). kIo
+// when it cannot be read; `missing` is set (and the result is an error)
+// when it does not exist.
+Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes,
+                                  std::string_view what, bool* missing);
 
 }  // namespace waste

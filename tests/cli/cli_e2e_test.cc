@@ -383,9 +383,13 @@ TEST_F(CliE2E, ChatReportsSaveAndLoadFailuresAndCarriesOn) {
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<std::string> replies = Replies(r.out);
   ASSERT_EQ(replies.size(), 6u) << Describe(r);
-  EXPECT_EQ(replies[1], "(load failed: I/O error)");
-  EXPECT_EQ(replies[2], "(save failed: I/O error)");
-  EXPECT_EQ(replies[3], "(load failed: malformed container)");
+  // The code, then the cause (issue #19: the code alone said too little).
+  EXPECT_EQ(replies[1].rfind("(load failed: I/O error: session file " + missing, 0), 0u)
+      << replies[1];
+  EXPECT_EQ(replies[2].rfind("(save failed: I/O error: create " + unwritable, 0), 0u)
+      << replies[2];
+  EXPECT_EQ(replies[3], "(load failed: malformed container: session file " + garbage +
+                            ": shorter than its 64-byte header)");
   EXPECT_FALSE(replies[4].empty());
 }
 

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/container_fuzz with clang (libFuzzer + ASan + UBSan) and
-# runs it for a bounded time over a seed corpus made from the fixtures.
-#   run_fuzz.sh [--seconds N] [--budget N] [--build-dir DIR] [--binary PATH] [--fixtures DIR]
+# Builds one fuzz target of tests/fuzz with clang (libFuzzer + ASan + UBSan)
+# and runs it for a bounded time over a seed corpus made from the fixtures
+# (or built in, for files the fixtures lack).
+#   run_fuzz.sh [--target NAME] [--seconds N] [--budget N] [--build-dir DIR]
+#               [--binary PATH] [--fixtures DIR]
+# Targets: container (default; manifest, trunk index, record headers),
+# rank_file (tokenizer.model), specials (specials.json), chat_template
+# (chat.json), hotlist (usage.waste), session_state (session files).
 # --budget caps build + run (default 55 s, for the 60 s ctest limit).
 # --binary skips the build (a CMake build with -DWASTE_BUILD_FUZZ=ON makes
 # one). Exit 0 = no finding, 77 = skipped (no clang or no libFuzzer), other =
@@ -15,8 +20,10 @@ started=$SECONDS
 build=""
 binary=""
 fixtures="$root/../shared/fixtures"
+target=container
 while [ $# -gt 0 ]; do
   case "$1" in
+    --target) target=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
@@ -27,6 +34,28 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$build" ] || build="$root/build-fuzz"
 mkdir -p "$build" || exit 2
+
+# The platform shim and Status: what every target's sources call.
+base_sources=("$root/src/base/status.cc" "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
+              "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc")
+case "$target" in
+  container)
+    target_sources=(
+      "$here/container_fuzz.cc"
+      "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
+      "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
+      # memplan.cc's PlanMemory needs the platform shim (never called here).
+      "$root/src/engine/memplan.cc") ;;
+  rank_file|specials)
+    target_sources=("$here/${target}_fuzz.cc" "$root/src/text/tokenizer_files.cc") ;;
+  chat_template)
+    target_sources=("$here/chat_template_fuzz.cc" "$root/src/text/chat_template.cc") ;;
+  hotlist)
+    target_sources=("$here/hotlist_fuzz.cc" "$root/src/streaming/hotlist_file.cc") ;;
+  session_state)
+    target_sources=("$here/session_state_fuzz.cc" "$root/src/model/session_state.cc") ;;
+  *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
+esac
 
 if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   cxx=${CLANGXX:-clang++}
@@ -40,20 +69,12 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
     echo "SKIP: $cxx cannot link -fsanitize=fuzzer (libFuzzer runtime missing)"
     exit 77
   fi
-  binary="$build/container_fuzz"
-  sources=(
-    "$here/container_fuzz.cc"
-    "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
-    "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
-    "$root/src/engine/memplan.cc" "$root/src/base/status.cc"
-    # memplan.cc's PlanMemory needs the platform shim (never called here).
-    "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
-    "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc"
-  )
+  binary="$build/${target}_fuzz"
+  sources=("${target_sources[@]}" "${base_sources[@]}")
   flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
          -fno-sanitize-recover=undefined -I"$root/include" -I"$root/src")
   mkdir -p "$build/obj"
-  newest_header=$(ls -t "$root"/src/*.h "$root"/src/platform/*.h "$root"/include/waste/*.h | head -n 1)
+  newest_header=$(ls -t "$root"/src/*/*.h "$root"/include/waste/*.h | head -n 1)
   stale=()
   objs=()
   for f in "${sources[@]}"; do
@@ -93,23 +114,56 @@ left=$((budget - (SECONDS - started) - 5))
 [ "$left" -lt "$seconds" ] && seconds=$left
 [ "$seconds" -lt 5 ] && seconds=5
 
-# Seed corpus: every fixture manifest and record 0 of its first bank.
-seeds="$build/seeds"
-corpus="$build/corpus"
+# Seed corpus per target: fixture files where they exist, small built-in
+# ones otherwise.
+seeds="$build/seeds-$target"
+corpus="$build/corpus-$target"
 mkdir -p "$seeds" "$corpus"
+dict=()
 n=0
-for m in "$fixtures"/*/container/manifest.json; do
-  [ -f "$m" ] || continue
-  n=$((n + 1))
-  cp "$m" "$seeds/manifest-$n.json"
-  bank=$(dirname "$m")/experts-L1.bin
-  [ -f "$bank" ] && head -c 12288 "$bank" > "$seeds/record-$n.bin"
-done
-if [ $n -eq 0 ]; then
-  echo '{"format_version":0,"config":{"num_hidden_layers":1,"hidden_size":8,"vocab_size":8,"num_attention_heads":1,"kv_lora_rank":8,"qk_nope_head_dim":8,"v_head_dim":8,"intermediate_size":8},"trunk":[]}' > "$seeds/minimal.json"
-fi
+case "$target" in
+  container)
+    dict=(-dict="$here/manifest.dict")
+    for m in "$fixtures"/*/container/manifest.json; do
+      [ -f "$m" ] || continue
+      n=$((n + 1))
+      cp "$m" "$seeds/manifest-$n.json"
+      bank=$(dirname "$m")/experts-L1.bin
+      [ -f "$bank" ] && head -c 12288 "$bank" > "$seeds/record-$n.bin"
+    done
+    if [ $n -eq 0 ]; then
+      echo '{"format_version":0,"config":{"num_hidden_layers":1,"hidden_size":8,"vocab_size":8,"num_attention_heads":1,"kv_lora_rank":8,"qk_nope_head_dim":8,"v_head_dim":8,"intermediate_size":8},"trunk":[]}' > "$seeds/minimal.json"
+    fi ;;
+  rank_file)
+    for f in "$fixtures"/*/container/tokenizer.model; do
+      [ -f "$f" ] && n=$((n + 1)) && head -c 4096 "$f" > "$seeds/ranks-$n"
+    done
+    printf 'IQ== 0\nIg== 1\nIyQ= 2\n\nYWJj 3\r\n' > "$seeds/builtin" ;;
+  specials)
+    for f in "$fixtures"/*/container/specials.json; do
+      [ -f "$f" ] && n=$((n + 1)) && cp "$f" "$seeds/specials-$n.json"
+    done
+    printf '[{"id":300,"text":"[BOS]"},{"id":301,"text":"<|im_end|>"}]' > "$seeds/builtin.json" ;;
+  chat_template)
+    printf '{"system":["<|sys|>","<|end|>"],"user":["<|user|>","<|end|>"],"assistant":["<|asst|>","<|end|>"],"open":"<|asst|>"}' \
+      > "$seeds/chat.json" ;;
+  hotlist)
+    # "WUSG", version 1, 7 tokens, two entries.
+    printf 'WUSG\001\000\000\000\007\000\000\000\000\000\000\000\001\000\003\000\011\000\000\000\002\000\000\000\000\000\000\000\002\000\001\000\004\000\000\000\001\000\000\000\000\000\000\000' \
+      > "$seeds/usage.waste" ;;
+  session_state)
+    # A valid empty state for the target's geometry, made by the target's
+    # own shape: header, 3 KDA layers of 2*4*4 + 3*8*3 floats, MLA nkv 0,
+    # the residual (16 floats).
+    {
+      printf 'WDAS\001\000\000\000'
+      for v in 4 16 2 4 4 2 4 2 4 0 0 0 0 0; do printf "\\$(printf '%03o' "$v")\000\000\000"; done
+      head -c $((3 * (32 + 72) * 4)) /dev/zero
+      head -c $((4 + 16 * 4)) /dev/zero
+    } > "$seeds/empty.state" ;;
+esac
 
 cd "$build" || exit 2
-"$binary" "$corpus" "$seeds" -dict="$here/manifest.dict" -max_total_time="$seconds" \
+"$binary" "$corpus" "$seeds" "${dict[@]}" -max_total_time="$seconds" \
   -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 2>&1 | tail -n 25
 exit "${PIPESTATUS[0]}"

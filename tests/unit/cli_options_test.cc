@@ -289,7 +289,8 @@ TEST_F(PromptTest, UnreadableFile) {
   Options o = Ok({"run", "m", "--file", "/nonexistent/waste/prompt"});
   PromptText p = ReadPrompt(o, "no prompt");
   EXPECT_FALSE(p.ok);
-  EXPECT_EQ(p.error, "cannot read /nonexistent/waste/prompt");
+  EXPECT_EQ(p.error,
+            "cannot read prompt file /nonexistent/waste/prompt: No such file or directory");
 }
 
 TEST_F(PromptTest, EmptyFileIsTheCommandsMessage) {
