@@ -23,6 +23,10 @@ struct Config {
   std::string usage_path;            // hotlist; empty = <container>/usage.waste
   bool exclusive_open = false;
   bool force_baseline_kernels = false;  // like WASTE_BACKEND=cpu
+  // Load the vision tower (if the container has one) so images can be
+  // attached; its memory is added to the plan's floor. Off: the tower's
+  // bytes are never read and every image call is kUnsupported.
+  bool vision = false;
 };
 
 }  // namespace waste

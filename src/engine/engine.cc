@@ -29,6 +29,8 @@
 #include "model/session_state.h"
 #include "runtime/thread_pool.h"
 #include "text/tokenizer.h"
+#include "vision/vision_context.h"
+#include "vision/vision_weights.h"
 
 namespace waste {
 
@@ -58,6 +60,19 @@ struct Engine::Impl {
   std::string detail;
   std::string usage_path;
   int pending = -1;  // emitted by Generate but not yet fed (fed on next use)
+  std::unique_ptr<vision::VisionContext> vision;  // Config::vision + a tower
+  uint64_t vision_bytes = 0;                      // added to the plan when loaded
+
+  // Image queue lifetime around one Eval/Generate call (docs/VISION.md).
+  struct ImageCall {
+    Impl& m;
+    explicit ImageCall(Impl& impl) : m(impl) {
+      if (m.vision) m.vision->queue().Arm();
+    }
+    ~ImageCall() {
+      if (m.vision) m.vision->queue().Release();
+    }
+  };
 
   Status CheckIds(std::span<const int> ids) const {
     for (int id : ids) {
@@ -135,6 +150,13 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   }
 
   WASTE_ASSIGN_OR_RETURN(impl->plan, PlanMemory(dir, impl->config.ctx_tokens));
+  // Vision memory is taken from the budget like any scratch (docs/VISION.md).
+  if (config.vision && impl->plan.vision_bytes > 0) {
+    impl->vision_bytes = impl->plan.vision_bytes;
+    impl->plan.scratch_bytes += impl->vision_bytes;
+    impl->plan.floor_bytes += impl->vision_bytes;
+    impl->plan.recommended_bytes += impl->vision_bytes;
+  }
   WASTE_ASSIGN_OR_RETURN(impl->budget, ResolveBudget(impl->plan, config.ram_budget_bytes));
 
   ContainerOptions copts;
@@ -143,6 +165,11 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   WASTE_ASSIGN_OR_RETURN(impl->container, Container::Open(dir, copts));
   const ModelConfig& cfg = impl->container->config();
   WASTE_ASSIGN_OR_RETURN(impl->weights, ResolveWeights(*impl->container));
+  if (config.vision && vision::HasVisionTower(impl->container->trunk_index())) {
+    WASTE_ASSIGN_OR_RETURN(impl->vision, vision::VisionContext::Open(*impl->container));
+  } else {
+    impl->vision_bytes = 0;
+  }
 
   int threads = ResolveThreadCount(o.threads, cpus);
   WASTE_ASSIGN_OR_RETURN(impl->pool, ThreadPool::Create(threads, cpus));
@@ -171,6 +198,7 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   impl->state = std::make_unique<SessionState>(cfg, impl->config.ctx_tokens);
   impl->forward = std::make_unique<Forward>(*impl->container, impl->weights, *impl->state,
                                             *impl->cache, impl->config.ctx_tokens, o.lookahead);
+  if (impl->vision) impl->forward->embedding_override = &impl->vision->queue();
 
   auto tok = Tokenizer::Load(dir);
   if (tok) {
@@ -219,7 +247,8 @@ MemoryUsage Engine::memory_used() const noexcept {
   m.trunk_bytes = impl_->container->resident_trunk_bytes();
   m.state_bytes = impl_->state->bytes();
   // The cache's own bookkeeping (slot table, index, hint list) is scratch.
-  m.scratch_bytes = impl_->forward->scratch_bytes() + impl_->cache->metadata_bytes();
+  m.scratch_bytes = impl_->forward->scratch_bytes() + impl_->cache->metadata_bytes() +
+                    impl_->vision_bytes;
   m.expert_cache_bytes = impl_->cache->allocated_bytes();
   m.slots = impl_->cache->slots();
   m.budget_bytes = impl_->budget.budget_bytes;
@@ -310,6 +339,7 @@ Result<std::span<const float>> Engine::Eval(std::span<const int> ids) noexcept {
   try {
     if (ids.empty()) return ArgError("empty prompt");
     WASTE_TRY(m.CheckIds(ids));
+    Impl::ImageCall images(m);
     int64_t need = static_cast<int64_t>(ids.size()) + (m.pending >= 0 ? 1 : 0);
     if (m.state->room() < need) {
       m.detail = m.ContextFull();
@@ -331,6 +361,7 @@ Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
   try {
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(m.CheckIds(prompt));
+    Impl::ImageCall images(m);
     int64_t need = static_cast<int64_t>(prompt.size()) + (m.pending >= 0 ? 1 : 0);
     // One position is kept for the first sampled token.
     if (m.state->room() <= need) {
@@ -425,6 +456,60 @@ Status Engine::SaveUsage(const std::string& path) const noexcept {
   } catch (const std::exception& e) {
     return IoError(e.what());
   }
+}
+
+// --- Images (docs/VISION.md): thin forwards to vision::VisionContext. -------
+
+static Status NoVision(const Engine::Impl& m) {
+  if (!m.config.vision) {
+    return UnsupportedError("images need the model opened with vision on (Config::vision)");
+  }
+  return UnsupportedError("this container has no vision tower");
+}
+
+bool Engine::has_vision() const noexcept { return impl_->vision != nullptr; }
+
+int Engine::media_pad_id() const noexcept {
+  return impl_->vision ? impl_->vision->queue().pad_id() : -1;
+}
+
+Result<int> Engine::AddImage(const std::string& path) noexcept {
+  if (!impl_->vision) return NoVision(*impl_);
+  try {
+    return impl_->vision->AddFile(*impl_->ops, path);
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while encoding " + path);
+  } catch (const std::exception& e) {
+    return IoError(e.what());
+  }
+}
+
+Result<int> Engine::AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept {
+  if (!impl_->vision) return NoVision(*impl_);
+  try {
+    return impl_->vision->AddBytes(*impl_->ops, bytes, name);
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while encoding an image");
+  } catch (const std::exception& e) {
+    return IoError(e.what());
+  }
+}
+
+Result<std::vector<int>> Engine::ExpandImagePads(std::span<const int> ids) const noexcept {
+  if (!impl_->vision) return NoVision(*impl_);
+  try {
+    return impl_->vision->queue().Expand(ids);
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+int Engine::queued_images() const noexcept {
+  return impl_->vision ? static_cast<int>(impl_->vision->queue().images()) : 0;
+}
+
+void Engine::ClearImages() noexcept {
+  if (impl_->vision) impl_->vision->queue().Clear();
 }
 
 }  // namespace waste

@@ -46,6 +46,7 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
     "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
     "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
     "$root/src/engine/memplan.cc" "$root/src/base/status.cc"
+    "$root/src/vision/vision_plan.cc" "$root/src/vision/vision_config.cc"
     # memplan.cc's PlanMemory needs the platform shim (never called here).
     "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
     "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc"
