@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "vision/image_decode.h"
 #include "vision/preprocess.h"
 #include "vision/vision_context.h"
+#include "temp_dir.h"
 #include "waste/waste.h"
 
 namespace waste {
@@ -297,6 +299,114 @@ TEST(EngineVision, OffMeansUnsupportedAndPlanShowsVision) {
   ASSERT_TRUE(v);
   EXPECT_EQ(v->memory_used().scratch_bytes,
             (*e)->memory_used().scratch_bytes + plan->vision_bytes);
+}
+
+
+// A copy of the set's container with its manifest edited by `edit`.
+std::string EditedContainer(const testing::TempDir& tmp,
+                            const std::function<void(nlohmann::json&)>& edit,
+                            bool drop_vision_json = false) {
+  const std::string dir = tmp / "c";
+  std::filesystem::create_directories(dir);
+  for (const auto& e : std::filesystem::directory_iterator(kSet + "/container")) {
+    const std::string name = e.path().filename().string();
+    if (name == "manifest.json" || (drop_vision_json && name == "vision.json")) continue;
+    std::filesystem::copy_file(e.path(), dir + "/" + name);
+  }
+  nlohmann::json m = ReadJson(kSet + "/container/manifest.json");
+  edit(m);
+  std::ofstream(dir + "/manifest.json") << m.dump();
+  return dir;
+}
+
+nlohmann::json* Entry(nlohmann::json& m, const std::string& name) {
+  for (auto& t : m["trunk"]) {
+    if (t["name"] == name) return &t;
+  }
+  return nullptr;
+}
+
+Status OpenWithVision(const std::string& dir) {
+  Config cfg;
+  cfg.vision = true;
+  cfg.threads = 1;
+  Result<std::unique_ptr<Engine>> e = Engine::Open(dir, cfg);
+  return e ? Status::Ok() : e.error();
+}
+
+// What the reference would misread is refused at open, naming the tensor.
+TEST(EngineVision, MisreadableTowersAreRefusedAtOpen) {
+  SKIP_WITHOUT_VISION_SET();
+  struct Case {
+    const char* tensor;
+    std::function<void(nlohmann::json&)> change;
+  };
+  const Case cases[] = {
+      // A norm with the wrong size (still inside trunk.bin).
+      {"vision_tower.encoder.blocks.0.norm0.weight", [](nlohmann::json& t) { t["shape"] = {32}; }},
+      // A quantized matrix stored with another 2-D shape of the same size.
+      {"vision_tower.encoder.blocks.1.wqkv.weight", [](nlohmann::json& t) { t["shape"] = {96, 128}; }},
+      // A quantized patch kernel that is not 2-D [D, 588].
+      {"vision_tower.patch_embed.proj.weight", [](nlohmann::json& t) { t["shape"] = {64, 3, 196}; }},
+  };
+  for (const Case& c : cases) {
+    testing::TempDir tmp;
+    std::string dir = EditedContainer(tmp, [&](nlohmann::json& m) {
+      nlohmann::json* t = Entry(m, c.tensor);
+      ASSERT_NE(t, nullptr);
+      c.change(*t);
+    });
+    Status st = OpenWithVision(dir);
+    EXPECT_EQ(st.code(), Errc::kFormat) << c.tensor << ": " << st.message();
+    EXPECT_NE(st.message().find(c.tensor), std::string::npos) << st.message();
+    // Without vision the tower is never looked at.
+    Config off;
+    off.threads = 1;
+    EXPECT_TRUE(Engine::Open(dir, off).has_value()) << c.tensor;
+  }
+  {
+    testing::TempDir tmp;
+    std::string dir = EditedContainer(tmp, [](nlohmann::json& m) {
+      auto& trunk = m["trunk"];
+      for (size_t i = 0; i < trunk.size(); ++i) {
+        if (trunk[i]["name"] == "mm_projector.post_norm.weight") {
+          trunk.erase(i);
+          break;
+        }
+      }
+    });
+    Status st = OpenWithVision(dir);
+    EXPECT_EQ(st.code(), Errc::kFormat);
+    EXPECT_NE(st.message().find("mm_projector.post_norm.weight"), std::string::npos) << st.message();
+  }
+  {
+    testing::TempDir tmp;
+    std::string dir = EditedContainer(tmp, [](nlohmann::json&) {}, /*drop_vision_json=*/true);
+    Status st = OpenWithVision(dir);
+    EXPECT_EQ(st.code(), Errc::kFormat);
+    EXPECT_NE(st.message().find("vision.json"), std::string::npos) << st.message();
+  }
+}
+
+// An image run that ends the prompt past a 64-token chunk: the 65th
+// position is an image row, fed by the one-token path.
+TEST(EngineVision, ImageRowInTheOneTokenChunk) {
+  SKIP_WITHOUT_VISION_SET();
+  std::unique_ptr<Engine> e = OpenVision(false);
+  ASSERT_TRUE(e);
+  const std::string small = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgb.png";
+  std::vector<int> ids(64, 105);
+  ids[0] = 720;
+  ids.push_back(730);  // position 64 (the 65th): one pad
+  ASSERT_EQ(e->AddImage(small).value(), 1);  // 23x17 -> 2x2 grid -> 1 row
+  Result<std::span<const float>> a = e->Eval(ids);
+  ASSERT_TRUE(a.has_value());
+  std::vector<float> spliced(a->begin(), a->end());
+  e->ResetState();
+  Result<std::span<const float>> b = e->Eval(ids);  // queue empty: the table's pad row
+  ASSERT_TRUE(b.has_value());
+  std::vector<float> plain(b->begin(), b->end());
+  EXPECT_GT(Compare(spliced, plain).max_abs, 1e-3) << "the image row did not reach the last chunk";
 }
 
 }  // namespace
