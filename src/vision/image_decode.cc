@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "platform/platform.h"
+#include "vision/decoder_guards.h"
 #include "vision/stb_bridge.h"
 
 namespace waste::vision {
@@ -53,6 +54,10 @@ std::span<const uint8_t> AsBytes(const std::string& s) {
 Result<ImageSize> ProbeImage(std::span<const uint8_t> bytes, std::string_view name) {
   WASTE_TRY(TooLarge(bytes, name));
   if (bytes.empty()) return IoError(fmt::format("cannot decode {}: the file is empty", name));
+  // Before stb parses anything (its header probe reads the tables too).
+  if (std::string why = GuardDecoderInput(bytes); !why.empty()) {
+    return IoError(fmt::format("cannot decode {}: {}", name, why));
+  }
   int w = 0, h = 0, comp = 0;
   if (stb::Info(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &comp) == 0) {
     return IoError(fmt::format("cannot decode {}: {}", name, Reason()));

@@ -44,7 +44,7 @@ fi
 binary="$build/image_fuzz"
 sources=(
   "$here/image_fuzz.cc"
-  "$root/src/vision/image_decode.cc" "$root/src/vision/stb_image_impl.cc" "$root/src/base/status.cc"
+  "$root/src/vision/image_decode.cc" "$root/src/vision/decoder_guards.cc" "$root/src/vision/stb_image_impl.cc" "$root/src/base/status.cc"
   "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
   "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc"
 )

@@ -129,6 +129,11 @@ TEST(ImageDecode, RefusalsNameTheFile) {
   ExpectRefused("rgb.tiff", "cannot decode");
   ExpectRefused("not_an_image.txt", "cannot decode");
   ExpectRefused("empty.png", "empty");
+  // Found by tests/fuzz/image_fuzz in Debian's stb_image 2.27: a JPEG
+  // Huffman table with more than 256 codes (overflows stb's tables) and a
+  // PNG chunk declaring 1.6 GB in an 800-byte file (stb allocates it).
+  ExpectRefused("fuzz_dht_overflow.jpg", "Huffman table");
+  ExpectRefused("fuzz_png_huge_chunk.png", "past the end of the file");
   ExpectRefused("missing.png", "cannot read");
   Status st = DecodeImageFile(kDir + "truncated.png").error();
   EXPECT_EQ(st.code(), Errc::kIo);
