@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/subprocess.h"
+#include "container/container.h"
+#include "kernels/kernel_table.h"
+#include "runtime/ops.h"
+#include "runtime/thread_pool.h"
 #include "temp_dir.h"
+#include "vision/image_decode.h"
+#include "vision/preprocess.h"
+#include "vision/vision_context.h"
+#include "waste/waste.h"
 
 namespace waste {
 namespace {
@@ -141,6 +151,83 @@ TEST(VisionCli, GeneratedVisionContainer) {
   size_t n = 0;
   for (size_t at = 0; (at = c->result().err.find("1 image tokens]", at)) != std::string::npos; ++at) ++n;
   EXPECT_EQ(n, 2u) << c->result().err;
+}
+
+
+// The tower on the suite's own containers against the independent numpy
+// model (tools/oracle/vision_oracle.py): Q != D, head dims other than the
+// public set's, position grids larger and smaller than the image grid and
+// not square. Rows within 1e-4 x max|row value|.
+TEST(VisionOracle, GeneratedTowersMatchTheNumpyModel) {
+  if (std::system((std::string(WASTE_PYTHON) + " -c 'import numpy' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << WASTE_PYTHON << " has no numpy";
+  }
+  const std::string png = std::string(WASTE_FIXTURES_DIR) + "/warp-tiny-vision/images/photo_a.png";
+  const std::string small = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgb.png";
+  struct Case {
+    const char* spec;
+    std::string image;
+  };
+  const Case cases[] = {
+      {"32,2,48,64,2,4,6,100", png},     // grid 8x12 from a 4x6 position grid
+      {"48,4,64,96,3,10,6,60", small},   // 2x2 grid from a 10x6 one
+  };
+  for (const Case& c : cases) {
+    if (!std::filesystem::exists(c.image)) continue;
+    testing::TempDir tmp;
+    const std::string dir = tmp / "k3v";
+    auto g = test::Subprocess::Spawn({WASTE_GEN_BINARY, dir, "--preset", "k3-tiny", "--tokenizer",
+                                      "--seed", "11", "--vision", c.spec, "-q"});
+    ASSERT_TRUE(g);
+    g->CloseStdin();
+    ASSERT_TRUE(g->Wait(120));
+    ASSERT_EQ(g->result().exit_code, 0) << g->result().err;
+
+    Result<vision::RgbImage> img = vision::DecodeImageFile(c.image);
+    ASSERT_TRUE(img.has_value());
+    const std::string rgb = tmp / "img.rgb", out = tmp / "oracle.f32";
+    std::ofstream(rgb, std::ios::binary)
+        .write(reinterpret_cast<const char*>(img->pixels()), static_cast<std::streamsize>(img->bytes()));
+    auto o = test::Subprocess::Spawn({WASTE_PYTHON, std::string(WASTE_SOURCE_DIR) + "/tools/oracle/vision_oracle.py",
+                                      dir, rgb, std::to_string(img->width),
+                                      std::to_string(img->height), out});
+    ASSERT_TRUE(o);
+    o->CloseStdin();
+    ASSERT_TRUE(o->Wait(120));
+    ASSERT_EQ(o->result().exit_code, 0) << o->result().err;
+
+    Config cfg;
+    cfg.vision = true;
+    cfg.threads = 2;
+    Result<std::unique_ptr<Engine>> e = Engine::Open(dir, cfg);
+    ASSERT_TRUE(e.has_value()) << e.error().message();
+    Result<std::unique_ptr<Container>> ct = Container::Open(dir);
+    ASSERT_TRUE(ct.has_value());
+    Result<std::unique_ptr<vision::VisionContext>> v = vision::VisionContext::Open(**ct);
+    ASSERT_TRUE(v.has_value()) << v.error().message();
+    Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(2, {});
+    ASSERT_TRUE(pool.has_value());
+    Ops ops(kernels::ActiveKernels(), pool->get());
+    const vision::VisionConfig& vc = (*v)->tower().config();
+    vision::PatchGrid grid = vision::ChoosePatchGrid(img->width, img->height, vc.max_patches);
+    Result<std::vector<float>> rows =
+        (*v)->tower().Encode(ops, vision::BuildPatches(*img, grid, vc.mean, vc.std), grid);
+    ASSERT_TRUE(rows.has_value()) << rows.error().message();
+    std::vector<float> want = ReadF32(out);
+    ASSERT_EQ(rows->size(), want.size()) << c.spec << " grid " << o->result().out;
+    double diff = 0, ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff = std::max(diff, std::fabs(double((*rows)[i]) - want[i]));
+      ref = std::max(ref, std::fabs(double(want[i])));
+    }
+    std::printf("%s grid %d x %d: max|diff| %.3g (max|ref| %.3g)\n", c.spec, grid.rows, grid.cols,
+                diff, ref);
+    EXPECT_LE(diff, 1e-4 * ref) << c.spec;
+    // The engine's own path gives the same row count.
+    Result<int> n = (*e)->AddImage(c.image);
+    ASSERT_TRUE(n.has_value());
+    EXPECT_EQ(static_cast<size_t>(*n) * static_cast<size_t>(vc.text_hidden), want.size());
+  }
 }
 
 }  // namespace
