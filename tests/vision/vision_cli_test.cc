@@ -171,6 +171,8 @@ TEST(VisionOracle, GeneratedTowersMatchTheNumpyModel) {
   const Case cases[] = {
       {"32,2,48,64,2,4,6,100", png},     // grid 8x12 from a 4x6 position grid
       {"48,4,64,96,3,10,6,60", small},   // 2x2 grid from a 10x6 one
+      {"32,2,32,64,1,8,8,64,f32", png},  // F32: 4-D patch kernel, 3-D position grid
+      {"64,2,64,128,2,8,8,64,q4", png},  // Q4G matrices and grid
   };
   for (const Case& c : cases) {
     if (!std::filesystem::exists(c.image)) continue;

@@ -23,7 +23,7 @@ constexpr const char* kUsage =
     "  --tokenizer      add tokenizer.model, specials.json and chat.json\n"
     "  --vq4p           experts as 4 stages x 64 entries, 6-bit packed (VQ4P)\n"
     "  --vision SPEC    add a vision tower (K3 presets): D,HEADS,Q,I,BLOCKS,POS_H,POS_W,\n"
-    "                   MAX_PATCHES, e.g. 64,2,64,128,2,8,8,64\n"
+    "                   MAX_PATCHES[,q8|q4|f32], e.g. 64,2,64,128,2,8,8,64\n"
     "  --trace FILE     fit router biases to a routing trace (JSON lines); kimi-linear\n"
     "                   presets use the project's trace by default, 'none' turns it off\n"
     "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n";

@@ -16,8 +16,12 @@ namespace waste::gen {
 Result<VisionSpec> ParseVisionSpec(const std::string& text) {
   std::vector<int> v;
   std::stringstream ss(text);
-  std::string part;
+  std::string part, format = "q8";
   while (std::getline(ss, part, ',')) {
+    if (v.size() == 8 && (part == "q8" || part == "q4" || part == "f32")) {
+      format = part;
+      continue;
+    }
     char* end = nullptr;
     long n = std::strtol(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || n <= 0 || n > (1 << 20)) {
@@ -29,7 +33,7 @@ Result<VisionSpec> ParseVisionSpec(const std::string& text) {
     return ArgError(fmt::format("--vision {}: want D,HEADS,Q,I,BLOCKS,POS_H,POS_W,MAX_PATCHES",
                                 text));
   }
-  VisionSpec s{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  VisionSpec s{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], format};
   if (s.qkv % s.heads != 0 || (s.qkv / s.heads) % 2 != 0 || s.max_patches < 4 || s.blocks > 256) {
     return ArgError(fmt::format("--vision {}: Q must split into even heads, MAX_PATCHES >= 4",
                                 text));
@@ -41,11 +45,18 @@ Status WriteVisionTower(ContainerWriter& w, const VisionSpec& s, int text_hidden
                         uint64_t seed) {
   // Matrices: uniform with std 1/sqrt(in), so activations stay near unit
   // scale through the tower; norms near 1.
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+  const TensorFmt mfmt = s.format == "f32"  ? TensorFmt::kF32
+                        : s.format == "q4" ? TensorFmt::kQ4G
+                                           : TensorFmt::kQ8G;
+  // `shape` as stored (F32 may be 4-D); `in` the logical input width.
+  auto stored = [&](const std::string& name, std::vector<int64_t> shape, int64_t in) {
     Rng rng(seed, name);
-    const float a = std::sqrt(3.0f / static_cast<float>(cols));
-    return w.AddTensor(name, TensorFmt::kQ8G, {rows, cols},
-                       [&](int64_t, float* out) { rng.FillUniform(out, static_cast<size_t>(cols), a); });
+    const float a = std::sqrt(3.0f / static_cast<float>(in));
+    const size_t last = static_cast<size_t>(shape.back());
+    return w.AddTensor(name, mfmt, shape, [&](int64_t, float* out) { rng.FillUniform(out, last, a); });
+  };
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return stored(name, {rows, cols}, cols);
   };
   auto norm = [&](const std::string& name, int64_t n) {
     Rng rng(seed, name);
@@ -54,11 +65,18 @@ Status WriteVisionTower(ContainerWriter& w, const VisionSpec& s, int text_hidden
     });
   };
   const int64_t d = s.hidden, q = s.qkv, in = s.inter, h = text_hidden;
-  WASTE_TRY(matrix("vision_tower.patch_embed.proj.weight", d, 588));
+  if (mfmt == TensorFmt::kF32) {
+    WASTE_TRY(stored("vision_tower.patch_embed.proj.weight", {d, 3, 14, 14}, 588));
+  } else {
+    WASTE_TRY(matrix("vision_tower.patch_embed.proj.weight", d, 588));
+  }
   {
     const std::string name = "vision_tower.patch_embed.pos_emb.weight";
     Rng rng(seed, name);
-    WASTE_TRY(w.AddTensor(name, TensorFmt::kQ8G, {static_cast<int64_t>(s.pos_h) * s.pos_w, d},
+    const std::vector<int64_t> shape =
+        mfmt == TensorFmt::kF32 ? std::vector<int64_t>{s.pos_h, s.pos_w, d}
+                                : std::vector<int64_t>{static_cast<int64_t>(s.pos_h) * s.pos_w, d};
+    WASTE_TRY(w.AddTensor(name, mfmt, shape,
                           [&](int64_t, float* out) {
                             for (int64_t i = 0; i < d; ++i) out[i] = rng.Uniform(-0.5f, 0.5f);
                           }));

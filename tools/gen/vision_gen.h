@@ -19,10 +19,15 @@ struct VisionSpec {
   int blocks = 2;
   int pos_h = 8, pos_w = 8;
   int max_patches = 64;
+  // Storage of the matrices and the position grid: "q8" (Q8G 2-D, the
+  // reference's requantized layout), "q4" (Q4G 2-D), "f32" (F32 with the
+  // patch kernel 4-D [D,3,14,14] and the grid 3-D [Ph,Pw,D], as a converter
+  // may leave them).
+  std::string format = "q8";
 };
 
 // "D,HEADS,Q,I,BLOCKS,POS_H,POS_W,MAX_PATCHES" (all > 0; Q % HEADS == 0,
-// Q / HEADS even; MAX_PATCHES >= 4).
+// Q / HEADS even; MAX_PATCHES >= 4), optionally ",q8" / ",q4" / ",f32".
 Result<VisionSpec> ParseVisionSpec(const std::string& text);
 
 // Adds the tensors and vision.json; `pad_id` is the media pad token.
