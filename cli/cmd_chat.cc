@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "prompt_plan.h"
 #include "engine_setup.h"
+#include "images.h"
 #include "generation.h"
 #include "piece_writer.h"
 #include "report.h"
@@ -108,6 +109,8 @@ int ChatCommand(const Options& o) {
   const GenParams params = ParamsFromOptions(o);
   std::signal(SIGINT, OnSigint);
 
+  // Images wait here until the next message is sent (--image: the first).
+  std::vector<std::string> images = o.images;
   std::string line;
   for (;;) {
     WriteOut("\n> ");
@@ -121,6 +124,8 @@ int ChatCommand(const Options& o) {
     std::string arg;
     if (IsCommand(line, "/reset", &arg)) {
       engine->ResetState();
+      engine->ClearImages();
+      images.clear();
       Say("(state cleared)");
       continue;
     }
@@ -145,13 +150,33 @@ int ChatCommand(const Options& o) {
       continue;
     }
     if (IsCommand(line, "/image", &arg) && !arg.empty()) {
-      Say("(" + arg + ": this container has no vision tower)");
+      if (!engine->has_vision()) {
+        Say("(" + arg + (o.images.empty() ? ": images need the model opened with --image)"
+                                          : ": this container has no vision tower)"));
+      } else if (images.size() >= static_cast<size_t>(kMaxQueuedImages)) {
+        Say("(too many images)");
+      } else {
+        images.push_back(arg);
+        Say("(" + arg + " attached to the next message)");
+      }
       continue;
     }
 
-    const PromptPlan turn = BuildChatTurn(tmpl, {}, line);
+    // Attached images are encoded now; a failure drops them and the line.
+    const std::vector<std::string> blocks = MediaBlocksFor(images);
+    const bool images_ok = AttachImages(*engine, images, o);
+    images.clear();
+    if (!images_ok) {
+      engine->ClearImages();
+      continue;
+    }
+    const PromptPlan turn = BuildChatTurn(tmpl, blocks, line);
     std::vector<int> ids;
     if (!TokenizeSegments(*engine, turn.segments, o, &ids)) continue;
+    if (!ExpandImagePads(*engine, &ids, "chat")) {
+      engine->ClearImages();
+      continue;
+    }
     if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
 
     PieceWriter stream(StopFor(o, turn), [](std::string_view bytes) { WriteOut(bytes); });

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "prompt_plan.h"
 #include "engine_setup.h"
+#include "images.h"
 #include "prompt.h"
 #include "report.h"
 #include "waste/chat.h"
@@ -57,11 +58,18 @@ int EvalCommand(const Options& o) {
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
-  if (!CheckNoImages(o)) return 1;
+  if (!AttachImages(*engine, o.images, o)) return 1;
 
   // Always the untemplated markup form; --system and --stop do not apply.
   std::vector<int> ids = o.ids;
-  if (!o.ids_given && !TokenizeSegments(*engine, BuildEvalPrompt(prompt), o, &ids)) return 1;
+  if (!o.ids_given) {
+    // Images: their media blocks (markup) before the prompt text.
+    std::vector<PromptSegment> segments;
+    for (std::string& b : MediaBlocksFor(o.images)) segments.push_back({SegmentMode::kMarkup, b});
+    for (PromptSegment& s : BuildEvalPrompt(prompt)) segments.push_back(std::move(s));
+    if (!TokenizeSegments(*engine, segments, o, &ids)) return 1;
+  }
+  if (!ExpandImagePads(*engine, &ids, "eval")) return 1;
 
   Result<std::span<const float>> evaluated = engine->Eval(ids);
   if (!evaluated.has_value()) {

@@ -13,6 +13,7 @@
 #include "prompt_plan.h"
 #include "engine_setup.h"
 #include "generation.h"
+#include "images.h"
 #include "piece_writer.h"
 #include "prompt.h"
 #include "report.h"
@@ -39,14 +40,16 @@ int RunCommand(const Options& o) {
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
-  if (!CheckNoImages(o)) return 1;
+  if (!AttachImages(*engine, o.images, o)) return 1;
   PrintOpenNotes(*engine, o, /*budget_note=*/true);
 
   // ENGINE.md §1.5: templated = system turn, user turn, hand-over; else the
-  // prompt as markup, echoed. (No media blocks: CheckNoImages refused them.)
-  const PromptPlan plan = BuildRunPrompt(tmpl ? &*tmpl : nullptr, o.raw, o.system, {}, prompt);
+  // prompt as markup, echoed; each --image's media block before the text.
+  const PromptPlan plan = BuildRunPrompt(tmpl ? &*tmpl : nullptr, o.raw, o.system,
+                                         MediaBlocksFor(o.images), prompt);
   std::vector<int> ids = o.ids;
   if (!o.ids_given && !TokenizeSegments(*engine, plan.segments, o, &ids)) return 1;
+  if (!ExpandImagePads(*engine, &ids, "run")) return 1;
   const bool echo = o.ids_given || plan.echo_prompt;
   const std::string stop = StopFor(o, plan);
 

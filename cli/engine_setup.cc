@@ -29,6 +29,7 @@ Config ConfigFromOptions(const Options& o) {
   c.cache_policy = o.cache_policy;
   c.usage_path = o.usage_path;
   c.exclusive_open = o.exclusive_open;
+  c.vision = !o.images.empty();  // the tower is loaded only when asked (--image)
   return c;
 }
 
@@ -134,12 +135,6 @@ std::optional<ChatTemplate> LoadTemplate(const Options& o, bool quiet) {
 
 std::string StopFor(const Options& o, const PromptPlan& plan) {
   return o.stop_given ? o.stop : plan.default_stop;
-}
-
-bool CheckNoImages(const Options& o) {
-  if (o.images.empty()) return true;
-  Line(o.images.front() + ": this container has no vision tower");
-  return false;
 }
 
 int UsageFailure(const Options& o, const std::string& message) {

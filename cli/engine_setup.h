@@ -46,10 +46,6 @@ std::optional<ChatTemplate> LoadTemplate(const Options& options, bool quiet);
 // The stop string in force: --stop when given, else the plan's default.
 std::string StopFor(const Options& options, const PromptPlan& plan);
 
-// Refuses --image: no engine in this build has a vision tower. Prints
-// "PATH: this container has no vision tower"; false when images were given.
-bool CheckNoImages(const Options& options);
-
 // Usage error of a command after parsing (no prompt, bad ids): prints the
 // message and the usage hint; returns 2.
 int UsageFailure(const Options& options, const std::string& message);

@@ -103,6 +103,11 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
   out += rec + "   (floor + 3x a token's working set,\n" + pad + "capped at every expert the\n" +
          pad + "container holds; below one\n" + pad + "working set the cache keeps\n" + pad +
          "nothing alive between tokens)\n";
+  if (plan.vision_bytes > 0) {
+    // What opening with --image adds to scratch, floor and recommendation.
+    out += fmt::format("  --image adds {} (vision tower, image queue, one decoded image)\n",
+                       FormatSize(plan.vision_bytes));
+  }
   out += "\n";
   if (plan.usable_ram_bytes > 0) {
     out += fmt::format("  usable RAM {} ({})\n", FormatGb(plan.usable_ram_bytes),
@@ -130,6 +135,7 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["min_expert_cache"] = plan.min_expert_cache;
   j["floor_bytes"] = plan.floor_bytes;
   j["recommended_bytes"] = plan.recommended_bytes;
+  if (plan.vision_bytes > 0) j["vision_bytes"] = plan.vision_bytes;
   j["working_set_bytes"] = plan.working_set_bytes;
   j["physical_ram_bytes"] = plan.physical_ram_bytes;
   j["usable_ram_bytes"] = plan.usable_ram_bytes;

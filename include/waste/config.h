@@ -37,6 +37,10 @@ struct Config {
   // Warnings (a budget that leaves under a quarter of usable RAM, buffered
   // reads where cache-bypass reads were asked for); empty = dropped.
   LogSink log;
+  // Load the vision tower (if the container has one) so images can be
+  // attached; its memory is added to the plan's floor. Off: the tower's
+  // bytes are never read and every image call is kUnsupported.
+  bool vision = false;
 };
 
 }  // namespace waste

@@ -18,6 +18,7 @@
 
 #include "waste/chat.h"
 #include "waste/config.h"
+#include "waste/image.h"
 #include "waste/memplan.h"
 #include "waste/model.h"
 #include "waste/status.h"
@@ -74,6 +75,22 @@ class WASTE_EXPORT Engine {
   // The session's state at one moment, in RAM (Session::Snapshot).
   Result<SessionSnapshot> Snapshot() noexcept;
   Status Restore(const SessionSnapshot& snapshot) noexcept;
+
+  // --- Images (docs/VISION.md). Need Config::vision at open and a
+  // container with a vision tower; otherwise kUnsupported.
+  bool has_vision() const noexcept;
+  int media_pad_id() const noexcept;   // -1 without a tower
+  // Decodes, encodes (the tower runs now) and queues one image; returns
+  // its row count (the pad positions it will fill). kIo for a bad file,
+  // kArg for the 33rd queued image.
+  Result<int> AddImage(const std::string& path) noexcept;
+  Result<int> AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept;
+  // The prompt with its k-th media pad repeated as many times as the k-th
+  // queued image has rows. kArg when pads and queued images differ in number.
+  Result<std::vector<int>> ExpandImagePads(std::span<const int> ids) const noexcept;
+  int queued_images() const noexcept;
+  void ClearImages() noexcept;          // ResetState() keeps the queue
+
 
  private:
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Session> session) noexcept;

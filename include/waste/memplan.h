@@ -24,6 +24,7 @@ struct MemPlan {
   uint64_t recommended_bytes = 0;
   uint64_t record_bytes = 0;         // largest expert record
   uint64_t all_experts_bytes = 0;    // every expert record of the container
+  uint64_t vision_bytes = 0;         // what opening with vision adds (0: no tower)
   uint64_t physical_ram_bytes = 0;
   uint64_t usable_ram_bytes = 0;
   std::string usable_ram_source;

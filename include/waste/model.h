@@ -42,6 +42,7 @@
 
 #include "waste/chat.h"
 #include "waste/config.h"
+#include "waste/image.h"
 #include "waste/export.h"
 #include "waste/memplan.h"
 #include "waste/status.h"
@@ -110,6 +111,18 @@ class WASTE_EXPORT Model {
 
   // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.
   Status SaveUsage(const std::string& path = "") const noexcept;
+
+  // --- Images (docs/VISION.md). Need Config::vision at open and a
+  // container with a vision tower; otherwise kUnsupported. The queue is the
+  // model's: the next Eval/Generate of any session splices it (sessions run
+  // one at a time), and that call's end releases it as VISION.md says.
+  bool has_vision() const noexcept;
+  int media_pad_id() const noexcept;   // -1 without a tower
+  Result<int> AddImage(const std::string& path) noexcept;
+  Result<int> AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept;
+  Result<std::vector<int>> ExpandImagePads(std::span<const int> ids) const noexcept;
+  int queued_images() const noexcept;
+  void ClearImages() noexcept;
 
  private:
   explicit Model(std::shared_ptr<ModelCore> core) noexcept;

@@ -68,4 +68,17 @@ Status Engine::SaveUsage(const std::string& path) const noexcept {
   return model_->SaveUsage(path);
 }
 
+// --- Images: the model's queue (docs/VISION.md).
+bool Engine::has_vision() const noexcept { return model_->has_vision(); }
+int Engine::media_pad_id() const noexcept { return model_->media_pad_id(); }
+Result<int> Engine::AddImage(const std::string& path) noexcept { return model_->AddImage(path); }
+Result<int> Engine::AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept {
+  return model_->AddImageBytes(bytes, name);
+}
+Result<std::vector<int>> Engine::ExpandImagePads(std::span<const int> ids) const noexcept {
+  return model_->ExpandImagePads(ids);
+}
+int Engine::queued_images() const noexcept { return model_->queued_images(); }
+void Engine::ClearImages() noexcept { model_->ClearImages(); }
+
 }  // namespace waste

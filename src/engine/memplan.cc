@@ -10,6 +10,7 @@
 #include "platform/platform.h"
 #include "waste/files.h"
 #include "container/tensor_list.h"
+#include "vision/vision_plan.h"
 #include "waste/memplan.h"
 
 namespace waste {
@@ -142,6 +143,8 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     // R counts every layer, dense ones included (ENGINE.md §4.1).
     p.working_set_bytes = p.record_bytes * k * layers;
     p.recommended_bytes = p.floor_bytes + std::min(3 * p.working_set_bytes, bank_bytes * layers);
+    // Reported always; added to the floor only by a context opened with vision.
+    p.vision_bytes = vision::ContainerVisionBytes(container_dir, m);
     p.physical_ram_bytes = platform::PhysicalRam();
     platform::UsableRam usable = platform::GetUsableRam();
     p.usable_ram_bytes = usable.bytes;

@@ -84,6 +84,13 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   }
   WASTE_ASSIGN_OR_RETURN(m->plan,
                          PlanMemory(dir, m->config.ctx_tokens, m->config.max_sessions));
+  // Vision memory is taken from the budget like any scratch (docs/VISION.md).
+  if (config.vision && m->plan.vision_bytes > 0) {
+    m->vision_bytes = m->plan.vision_bytes;
+    m->plan.scratch_bytes += m->vision_bytes;
+    m->plan.floor_bytes += m->vision_bytes;
+    m->plan.recommended_bytes += m->vision_bytes;
+  }
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
   m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
   if (m->budget.over_cap) {
@@ -104,6 +111,11 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   }
   const ModelConfig& cfg = m->container->config();
   WASTE_ASSIGN_OR_RETURN(m->weights, ResolveWeights(*m->container));
+  if (config.vision && vision::HasVisionTower(m->container->trunk_index())) {
+    WASTE_ASSIGN_OR_RETURN(m->vision, vision::VisionContext::Open(*m->container));
+  } else {
+    m->vision_bytes = 0;
+  }
 
   int threads = ResolveThreadCount(o.threads, cpus);
   WASTE_ASSIGN_OR_RETURN(m->pool, ThreadPool::Create(threads, cpus));
@@ -248,6 +260,7 @@ Result<std::unique_ptr<Session>> Model::NewSession(const SessionOptions& options
     s->state->set_container_id(m.container->fingerprint());
     s->forward = std::make_unique<Forward>(*m.container, m.weights, *s->state, *m.cache, s->ctx,
                                            m.options.lookahead);
+    if (m.vision) s->forward->embedding_override = &m.vision->queue();
     return std::unique_ptr<Session>(new Session(std::move(s)));
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while creating a session");
@@ -264,7 +277,7 @@ MemoryUsage Model::memory_used() const noexcept {
   MemoryUsage u;
   u.trunk_bytes = m.container->resident_trunk_bytes();
   // The cache's own bookkeeping (slot table, index, hint list) is scratch.
-  u.scratch_bytes = m.cache->metadata_bytes();
+  u.scratch_bytes = m.cache->metadata_bytes() + m.vision_bytes;
   {
     std::lock_guard<std::mutex> lock(m.acct_mu);
     for (const SessionCore* s : m.sessions) {
@@ -362,6 +375,64 @@ Status Model::SaveUsage(const std::string& path) const noexcept {
   } catch (const std::exception& e) {
     return IoError(e.what());
   }
+}
+
+// --- Images (docs/VISION.md): thin forwards to vision::VisionContext. -------
+
+static Status NoVision(const ModelCore& m) {
+  if (!m.config.vision) {
+    return UnsupportedError("images need the model opened with vision on (Config::vision)");
+  }
+  return UnsupportedError("this container has no vision tower");
+}
+
+bool Model::has_vision() const noexcept { return core_->vision != nullptr; }
+
+int Model::media_pad_id() const noexcept {
+  return core_->vision ? core_->vision->queue().pad_id() : -1;
+}
+
+Result<int> Model::AddImage(const std::string& path) noexcept {
+  ModelCore& m = *core_;
+  if (!m.vision) return NoVision(m);
+  try {
+    std::lock_guard<std::mutex> run(m.run_mu);  // the tower runs on the model's pool
+    return m.vision->AddFile(*m.ops, path);
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while encoding " + path);
+  } catch (const std::exception& e) {
+    return IoError(e.what());
+  }
+}
+
+Result<int> Model::AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept {
+  ModelCore& m = *core_;
+  if (!m.vision) return NoVision(m);
+  try {
+    std::lock_guard<std::mutex> run(m.run_mu);
+    return m.vision->AddBytes(*m.ops, bytes, name);
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while encoding an image");
+  } catch (const std::exception& e) {
+    return IoError(e.what());
+  }
+}
+
+Result<std::vector<int>> Model::ExpandImagePads(std::span<const int> ids) const noexcept {
+  if (!core_->vision) return NoVision(*core_);
+  try {
+    return core_->vision->queue().Expand(ids);
+  } catch (const std::exception& e) {
+    return OomError(e.what());
+  }
+}
+
+int Model::queued_images() const noexcept {
+  return core_->vision ? static_cast<int>(core_->vision->queue().images()) : 0;
+}
+
+void Model::ClearImages() noexcept {
+  if (core_->vision) core_->vision->queue().Clear();
 }
 
 }  // namespace waste

@@ -24,6 +24,7 @@
 #include "runtime/thread_pool.h"
 #include "streaming/expert_cache.h"
 #include "text/tokenizer.h"
+#include "vision/vision_context.h"
 #include "waste/config.h"
 #include "waste/memplan.h"
 #include "waste/types.h"
@@ -48,6 +49,8 @@ struct ModelCore {
   std::unique_ptr<ExpertCache> cache;
   std::unique_ptr<Tokenizer> tokenizer;
   ModelInfo info;
+  std::unique_ptr<vision::VisionContext> vision;  // Config::vision + a tower
+  uint64_t vision_bytes = 0;                      // added to the plan when loaded
   std::string usage_path;
   uint64_t id = 0;  // unique per opened model in this process (snapshots check it)
 
@@ -66,6 +69,17 @@ struct ModelCore {
   uint64_t SessionCharge(uint32_t ctx) const;
   // The cache and I/O fields of Stats, model-wide.
   void FillCacheStats(Stats* s) const;
+};
+
+// Image queue lifetime around one Eval/Generate call (docs/VISION.md).
+struct ImageCall {
+  ModelCore& m;
+  explicit ImageCall(ModelCore& model) : m(model) {
+    if (m.vision) m.vision->queue().Arm();
+  }
+  ~ImageCall() {
+    if (m.vision) m.vision->queue().Release();
+  }
 };
 
 struct SessionCore {

@@ -156,6 +156,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
     if (ids.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(ids));
     std::lock_guard<std::mutex> run(s.model->run_mu);
+    ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
     if (s.state->room() < need) {
       s.detail = s.ContextFull();
@@ -178,6 +179,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
     std::unique_lock<std::mutex> run(s.model->run_mu);
+    ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
     // One position is kept for the first sampled token.
     if (s.state->room() <= need) {

@@ -101,7 +101,11 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
   const bool attn_res = cfg_.attn_res_block > 0;
   {
     ScopedPhase phase(ops.profiler(), Phase::kEmbed);
-    for (size_t t = 0; t < n; ++t) WASTE_TRY(container_.ReadEmbeddingRow(tokens[t], x_.data() + t * h));
+    for (size_t t = 0; t < n; ++t) {
+      float* row = x_.data() + t * h;
+      if (embedding_override != nullptr && embedding_override->Take(tokens[t], row)) continue;
+      WASTE_TRY(container_.ReadEmbeddingRow(tokens[t], row));
+    }
   }
   n_blocks_ = 0;
   std::vector<float> trace;

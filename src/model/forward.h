@@ -25,6 +25,15 @@
 
 namespace waste {
 
+// Optional source of input-embedding rows that replace the table's (image
+// rows at media pad positions, docs/VISION.md). Asked once per position,
+// in order, before layer 0; returns false to keep the table row.
+class EmbeddingOverride {
+ public:
+  virtual ~EmbeddingOverride() = default;
+  virtual bool Take(int token, float* row) = 0;
+};
+
 class Forward {
  public:
   static constexpr size_t kMaxChunk = 64;
@@ -45,6 +54,9 @@ class Forward {
   // the decode path.
   std::vector<float>* hidden_trace = nullptr;
   std::function<void(int pos, int layer, const Routing&)> on_route;
+  // Image rows spliced at pad positions (null = off); used by the chunked
+  // and the one-token paths alike (both go through RunChunk).
+  EmbeddingOverride* embedding_override = nullptr;
 
  private:
   Status RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits);

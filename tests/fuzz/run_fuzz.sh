@@ -45,7 +45,8 @@ case "$target" in
       "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
       "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
       # memplan.cc's PlanMemory needs the platform shim (never called here).
-      "$root/src/engine/memplan.cc") ;;
+      "$root/src/engine/memplan.cc"
+      "$root/src/vision/vision_plan.cc" "$root/src/vision/vision_config.cc") ;;
   rank_file|specials)
     target_sources=("$here/${target}_fuzz.cc" "$root/src/text/tokenizer_files.cc") ;;
   chat_template)

@@ -16,6 +16,7 @@
 #include "router_bias.h"
 #include "container/tensor_list.h"
 #include "tokenizer_gen.h"
+#include "vision_gen.h"
 
 #ifndef WASTE_DEFAULT_TRACE
 #define WASTE_DEFAULT_TRACE ""
@@ -201,6 +202,12 @@ const char* DefaultTracePath() { return WASTE_DEFAULT_TRACE; }
 
 Result<GenReport> Generate(const GenOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Preset preset, MakePreset(o.preset));
+  std::optional<VisionSpec> vision;
+  if (!o.vision.empty()) {
+    WASTE_ASSIGN_OR_RETURN(VisionSpec vs, ParseVisionSpec(o.vision));
+    vision = vs;
+    preset.extra_outside_prefix.clear();  // the real tower replaces the placeholder
+  }
   std::optional<GeneratedTokenizer> tok;
   if (o.tokenizer) {
     tok = MakeTokenizer();
@@ -233,6 +240,11 @@ Result<GenReport> Generate(const GenOptions& o) {
   }
   if (o.log) o.log(fmt::format("{}: trunk", o.preset));
   WASTE_TRY(WriteTrunk(*w, preset, o.seed, skew));
+  if (vision) {
+    // The media pad: the tokenizer's <|media_pad|>, else the last id.
+    const int pad = tok ? tok->n_ranks + 8 : w->config().vocab - 1;
+    WASTE_TRY(WriteVisionTower(*w, *vision, w->config().hidden, pad, o.seed));
+  }
   if (w->config().n_experts > 0) WASTE_TRY(WriteExperts(*w, o.seed, o.log));
   uint64_t aux = 0;
   if (tok) {

@@ -23,6 +23,10 @@ struct GenOptions {
   // presets with skewed routing (skipped if missing), "none" = never.
   std::string trace;
   bool manifest_only = false;        // dry run: manifest.json alone, exact offsets
+  // --vision D,HEADS,Q,I,BLOCKS,POS_H,POS_W,MAX_PATCHES: add a vision tower
+  // of that shape (replaces the preset's placeholder tensor outside the
+  // prefix) and vision.json. Empty = none.
+  std::string vision;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };
 

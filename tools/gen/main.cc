@@ -18,10 +18,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: waste-gen OUT_DIR [--preset NAME] [--seed N] [--tokenizer] [--vq4p]\n"
-    "                 [--trace FILE|none] [--manifest-only] [-q]\n"
+    "                 [--trace FILE|none] [--vision D,HEADS,Q,I,BLOCKS,PH,PW,MAXP]\n"
+    "                 [--manifest-only] [-q]\n"
     "  presets: tiny (default), kimi-linear, kimi-linear-small, deepseek-v3-tiny, k3-tiny\n"
     "  --tokenizer      add tokenizer.model, specials.json and chat.json\n"
     "  --vq4p           experts as 4 stages x 64 entries, 6-bit packed (VQ4P)\n"
+    "  --vision SPEC    add a vision tower (K3 presets): D,HEADS,Q,I,BLOCKS,POS_H,POS_W,\n"
+    "                   MAX_PATCHES[,q8|q4|f32], e.g. 64,2,64,128,2,8,8,64\n"
     "  --trace FILE     fit router biases to a routing trace (JSON lines); kimi-linear\n"
     "                   presets use the project's trace by default, 'none' turns it off\n"
     "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n"
@@ -92,6 +95,10 @@ int Run(int argc, char** argv) {
       const char* v = value();
       if (v == nullptr) return Usage(fmt::format("{} needs a number", a));
       (a == "--shards" ? co.shards : co.vocab) = std::atoi(v);
+    } else if (a == "--vision") {
+      const char* v = value();
+      if (v == nullptr) return Usage("--vision needs D,HEADS,Q,I,BLOCKS,POS_H,POS_W,MAX_PATCHES");
+      o.vision = v;
     } else if (a == "--tokenizer") {
       o.tokenizer = true;
     } else if (a == "--vq4p") {

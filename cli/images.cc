@@ -1,0 +1,47 @@
+#include "images.h"
+
+#include <cstdio>
+
+#include "waste/chat.h"
+
+namespace waste::cli {
+
+bool AttachImages(Engine& engine, const std::vector<std::string>& paths, const Options& o) {
+  for (const std::string& path : paths) {
+    Result<int> n = engine.AddImage(path);
+    if (!n.has_value()) {
+      // The messages already name the file when the file is at fault.
+      const std::string& m = n.error().message();
+      std::fprintf(stderr, "%s\n",
+                   (n.error().code() == Errc::kUnsupported ? path + ": " + m
+                    : m.find(path) != std::string::npos ? "waste: " + m
+                                                         : path + ": " + m)
+                       .c_str());
+      return false;
+    }
+    if (!o.quiet) std::fprintf(stderr, "[%s: %d image tokens]\n", path.c_str(), *n);
+  }
+  return true;
+}
+
+std::vector<std::string> MediaBlocksFor(const std::vector<std::string>& paths) {
+  std::vector<std::string> blocks;
+  for (const std::string& path : paths) {
+    Result<ImageDimensions> d = ProbeImageFile(path);
+    blocks.push_back(d.has_value() ? MediaBlock(d->width, d->height) : MediaBlock(0, 0));
+  }
+  return blocks;
+}
+
+bool ExpandImagePads(Engine& engine, std::vector<int>* ids, const std::string& what) {
+  if (engine.queued_images() == 0) return true;
+  Result<std::vector<int>> expanded = engine.ExpandImagePads(*ids);
+  if (!expanded.has_value()) {
+    std::fprintf(stderr, "%s: %s\n", what.c_str(), expanded.error().message().c_str());
+    return false;
+  }
+  *ids = std::move(expanded).value();
+  return true;
+}
+
+}  // namespace waste::cli

@@ -1,0 +1,32 @@
+// Images for models with a vision tower (Kimi K3): the header probe, which
+// needs no model. The per-context calls (attach an image to the next
+// prompt, expand the prompt's media pads, drop the queue) are members of
+// Engine (waste/engine.h). docs/VISION.md has the whole picture.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "waste/status.h"
+
+namespace waste {
+
+struct ImageDimensions {
+  int width = 0;
+  int height = 0;
+};
+
+// Stored width and height from the file's header (no decode). kIo when the
+// file is unreadable, not an accepted image, or over the pixel limit.
+Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept;
+// The same for bytes in memory (e.g. a data: URL); `name` is used in
+// messages.
+Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
+                                        std::string_view name) noexcept;
+
+// Images waiting in one context for the prompt that shows them.
+inline constexpr int kMaxQueuedImages = 32;
+
+}  // namespace waste
