@@ -38,8 +38,9 @@ int PerplexityCommand(const Options& o) {
   if (o.positionals.size() < 2) return UsageFailure(o, "missing FILE (the text to score)");
   const std::string& path = o.positionals[1];
   std::string text;
-  if (!ReadFileText(path, &text)) {
-    std::fprintf(stderr, "%s: cannot read the file\n", path.c_str());
+  std::string why;
+  if (!ReadFileText(path, &text, &why)) {
+    std::fprintf(stderr, "%s\n", why.c_str());
     return 1;
   }
 
