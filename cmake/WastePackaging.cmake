@@ -47,5 +47,9 @@ else()
   set(WASTE_PC_LIBS_PRIVATE "${pc_libs}")
   set(WASTE_PC_CFLAGS "")
 endif()
+# Relocatable: the prefix is found from the .pc file's own place, so
+# `cmake --install --prefix DIR` works whatever CMAKE_INSTALL_PREFIX was.
+file(RELATIVE_PATH WASTE_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" WASTE_PC_PREFIX_FROM_PCDIR "${WASTE_PC_PREFIX_FROM_PCDIR}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/waste.pc.in ${PROJECT_BINARY_DIR}/waste.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/waste.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
