@@ -211,7 +211,7 @@ TEST(Hardening, HotlistNeverReplacesTheManifest) {
   auto e = Engine::Open(c.dir(), cfg);
   ASSERT_TRUE(e) << e.error().message();
   std::vector<int> prompt = {1, 2, 3};
-  ASSERT_TRUE((*e)->Generate(prompt, GenParams{2}, nullptr).ok());
+  ASSERT_TRUE((*e)->Generate(prompt, GenParams{2}, nullptr).has_value());
   Status st = (*e)->SaveUsage(c.file("manifest.json"));
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(Has(st.message(), "not a usage.waste")) << st.message();
@@ -371,12 +371,12 @@ TEST(Hardening, NonFiniteLogitsEndGenerationWithAnError) {
   ASSERT_TRUE(e) << e.error().message();
   std::vector<int> prompt = {1, 2, 3};
   std::vector<int> got;
-  Status st = (*e)->Generate(prompt, GenParams{4}, [&](const TokenEvent& ev) {
+  Result<FinishReason> st = (*e)->Generate(prompt, GenParams{4}, [&](const TokenEvent& ev) {
     got.push_back(ev.token);
     return true;
   });
-  EXPECT_FALSE(st.ok());
-  EXPECT_TRUE(Has(st.message(), "not finite")) << st.message();
+  EXPECT_FALSE(st.has_value());
+  EXPECT_TRUE(Has(st.error().message(), "not finite")) << st.error().message();
   EXPECT_TRUE(got.empty());
   auto logits = (*e)->Eval(prompt);
   EXPECT_FALSE(logits);
