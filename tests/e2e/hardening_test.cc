@@ -533,8 +533,9 @@ TEST(Hardening, ReadErrorsArePrefixedOnce) {
     if (f.path().filename().string().rfind("experts-", 0) == 0) fs::resize_file(f.path(), 0);
   }
   std::vector<int> prompt = {1, 2, 3};
-  Status st = (*e)->Generate(prompt, GenParams{2}, nullptr);
-  ASSERT_FALSE(st.ok());
+  Result<FinishReason> gen = (*e)->Generate(prompt, GenParams{2}, nullptr);
+  ASSERT_FALSE(gen.has_value());
+  const Status& st = gen.error();
   EXPECT_TRUE(Has(st.message(), "short read")) << st.message();
   EXPECT_FALSE(Has(st.message(), "short read (")) << st.message();
 }
