@@ -17,4 +17,13 @@ bool StdinIsTerminal() {
 #endif
 }
 
+bool StreamIsTerminal(int fd) {
+#ifdef WASTE_CLI_HAVE_UNISTD
+  return ::isatty(fd) != 0;
+#else
+  (void)fd;
+  return false;
+#endif
+}
+
 }  // namespace waste::cli

@@ -6,7 +6,7 @@
 set -eu
 
 PACKAGES="build-essential cmake ninja-build pkg-config libcpu-features-dev nlohmann-json3-dev
-libfmt-dev libcli11-dev zlib1g-dev libpcre2-dev liburing-dev libgtest-dev libbenchmark-dev
+libfmt-dev libcli11-dev libedit-dev zlib1g-dev libpcre2-dev liburing-dev libgtest-dev libbenchmark-dev
 python3-numpy python3-regex qemu-user g++-aarch64-linux-gnu clang"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

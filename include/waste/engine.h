@@ -85,6 +85,19 @@ struct GenParams {
   int top_k = 0;
   uint64_t seed = 0;                 // 0 = the fixed default seed
   std::vector<int> stop_tokens;
+  // Beyond temperature / top-k / top-p; the defaults leave sampling (and
+  // greedy) exactly as without them.
+  float min_p = 0.0f;                // drop p < min_p * p_max (0 = off)
+  float repeat_penalty = 1.0f;       // seen token: logit / rp if > 0, else * rp
+  int repeat_last_n = 64;            // tokens (prompt + generated) penalties look at
+  float presence_penalty = 0.0f;     // subtracted once per seen token
+  float frequency_penalty = 0.0f;    // subtracted per occurrence
+  bool ignore_eos = false;           // keep going past the end-of-text token
+  std::vector<std::pair<int, float>> logit_bias;  // added to the logit (-inf bans)
+  // Prefill progress: called after each prompt chunk (at most 64 tokens)
+  // with (tokens done, prompt length). Return false to cancel: Generate then
+  // returns kCancelled before any token (the chunks fed stay in the state).
+  std::function<bool(int done, int total)> on_prefill;
 };
 
 // Per generated token. Return false to cancel (Generate returns kCancelled).

@@ -94,6 +94,27 @@ struct Engine::Impl {
   }
 
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
+
+  // Feed(ids, true) in the chunks Forward::Run would use (so the result is
+  // bit-identical), asking `progress` after each whether to go on.
+  Status FeedPrompt(std::span<const int> ids, const std::function<bool(int, int)>& progress,
+                    bool* cancelled) {
+    if (!progress) return Feed(ids, true);
+    const size_t chunk = Forward::kMaxChunk;
+    size_t done = 0;
+    while (done < ids.size()) {
+      // A pending token rides at the front of the first chunk.
+      const size_t room = done == 0 && pending >= 0 ? chunk - 1 : chunk;
+      const size_t n = std::min(room, ids.size() - done);
+      WASTE_TRY(Feed(ids.subspan(done, n), done + n == ids.size()));
+      done += n;
+      if (!progress(static_cast<int>(done), static_cast<int>(ids.size()))) {
+        *cancelled = true;
+        return Status::Ok();
+      }
+    }
+    return Status::Ok();
+  }
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -338,15 +359,26 @@ Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
       return ArgError(m.detail);
     }
     SamplerParams sp{params.temperature, params.top_p, params.top_k, params.seed};
+    sp.min_p = params.min_p;
+    sp.repeat_penalty = params.repeat_penalty;
+    sp.repeat_last_n = params.repeat_last_n;
+    sp.presence_penalty = params.presence_penalty;
+    sp.frequency_penalty = params.frequency_penalty;
+    sp.logit_bias = params.logit_bias;
     Sampler sampler(sp);
+    for (int id : prompt) sampler.Accept(id);
     auto t0 = Clock::now();
-    WASTE_TRY(m.Feed(prompt, true));
+    bool cancelled = false;
+    Status fed = m.FeedPrompt(prompt, params.on_prefill, &cancelled);
     auto t1 = Clock::now();
     m.stats.prefill_s += Seconds(t0, t1);
     m.stats.prefill_tokens += prompt.size();
     m.stats.sec_total += Seconds(t0, t1);
+    WASTE_TRY(fed);
+    if (cancelled) return Status(Errc::kCancelled, "cancelled during prefill");
     int tok = sampler.Sample(m.forward->logits());
-    const int eos = m.info.eos_id;
+    sampler.Accept(tok);
+    const int eos = params.ignore_eos ? -1 : m.info.eos_id;
     for (int t = 0; t < params.max_tokens; ++t) {
       auto ts = Clock::now();
       ExpertCacheCounters before = m.cache->counters();
@@ -384,6 +416,7 @@ Status Engine::Generate(std::span<const int> prompt, const GenParams& params,
       if (!step.ok()) return step;
       if (last) break;
       tok = sampler.Sample(m.forward->logits());
+      sampler.Accept(tok);
     }
     return Status::Ok();
   } catch (const std::bad_alloc&) {
