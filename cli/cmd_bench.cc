@@ -112,6 +112,7 @@ int BenchCommand(const Options& o) {
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
   const std::string format = o.output_format.empty() ? "md" : o.output_format;
+  PrintOpenNotes(*engine, o, /*budget_note=*/false);
   const bool json = format == "json";
   std::vector<int> prompt;
   if (!BenchPrompt(*engine, o, &prompt)) return 1;

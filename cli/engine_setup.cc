@@ -174,6 +174,12 @@ std::unique_ptr<Engine> OpenEngine(const Options& o) {
 void PrintOpenNotes(const Engine& engine, const Options& o, bool budget_note) {
   if (o.quiet) return;
   if (budget_note && !o.budget_given) Line(BudgetNote(engine.memory_used(), UsableRam()));
+  // manifest.json only: cheap next to the open that just happened.
+  if (Result<MemPlan> plan = PlanMemory(o.model(), o.ctx); plan.has_value()) {
+    std::string hint = SmallCacheHint(engine.memory_used().expert_cache_bytes,
+                                      plan->working_set_bytes, o.model());
+    if (!hint.empty()) Line(hint);
+  }
   if (!engine.stats().direct_io) {
     Line(
         "waste: page cache not bypassed on this filesystem: expert hit rates include the "
