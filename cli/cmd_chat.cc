@@ -114,7 +114,7 @@ void PrintStats(const Engine& engine, const Options& o, const SessionCounters& c
   std::string line = StatsLine(t);
   // The session has no single "first token": drop that part.
   size_t ft = line.find(" | first token");
-  if (ft != std::string::npos) line.erase(ft, line.find('|', ft + 3) - ft);
+  if (ft != std::string::npos) line.erase(ft, line.find('|', ft + 3) - 1 - ft);
   Say("session   " + std::to_string(c.replies) + " replies " + line);
 }
 

@@ -40,10 +40,7 @@ LineReader::LineReader() {
 
 LineReader::~LineReader() {
 #ifdef WASTE_HAVE_LIBEDIT
-  if (editing_ && !history_path_.empty()) {
-    write_history(history_path_.c_str());
-    history_truncate_file(history_path_.c_str(), 1000);
-  }
+  if (editing_ && !history_path_.empty()) history_truncate_file(history_path_.c_str(), 1000);
 #endif
 }
 
@@ -88,7 +85,11 @@ std::optional<std::string> LineReader::Read() {
     }
   }
 #ifdef WASTE_HAVE_LIBEDIT
-  if (editing_ && !text.empty()) add_history(text.c_str());
+  if (editing_ && !text.empty()) {
+    add_history(text.c_str());
+    // Saved now: Ctrl-C at the prompt leaves with _Exit (no destructors).
+    if (!history_path_.empty()) write_history(history_path_.c_str());
+  }
 #endif
   return text;
 }
