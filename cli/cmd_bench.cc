@@ -136,7 +136,9 @@ int BenchCommand(const Options& o) {
     rep_before = engine->stats();
     tally = TokenTally{};
     GenParams params = ParamsFromOptions(o, seed);
-    params.on_prefill = [](int, int) { return !Interrupted(); };
+    // Progress line on a terminal (long prompts), cancel on Ctrl-C.
+    GenerationTimer timer(format == "md" && StderrIsTerminal());
+    timer.Watch(&params);
     status = engine->Generate(prompt, params, [&](const TokenEvent& e) {
       if (tally.tokens == 0) at_first = engine->stats();
       tally.Add(e);

@@ -535,7 +535,7 @@ TEST_F(CliE2E, ExitCodesAndMessages) {
       {{"run", kDemo, "x", "--budget", "1M"},
        "",
        1,
-       {"open: RAM budget below the model's floor", "budget 1 MB is below the model's floor of ",
+       {"open: RAM budget below the model's floor", "budget 1 MiB is below the model's floor of ",
         "(run `waste plan " + kDemo + "` to see the floor)"}},
       {{"plan", kDemo, "--budget", "1M"}, "", 1, {}},
       {{"run", kDemo, "the quick brown fox jumps over the lazy dog", "--raw", "--ctx", "4"},

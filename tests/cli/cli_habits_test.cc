@@ -251,7 +251,13 @@ void CheckSignalStopsRun(int sig, int code, bool json_out, const fs::path& dir) 
   std::unique_ptr<Subprocess> p = Subprocess::Spawn(args);
   ASSERT_NE(p, nullptr);
   p->CloseStdin();
-  ::usleep(400 * 1000);  // opened and busy with the prompt (or already generating)
+  // The budget note comes once the model is open (the handlers are in
+  // place by then); the prompt alone then takes seconds.
+  Subprocess* proc = p.get();
+  ASSERT_TRUE(proc->ReadUntil(
+      [proc](const std::string&) { return Contains(proc->result().err, "waste: no --budget"); }, 120))
+      << Describe(p->result());
+  ::usleep(100 * 1000);
   p->Signal(sig);
   ASSERT_TRUE(p->Wait(60)) << Describe(p->result());
   const ProcessResult& r = p->result();
