@@ -83,7 +83,8 @@ std::string GlobalHelp() try {
       "not use; `waste help COMMAND` lists its options.\n"
       "Sizes (--budget): K/M/G/T or KiB/MiB/GiB/TiB, all binary. docs/CLI.md has the details.\n"
       "Environment variables (WASTE_THREADS, WASTE_CPUS, WASTE_DIRECT, ...): docs/ENV.md.\n"
-      "Exit status: 0 success, 1 the engine refused or failed, 2 usage error.");
+      "Exit status: 0 success, 1 the engine refused or failed, 2 usage error, 130 / 143 "
+      "stopped by Ctrl-C / SIGTERM.");
   return app.help();
 } catch (const std::exception&) {
   // CLI11 throws only for a malformed table, which the tests would catch.
