@@ -38,8 +38,10 @@ int PerplexityCommand(const Options& o) {
   if (o.positionals.size() < 2) return UsageFailure(o, "missing FILE (the text to score)");
   const std::string& path = o.positionals[1];
   std::string text;
-  if (!ReadFileText(path, &text)) {
-    std::fprintf(stderr, "%s: cannot read the file\n", path.c_str());
+  std::string error;
+  if (!ReadFileText(path, &text, &error)) {
+    std::fprintf(stderr, "%s\n", error.empty() ? (path + ": cannot read the file").c_str()
+                                               : error.c_str());
     return 1;
   }
 

@@ -14,6 +14,14 @@ double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// Generate's outcome as the Status these routes reason about: a callback
+// that stopped the run is kCancelled, as before Generate returned a reason.
+Status AsStatus(const Result<FinishReason>& finished) {
+  if (!finished) return finished.error();
+  if (*finished == FinishReason::kCancelled) return Status(Errc::kCancelled, "cancelled by callback");
+  return Status::Ok();
+}
+
 ApiError EngineFailure(const Status& st, const Engine& engine) {
   std::string detail = st.message().empty() ? engine.error_detail() : st.message();
   std::string msg = std::string("generate: ") + ErrcText(st.code());
@@ -56,7 +64,7 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
   auto t0 = Clock::now();
   int delivered = 0;
   bool turn_stopped = false;
-  Status st = engine.Generate(chat.ids, params, [&](const TokenEvent& ev) {
+  Status st = AsStatus(engine.Generate(chat.ids, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     bool more = turn.OnToken(ev.token, ev.piece, &deltas);
     flush();
@@ -66,7 +74,7 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
       return false;
     }
     return more;
-  });
+  }));
   r.total_ms = MsSince(t0);
   r.completion_tokens = turn.completion_tokens();
   bool failed = !st.ok() && !(st.code() == Errc::kCancelled && (turn_stopped || r.cancelled));
@@ -111,7 +119,7 @@ GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
   engine.ResetState();
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
-  Status st = engine.Generate(req.ids, req.params, [&](const TokenEvent& ev) {
+  Status st = AsStatus(engine.Generate(req.ids, req.params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     // The piece of a terminating stop or end-of-sequence token is not text.
     bool terminator = ev.token == format.stop_id || ev.token == eos;
@@ -128,7 +136,7 @@ GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
       return false;
     }
     return !stop_hit;
-  });
+  }));
   r.total_ms = MsSince(t0);
   r.completion_tokens = delivered;
   if (r.cancelled) return r;

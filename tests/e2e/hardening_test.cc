@@ -211,7 +211,7 @@ TEST(Hardening, HotlistNeverReplacesTheManifest) {
   auto e = Engine::Open(c.dir(), cfg);
   ASSERT_TRUE(e) << e.error().message();
   std::vector<int> prompt = {1, 2, 3};
-  ASSERT_TRUE((*e)->Generate(prompt, GenParams{2}, nullptr).ok());
+  ASSERT_TRUE((*e)->Generate(prompt, GenParams{2}, nullptr).has_value());
   Status st = (*e)->SaveUsage(c.file("manifest.json"));
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(Has(st.message(), "not a usage.waste")) << st.message();
@@ -371,11 +371,12 @@ TEST(Hardening, NonFiniteLogitsEndGenerationWithAnError) {
   ASSERT_TRUE(e) << e.error().message();
   std::vector<int> prompt = {1, 2, 3};
   std::vector<int> got;
-  Status st = (*e)->Generate(prompt, GenParams{4}, [&](const TokenEvent& ev) {
+  Result<FinishReason> r = (*e)->Generate(prompt, GenParams{4}, [&](const TokenEvent& ev) {
     got.push_back(ev.token);
     return true;
   });
-  EXPECT_FALSE(st.ok());
+  ASSERT_FALSE(r.has_value());
+  const Status st = r.error();
   EXPECT_TRUE(Has(st.message(), "not finite")) << st.message();
   EXPECT_TRUE(got.empty());
   auto logits = (*e)->Eval(prompt);
@@ -533,8 +534,9 @@ TEST(Hardening, ReadErrorsArePrefixedOnce) {
     if (f.path().filename().string().rfind("experts-", 0) == 0) fs::resize_file(f.path(), 0);
   }
   std::vector<int> prompt = {1, 2, 3};
-  Status st = (*e)->Generate(prompt, GenParams{2}, nullptr);
-  ASSERT_FALSE(st.ok());
+  Result<FinishReason> r = (*e)->Generate(prompt, GenParams{2}, nullptr);
+  ASSERT_FALSE(r.has_value());
+  const Status st = r.error();
   EXPECT_TRUE(Has(st.message(), "short read")) << st.message();
   EXPECT_FALSE(Has(st.message(), "short read (")) << st.message();
 }

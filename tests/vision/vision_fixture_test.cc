@@ -249,11 +249,11 @@ TEST(EngineVision, GenerateMatchesGreedy) {
   GenParams p;
   p.max_tokens = 16;
   std::vector<int> out;
-  Status st = e->Generate(*ids, p, [&](const TokenEvent& ev) {
+  Result<FinishReason> st = e->Generate(*ids, p, [&](const TokenEvent& ev) {
     out.push_back(ev.token);
     return true;
   });
-  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(st.has_value()) << st.error().message();
   EXPECT_EQ(out, ReadJson(kSet + "/greedy16.json")["generate_temp0"].get<std::vector<int>>());
 }
 
