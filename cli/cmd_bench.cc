@@ -1,8 +1,14 @@
-// bench: a fixed prompt, greedy unless --temp, -n tokens (default 64),
-// then throughput and cache counters (ENGINE.md §1.6, §1.7). tok_per_s
-// keeps the reference's definition (tokens / generate wall time, prefill
-// included) for comparability; prefill and decode are also reported apart.
-// Under --json stdout carries exactly one JSON object.
+// bench, in the manner of llama-bench: a fixed prompt (or --prompt-tokens /
+// -p N of it, or --ids), greedy unless --temp, -n tokens (default 64),
+// --reps times (the state reset between, the expert cache kept warm); a
+// "pp N" row (prompt processing) and a "tg N" row (generation) with the
+// mean and sample standard deviation of the repetitions' tok/s, as a
+// markdown table (-o md), CSV (-o csv) or JSON (-o json / --json: one
+// object, the detailed keys of the last repetition plus "rows"). Fields:
+// docs/CLI.md "bench". tok_per_s keeps its old definition (tokens over the
+// whole Generate, prefill included).
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -56,56 +62,124 @@ bool BenchPrompt(const Engine& engine, const Options& o, std::vector<int>* ids) 
   return true;
 }
 
+// One pp or tg row: the rate of each repetition.
+struct Row {
+  std::string test;  // "pp 19", "tg 64"
+  std::vector<double> rates;
+  double Mean() const {
+    double s = 0;
+    for (double r : rates) s += r;
+    return rates.empty() ? 0.0 : s / double(rates.size());
+  }
+  double Spread() const {  // sample standard deviation (0 for one repetition)
+    if (rates.size() < 2) return 0.0;
+    const double m = Mean();
+    double s = 0;
+    for (double r : rates) s += (r - m) * (r - m);
+    return std::sqrt(s / double(rates.size() - 1));
+  }
+};
+
+std::string Table(const std::vector<Row>& rows, const std::string& format, const std::string& model,
+                  const std::string& budget, int threads, int reps) {
+  std::string out;
+  if (format == "csv") {
+    out = "model,budget,threads,reps,test,tok_per_s,stddev\n";
+    for (const Row& r : rows) {
+      out += fmt::format("{},{},{},{},{},{:.4f},{:.4f}\n", model, budget, threads, reps, r.test,
+                         r.Mean(), r.Spread());
+    }
+    return out;
+  }
+  out = "| model | budget | threads | test | t/s |\n| --- | ---: | ---: | ---: | ---: |\n";
+  for (const Row& r : rows) {
+    out += fmt::format("| {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", model, budget, threads, r.test,
+                       r.Mean(), r.Spread());
+  }
+  return out;
+}
+
+std::string BaseName(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace
 
 int BenchCommand(const Options& o) {
+  InstallInterruptHandlers();
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
-  if (!o.json) {
-    std::printf("%s\n  expert cache %s, %u tokens\n\n", BuildInfo().c_str(),
-                FormatSize(engine->memory_used().expert_cache_bytes).c_str(), o.n_tokens);
-    std::fflush(stdout);
-  }
+  const std::string format = o.output_format.empty() ? "md" : o.output_format;
+  PrintOpenNotes(*engine, o, /*budget_note=*/false);
+  const bool json = format == "json";
   std::vector<int> prompt;
   if (!BenchPrompt(*engine, o, &prompt)) return 1;
-
-  const Stats before = engine->stats();
-  TokenTally tally;
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point first_token = start;
-  double first_token_ms = 0;
-  Stats at_first;  // the counters when prefill has finished (decode-only figures)
-  const Result<FinishReason> finished = engine->Generate(prompt, ParamsFromOptions(o), [&](const TokenEvent& e) {
-    if (tally.tokens == 0) {
-      first_token = Clock::now();
-      first_token_ms = e.ms_total;
-      at_first = engine->stats();
-    }
-    tally.Add(e);
-    return true;
-  });
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const Status status = finished ? Status::Ok() : finished.error();
-  if (!status.ok()) {
-    ReportFailure("generate", status, DetailOf(status, *engine), o);
-    return 1;
+  if (format == "md") {
+    std::printf("%s\n  expert cache %s, prompt %zu tokens, %u generated, %d repetition%s\n\n",
+                BuildInfo().c_str(), FormatSize(engine->memory_used().expert_cache_bytes).c_str(),
+                prompt.size(), o.n_tokens, o.reps, o.reps == 1 ? "" : "s");
+    std::fflush(stdout);
   }
-  const Stats after = engine->stats();
 
-  const uint64_t tokens = after.tokens_generated - before.tokens_generated;
-  double sec_total = after.sec_total - before.sec_total;
-  if (sec_total <= 0) sec_total = wall;
+  Row pp{"pp " + std::to_string(prompt.size()), {}};
+  Row tg{"tg " + std::to_string(o.n_tokens), {}};
+  const Stats before = engine->stats();
+  TokenTally tally;  // the last repetition's decode steps
+  Stats at_first;    // the counters when prefill has finished (decode-only figures)
+  Stats rep_before = before;
+  Status status = Status::Ok();
+  const uint64_t seed = ChooseSeed(o);
+  for (int rep = 0; rep < o.reps && !Interrupted(); ++rep) {
+    if (rep > 0) engine->ResetState();  // same prompt again, the cache kept warm
+    rep_before = engine->stats();
+    tally = TokenTally{};
+    GenParams params = ParamsFromOptions(o, seed);
+    // Progress line on a terminal (long prompts), cancel on Ctrl-C.
+    GenerationTimer timer(format == "md" && StderrIsTerminal());
+    timer.Watch(&params);
+    const Result<FinishReason> finished =
+        engine->Generate(prompt, params, [&](const TokenEvent& e) {
+          if (tally.tokens == 0) at_first = engine->stats();
+          tally.Add(e);
+          return !Interrupted();
+        });
+    status = finished ? Status::Ok() : finished.error();
+    if (Interrupted()) break;
+    if (!status.ok()) {
+      ReportFailure("generate", status, DetailOf(status, *engine), o);
+      return 1;
+    }
+    const Stats now = engine->stats();
+    pp.rates.push_back(Rate(double(now.prefill_tokens - rep_before.prefill_tokens),
+                            now.prefill_s - rep_before.prefill_s));
+    tg.rates.push_back(Rate(double(now.tokens_generated - rep_before.tokens_generated),
+                            now.decode_s - rep_before.decode_s));
+    if (!json && format == "md" && o.reps > 1 && StderrIsTerminal()) {
+      std::fprintf(stderr, "\rrepetition %d/%d\x1b[K", rep + 1, o.reps);
+      if (rep + 1 == o.reps) std::fputs("\r\x1b[K", stderr);
+    }
+  }
+  const int exit_code = Interrupted() ? InterruptExitCode() : 0;
+  if (exit_code != 0) std::fputs("\nwaste: cancelled; the rows cover the finished repetitions\n", stderr);
+  const Stats after = engine->stats();
+  const std::string budget = FormatGb(engine->memory_used().budget_bytes);
+  if (!json) {
+    std::fputs(Table({pp, tg}, format, BaseName(o.model()), budget, engine->threads(),
+                     int(pp.rates.size())).c_str(), stdout);
+    if (format == "csv") return exit_code;
+    std::printf("\n");
+  }
+  const Stats last = rep_before;  // the last repetition's starting counters
+  (void)last;
+  const uint64_t tokens = after.tokens_generated - rep_before.tokens_generated;
+  double sec_total = after.sec_total - rep_before.sec_total;
   // Prefill and decode apart: the engine's own timers when it keeps them,
   // else ours (prefill = until the first token, minus that token's step).
-  double prefill_s = after.prefill_s - before.prefill_s;
-  double decode_s = after.decode_s - before.decode_s;
-  if (prefill_s <= 0 && decode_s <= 0) {
-    prefill_s = std::chrono::duration<double>(first_token - start).count() - first_token_ms / 1000;
-    if (prefill_s < 0) prefill_s = 0;
-    decode_s = tally.ms / 1000;
-  }
-  uint64_t prefill_tokens = after.prefill_tokens - before.prefill_tokens;
+  double prefill_s = after.prefill_s - rep_before.prefill_s;
+  double decode_s = after.decode_s - rep_before.decode_s;
+  uint64_t prefill_tokens = after.prefill_tokens - rep_before.prefill_tokens;
   if (prefill_tokens == 0) prefill_tokens = prompt.size();
 
   const double tok_per_s = Rate(double(tokens), sec_total);
@@ -166,21 +240,33 @@ int BenchCommand(const Options& o) {
     j["backend"] = engine->backend_name();
     j["threads"] = engine->threads();
     j["peak_rss_bytes"] = waste::PeakRssBytes();
+    j["reps"] = pp.rates.size();
+    Json rows = Json::array();
+    for (const Row* r : {&pp, &tg}) {
+      Json row;
+      row["test"] = r->test;
+      row["tok_per_s"] = Round(r->Mean(), 1e4);
+      row["stddev"] = Round(r->Spread(), 1e4);
+      row["samples"] = r->rates;
+      rows.push_back(row);
+    }
+    j["rows"] = rows;
+    if (exit_code != 0) j["finish"] = "cancelled";
     std::printf("%s\n", DumpJson(j).c_str());
-    return 0;
+    return exit_code;
   }
-  std::printf("  %.2f tok/s (%.0f ms/token)\n", tok_per_s,
-              tok_per_s > 0 ? 1000.0 / tok_per_s : 0.0);
+  std::printf("  last repetition: %.2f tok/s over prompt and generation (%.0f ms/token)\n",
+              tok_per_s, tok_per_s > 0 ? 1000.0 / tok_per_s : 0.0);
   if (!after.direct_io) std::printf("  note      %s\n", kPageCacheNote);
   std::printf("  experts   %llu hit / %llu miss = %.1f%% hit\n",
               static_cast<unsigned long long>(after.experts_hit),
               static_cast<unsigned long long>(after.experts_missed), 100.0 * hit_rate);
-  std::printf("  disk      %.2f GB total, %.3f GB/token\n", double(after.bytes_read) / kGiB,
+  std::printf("  disk      %.2f GiB total, %.3f GiB/token\n", double(after.bytes_read) / kGiB,
               tokens > 0 ? double(after.bytes_read) / kGiB / double(tokens) : 0.0);
   std::printf("  prefill   %llu tokens, %.2f tok/s\n",
               static_cast<unsigned long long>(prefill_tokens),
               Rate(double(prefill_tokens), prefill_s));
-  std::printf("  decode    %.2f tok/s (%.0f ms/token), %.1f%% hit, %.3f GB/token\n",
+  std::printf("  decode    %.2f tok/s (%.0f ms/token), %.1f%% hit, %.3f GiB/token\n",
               Rate(double(tokens), decode_s), tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0,
               100.0 * decode_hit_rate,
               tokens > 0 ? double(tally.bytes) / kGiB / double(tokens) : 0.0);
@@ -194,7 +280,7 @@ int BenchCommand(const Options& o) {
               static_cast<unsigned long long>(after.spec_reads),
               static_cast<unsigned long long>(after.spec_used),
               static_cast<unsigned long long>(after.warm_reads));
-  std::printf("  memory    peak RSS %.2f GB\n", double(waste::PeakRssBytes()) / kGiB);
+  std::printf("  memory    peak RSS %.2f GiB\n", double(waste::PeakRssBytes()) / kGiB);
   if (!after.phase_seconds.empty()) {
     std::printf("  profile  ");
     for (const auto& [name, seconds] : after.phase_seconds) {
@@ -202,7 +288,7 @@ int BenchCommand(const Options& o) {
     }
     std::printf("\n");
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace waste::cli

@@ -1,12 +1,13 @@
-// chat: a line REPL that keeps the conversation between turns (ENGINE.md
-// §1.5, §1.6). Ctrl-C stops the reply being generated, not the program:
-// the SIGINT handler only sets a flag that the token callback reads. At the
-// prompt (nothing generating) Ctrl-C leaves, as in a shell.
-#include <atomic>
-#include <csignal>
+// chat: a REPL that keeps the conversation between turns (docs/CLI.md
+// "chat"). Input comes through LineReader (line editing and history on a
+// terminal, '\' and """ for several lines). Ctrl-C stops the reply being
+// made (prompt or generation), not the program; at the prompt it leaves
+// (exit 130), as in a shell; SIGTERM ends the reply and the program (143).
+// When the context is full, the oldest turns are dropped and the rest
+// re-read, so the conversation goes on.
 #include <cstdio>
-#include <cstdlib>
-#include <iostream>
+#include <deque>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "engine_setup.h"
 #include "images.h"
 #include "generation.h"
+#include "host.h"
+#include "line_reader.h"
 #include "piece_writer.h"
 #include "report.h"
 #include "waste/chat.h"
@@ -24,59 +27,103 @@
 namespace waste::cli {
 namespace {
 
-// Lock-free atomics are safe to touch from a signal handler.
-std::atomic<bool> g_generating{false};
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void OnSigint(int) {
-  // Some C libraries reset the handler to the default on delivery.
-  std::signal(SIGINT, OnSigint);
-  if (g_generating.load()) {
-    g_interrupted.store(true);
-  } else {
-    std::_Exit(130);
-  }
-}
-
-constexpr char kCommandsLine[] =
-    "commands: /reset /stats /save FILE /load FILE /image FILE /help — Ctrl-D exits, Ctrl-C "
-    "stops a reply";
+struct ChatCommandDoc {
+  const char* name;
+  const char* args;
+  const char* help;
+};
+constexpr ChatCommandDoc kChatCommands[] = {
+    {"/help", "", "this list"},
+    {"/exit", "", "leave (also /quit, /bye, Ctrl-D)"},
+    {"/reset", "", "forget the conversation and zero /stats"},
+    {"/stats", "", "context fill and this session's counters"},
+    {"/timings", "", "statistics line after each reply on or off"},
+    {"/save", "FILE", "save the conversation state to FILE"},
+    {"/load", "FILE", "continue a conversation saved with /save"},
+    {"/image", "FILE", "attach an image (needs a vision tower)"},
+};
 
 void Say(const std::string& text) { WriteOut(text + "\n"); }
 
-// "/cmd" or "/cmd ARG": true and `arg` set when `line` is that command.
-bool IsCommand(const std::string& line, const char* name, std::string* arg) {
-  std::string n = name;
-  if (line == n) {
-    arg->clear();
-    return true;
+void SayHelp() {
+  Say("commands:");
+  for (const ChatCommandDoc& c : kChatCommands) {
+    std::string head = std::string(c.name) + (*c.args ? std::string(" ") + c.args : "");
+    Say("  " + head + std::string(head.size() < 14 ? 14 - head.size() : 1, ' ') + c.help);
   }
-  if (line.size() > n.size() + 1 && line.compare(0, n.size(), n) == 0 && line[n.size()] == ' ') {
-    *arg = line.substr(n.size() + 1);
-    return true;
-  }
-  return false;
+  Say("input: a line ending in \\ continues on the next; \"\"\" on its own line opens a block");
+  Say("       up to the next \"\"\"; start a message with // to send text beginning with /");
+  Say("keys:  Ctrl-C stops a reply (at the prompt: leaves), Ctrl-D leaves");
 }
 
-void PrintStats(const Engine& engine) {
-  Stats s = engine.stats();
-  double rate = s.sec_total > 0 ? double(s.tokens_generated) / s.sec_total : 0.0;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "%llu tokens, %.2f tok/s, experts %llu hit / %llu miss (%d%%), "
-                "%.2f GB read",
-                static_cast<unsigned long long>(s.tokens_generated), rate,
-                static_cast<unsigned long long>(s.experts_hit),
-                static_cast<unsigned long long>(s.experts_missed),
-                HitPercent(s.experts_hit, s.experts_missed),
-                double(s.bytes_read) / (1024.0 * 1024.0 * 1024.0));
-  Say(line);
+// "/cmd ARG" -> ("/cmd", "ARG").
+std::pair<std::string, std::string> SplitCommand(const std::string& line) {
+  size_t space = line.find(' ');
+  if (space == std::string::npos) return {line, ""};
+  size_t arg = line.find_first_not_of(' ', space);
+  return {line.substr(0, space), arg == std::string::npos ? "" : line.substr(arg)};
+}
+
+// Why a /save or /load of `path` failed, in words.
+std::string FileFailure(const std::string& path, const Status& s, bool loading) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string reason;
+  if (loading && !fs::exists(path, ec)) {
+    reason = "no such file";
+  } else if (loading && fs::is_directory(path, ec)) {
+    reason = "is a directory";
+  } else if (!s.message().empty()) {
+    if (s.message().find(path) != std::string::npos) return s.message();  // names it already
+    reason = s.message();
+  } else {
+    reason = ErrcText(s.code());
+  }
+  return path + ": " + reason;
+}
+
+// Per-session counters behind /stats (zeroed by /reset).
+struct SessionCounters {
+  uint64_t replies = 0, prompt_tokens = 0, tokens = 0, hit = 0, miss = 0, bytes = 0;
+  double prompt_s = 0, gen_s = 0;
+  void Add(const RunTimings& t) {
+    ++replies;
+    prompt_tokens += t.prompt_tokens;
+    tokens += t.tokens;
+    hit += t.hit;
+    miss += t.miss;
+    bytes += t.bytes_read;
+    prompt_s += t.prompt_s;
+    gen_s += t.gen_s;
+  }
+};
+
+void PrintStats(const Engine& engine, const Options& o, const SessionCounters& c,
+                size_t turns_kept, size_t turns_dropped) {
+  const int pos = engine.position();
+  Say("context   " + std::to_string(pos) + " / " + std::to_string(o.ctx) + " tokens (" +
+      std::to_string(o.ctx > 0 ? (100ull * uint64_t(pos)) / o.ctx : 0) + "% full), " +
+      std::to_string(turns_kept) + " turns" +
+      (turns_dropped > 0 ? ", " + std::to_string(turns_dropped) + " oldest dropped" : ""));
+  RunTimings t;
+  t.prompt_tokens = c.prompt_tokens;
+  t.prompt_s = c.prompt_s;
+  t.tokens = c.tokens;
+  t.gen_s = c.gen_s;
+  t.hit = c.hit;
+  t.miss = c.miss;
+  t.bytes_read = c.bytes;
+  std::string line = StatsLine(t);
+  // The session has no single "first token": drop that part.
+  size_t ft = line.find(" | first token");
+  if (ft != std::string::npos) line.erase(ft, line.find('|', ft + 3) - 1 - ft);
+  Say("session   " + std::to_string(c.replies) + " replies " + line);
 }
 
 }  // namespace
 
 int ChatCommand(const Options& o) {
-  const std::optional<ChatTemplate> loaded = LoadTemplate(o, /*quiet=*/false);
+  const std::optional<ChatTemplate> loaded = LoadTemplate(o, /*quiet=*/o.quiet);
   const ChatTemplate* tmpl = loaded && loaded->usable() ? &*loaded : nullptr;
   const bool templated = tmpl != nullptr;
 
@@ -84,83 +131,109 @@ int ChatCommand(const Options& o) {
   if (!engine) return 1;
   PrintOpenNotes(*engine, o, /*budget_note=*/false);
 
-  Say(BuildInfo());
-  if (templated) {
-    Say("chat format from " + o.model() + "/chat.json");
-  } else if (o.raw) {
-    Say("raw continuation (--raw)");
-  } else {
-    Say("no chat.json in " + o.model() + ": each line is continued as plain text,");
-    Say("so an instruct model is being asked to continue text, not to answer");
+  if (!o.quiet) {
+    Say(BuildInfo());
+    if (templated) {
+      Say("chat format from " + o.model() + "/chat.json");
+    } else if (o.raw) {
+      Say("raw continuation (--raw)");
+    } else {
+      Say("no chat.json in " + o.model() + ": each line is continued as plain text,");
+      Say("so an instruct model is being asked to continue text, not to answer");
+    }
+    Say("/help lists the commands; /exit or Ctrl-D leaves, Ctrl-C stops a reply");
   }
-  Say(kCommandsLine);
 
+  std::vector<int> system_ids;
   if (const std::vector<PromptSegment> system = BuildChatSystemTurn(tmpl, o.system);
       !system.empty()) {
-    std::vector<int> ids;
-    if (!TokenizeSegments(*engine, system, o, &ids)) return 1;
-    Result<std::span<const float>> logits = engine->Eval(ids);
+    if (!TokenizeSegments(*engine, system, o, &system_ids)) return 1;
+    Result<std::span<const float>> logits = engine->Eval(system_ids);
     if (!logits.has_value()) {
       ReportFailure("system prompt", logits.error(), DetailOf(logits.error(), *engine), o);
       return 1;
     }
   }
 
-  const GenParams params = ParamsFromOptions(o);
-  std::signal(SIGINT, OnSigint);
+  const uint64_t seed = ChooseSeed(o);
+  if (o.verbose) std::fprintf(stderr, "waste: seed %llu\n", static_cast<unsigned long long>(seed));
+  InstallInterruptHandlers();
+
+  LineReader reader;
+  SessionCounters counters;
+  bool timings_on = !o.quiet;
+  std::deque<std::vector<int>> turns;  // ids of each exchange still in the context
+  size_t dropped = 0;
+  const bool escape = StreamIsTerminal(1);
 
   // Images wait here until the next message is sent (--image: the first).
   std::vector<std::string> images = o.images;
-  std::string line;
   for (;;) {
-    WriteOut("\n> ");
-    if (!std::getline(std::cin, line)) {
+    WriteOut("\n");
+    SetExitOnInterrupt(true);
+    std::optional<std::string> read = reader.Read();
+    SetExitOnInterrupt(false);
+    if (Interrupted()) return InterruptExitCode();
+    if (!read) {
       WriteOut("\n");
       return 0;  // EOF (Ctrl-D)
     }
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string line = *read;
     if (line.empty()) continue;
 
-    std::string arg;
-    if (IsCommand(line, "/reset", &arg)) {
-      engine->ResetState();
-      engine->ClearImages();
-      images.clear();
-      Say("(state cleared)");
-      continue;
-    }
-    if (IsCommand(line, "/stats", &arg)) {
-      PrintStats(*engine);
-      continue;
-    }
-    if (IsCommand(line, "/help", &arg)) {
-      Say(kCommandsLine);
-      continue;
-    }
-    if (IsCommand(line, "/save", &arg) && !arg.empty()) {
-      Status s = engine->SaveState(arg);
-      Say(s.ok() ? "(saved to " + arg + ")"
-                 : "(save failed: " + s.ToString() + ")");
-      continue;
-    }
-    if (IsCommand(line, "/load", &arg) && !arg.empty()) {
-      Status s = engine->LoadState(arg);
-      Say(s.ok() ? "(loaded " + arg + " — continuing that conversation)"
-                 : "(load failed: " + s.ToString() + ")");
-      continue;
-    }
-    if (IsCommand(line, "/image", &arg) && !arg.empty()) {
-      if (!engine->has_vision()) {
-        Say("(" + arg + (o.images.empty() ? ": images need the model opened with --image)"
-                                          : ": this container has no vision tower)"));
-      } else if (images.size() >= static_cast<size_t>(kMaxQueuedImages)) {
-        Say("(too many images)");
+    if (line[0] == '/' && line.rfind("//", 0) != 0) {
+      auto [cmd, arg] = SplitCommand(line);
+      if (cmd == "/exit" || cmd == "/quit" || cmd == "/bye") return 0;
+      if (cmd == "/help") {
+        SayHelp();
+      } else if (cmd == "/reset") {
+        engine->ResetState();
+        engine->ClearImages();
+        images.clear();
+        turns.clear();
+        dropped = 0;
+        counters = SessionCounters{};
+        if (!system_ids.empty()) (void)engine->Eval(system_ids);
+        Say("(conversation and statistics cleared)");
+      } else if (cmd == "/stats") {
+        PrintStats(*engine, o, counters, turns.size(), dropped);
+      } else if (cmd == "/timings") {
+        timings_on = !timings_on;
+        Say(timings_on ? "(statistics after each reply: on)" : "(statistics after each reply: off)");
+      } else if ((cmd == "/save" || cmd == "/load" || cmd == "/image") && arg.empty()) {
+        Say("(" + cmd + " needs a FILE)");
+      } else if (cmd == "/save") {
+        Status s = engine->SaveState(arg);
+        Say(s.ok() ? "(saved to " + arg + ")" : "(save failed: " + FileFailure(arg, s, false) + ")");
+      } else if (cmd == "/load") {
+        Status s = engine->LoadState(arg);
+        if (s.ok()) {
+          turns.clear();  // the loaded state's turns are not ours to drop
+          Say("(loaded " + arg + " — continuing that conversation)");
+        } else {
+          Say("(load failed: " + FileFailure(arg, s, true) + ")");
+        }
+      } else if (cmd == "/image") {
+        if (!engine->has_vision()) {
+          Say("(" + arg + (o.images.empty() ? ": images need the model opened with --image)"
+                                            : ": this container has no vision tower)"));
+        } else if (images.size() >= static_cast<size_t>(kMaxQueuedImages)) {
+          Say("(too many images)");
+        } else {
+          images.push_back(arg);
+          Say("(" + arg + " attached to the next message)");
+        }
       } else {
-        images.push_back(arg);
-        Say("(" + arg + " attached to the next message)");
+        std::vector<std::string> names;
+        for (const ChatCommandDoc& c : kChatCommands) names.push_back(c.name);
+        for (const char* alias : {"/quit", "/bye"}) names.push_back(alias);
+        std::string close = Closest(cmd, names);
+        Say("(unknown command " + cmd + (close.empty() ? "" : "; did you mean " + close + "?") +
+            " /help lists them; start with // to send text beginning with /)");
       }
       continue;
     }
+    if (line.rfind("//", 0) == 0) line.erase(0, 1);
 
     // Attached images are encoded now; a failure drops them and the line.
     const std::vector<std::string> blocks = MediaBlocksFor(images);
@@ -177,31 +250,84 @@ int ChatCommand(const Options& o) {
       engine->ClearImages();
       continue;
     }
-    if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
 
-    PieceWriter stream(StopFor(o, turn), [](std::string_view bytes) { WriteOut(bytes); });
-    g_interrupted.store(false);
-    g_generating.store(true);
-    const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
-      if (g_interrupted.load()) return false;
-      return stream.Push(e.piece);
+    // A full context: drop the oldest turns until the new one fits with
+    // room for a reply (half the context, at most -n), then re-read.
+    const uint64_t reply_room = std::min<uint64_t>(o.n_tokens, o.ctx / 2) + 1;
+    if (uint64_t(engine->position()) + ids.size() + reply_room > o.ctx) {
+      if (system_ids.size() + ids.size() + 1 > o.ctx) {
+        std::fprintf(stderr, "waste: %s\n",
+                     ContextTooSmall(system_ids.size() + ids.size(), o.ctx, 0).c_str());
+        continue;
+      }
+      uint64_t kept = system_ids.size() + ids.size() + reply_room;
+      for (const std::vector<int>& t : turns) kept += t.size();
+      size_t drop_now = 0;
+      while (!turns.empty() && kept > o.ctx) {
+        kept -= turns.front().size();
+        turns.pop_front();
+        ++drop_now;
+      }
+      dropped += drop_now;
+      engine->ResetState();
+      std::vector<int> history = system_ids;
+      for (const std::vector<int>& t : turns) history.insert(history.end(), t.begin(), t.end());
+      if (!history.empty()) {
+        Result<std::span<const float>> re = engine->Eval(history);
+        if (!re.has_value()) {
+          ReportFailure("context", re.error(), DetailOf(re.error(), *engine), o);
+          continue;
+        }
+      }
+      std::fprintf(stderr,
+                   "waste: the context (--ctx %u) was full: dropped the %zu oldest turn%s "
+                   "and re-read the rest; /reset starts over\n",
+                   o.ctx, drop_now, drop_now == 1 ? "" : "s");
+    }
+
+    if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
+    PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) {
+      WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
     });
-    g_generating.store(false);
+    GenParams params = ParamsFromOptions(o, seed);
+    GenerationTimer timer(!o.quiet && StderrIsTerminal());
+    timer.Watch(&params);
+    ClearInterrupt();
+    const Stats before = engine->stats();
+    TokenTally tally;
+    std::vector<int> exchange = ids;
+    const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
+      timer.Token();
+      tally.Add(e);
+      exchange.push_back(e.token);
+      return stream.Push(e.piece) && !Interrupted();
+    });
     stream.Finish();
     const Status status = !finished ? finished.error()
                           : *finished == FinishReason::kCancelled
                               ? Status(Errc::kCancelled, "cancelled by callback")
                               : Status::Ok();
+    const Stats after = engine->stats();
+    turns.push_back(std::move(exchange));
+    const RunTimings timings = timer.Finish(before, after, tally, ids.size());
+    counters.Add(timings);
 
-    if (status.code() == Errc::kCancelled && !stream.stopped()) {
+    const bool cancelled = Interrupted();
+    if (cancelled) {
       WriteOut("\n(stopped)");
     } else if (!status.ok() && status.code() != Errc::kCancelled) {
       WriteOut("\n");
       ReportFailure("generate", status, DetailOf(status, *engine), o);
     } else if (status.ok() && !engine->error_detail().empty()) {
-      std::fprintf(stderr, "\nwaste: %s\n", engine->error_detail().c_str());
+      std::fprintf(stderr,
+                   "\nwaste: the context (--ctx %u) is full: the reply was cut; your next "
+                   "message drops the oldest turns\n",
+                   o.ctx);
     }
     WriteOut("\n");
+    if (timings_on) std::fprintf(stderr, "%s\n", StatsLine(timings).c_str());
+    if (cancelled && InterruptExitCode() == 143) return 143;  // SIGTERM ends the program
+    ClearInterrupt();
   }
 }
 

@@ -21,6 +21,7 @@ std::string BaseName(std::string path) {
 }  // namespace
 
 int PlanCommand(const Options& o) {
+  if (!CheckContainerPath(o)) return 1;
   Result<MemPlan> plan = PlanMemory(o.model(), o.ctx);
   if (!plan.has_value()) {
     ReportFailure("plan", plan.error(), plan.error().message(), o);

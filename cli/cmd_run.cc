@@ -1,11 +1,14 @@
-// run: one generation (ENGINE.md §1.5, §1.6). With a chat template the
-// prompt is framed as a user turn and not echoed; without one (or --raw) it
-// is continued as is and echoed first. Model text goes to stdout, notes and
-// the stats line to stderr. --json (W) prints one object at the end instead:
-// generated ids, text (after stop-string handling) and the stats.
+// run: one generation. With a chat template the prompt is framed as a user
+// turn and not echoed; without one (or --raw) it is continued as is and
+// echoed first. Model text goes to stdout, notes and the statistics line to
+// stderr (-q: the model's text only). --json prints one object at the end
+// instead: generated ids, text (after stop-string handling), finish reason,
+// seed and timings. Ctrl-C / SIGTERM stop the prompt or the generation at
+// the next chunk or token; what was generated and the statistics are
+// still printed, and the exit status is 130 / 143.
 #include <cmath>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,24 +41,32 @@ int RunCommand(const Options& o) {
   const std::optional<ChatTemplate> tmpl =
       o.ids_given ? std::nullopt : LoadTemplate(o, /*quiet=*/o.quiet);
 
+  InstallInterruptHandlers();
+  const Clock::time_point load_start = Clock::now();
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
+  const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   if (!AttachImages(*engine, o.images, o)) return 1;
   PrintOpenNotes(*engine, o, /*budget_note=*/true);
 
-  // ENGINE.md §1.5: templated = system turn, user turn, hand-over; else the
-  // prompt as markup, echoed; each --image's media block before the text.
+  // Templated = system turn, user turn, hand-over; else the prompt as
+  // markup, echoed; each --image's media block before the text.
   const PromptPlan plan = BuildRunPrompt(tmpl ? &*tmpl : nullptr, o.raw, o.system,
                                          MediaBlocksFor(o.images), prompt);
   std::vector<int> ids = o.ids;
   if (!o.ids_given && !TokenizeSegments(*engine, plan.segments, o, &ids)) return 1;
   if (!ExpandImagePads(*engine, &ids, "run")) return 1;
+  if (ids.size() + 1 > o.ctx) {
+    Status too_long(Errc::kArg, "");
+    ReportFailure("run", too_long, ContextTooSmall(ids.size(), o.ctx, 0), o);
+    return 1;
+  }
   const bool echo = o.ids_given || plan.echo_prompt;
-  const std::string stop = StopFor(o, plan);
 
   // Raw continuation: the user sees their text, then what follows it.
-  const bool stream_out = !o.quiet && !o.json;
-  if (echo && stream_out) {
+  // -q keeps the model's text and drops everything else (echo included).
+  const bool stream_out = !o.json;
+  if (echo && stream_out && !o.quiet) {
     if (o.ids_given) {
       Result<std::string> text = engine->Detokenize(ids);
       if (text.has_value()) WriteOut(*text);
@@ -65,35 +76,50 @@ int RunCommand(const Options& o) {
   }
 
   std::string text;  // what the user got, for --json
-  PieceWriter stream(stop, [&](std::string_view bytes) {
+  PieceWriter stream(StopFor(o, plan), [&](std::string_view bytes) {
     if (o.json) text.append(bytes);
-    if (stream_out) WriteOut(bytes);  // -q: nothing but the final newline (R)
+    if (stream_out) WriteOut(bytes);
   });
   TokenTally tally;
   std::vector<int> generated;
-  const GenParams params = ParamsFromOptions(o);
+  const uint64_t seed = ChooseSeed(o);
+  GenParams params = ParamsFromOptions(o, seed);
+  if (o.verbose && !o.json) std::fprintf(stderr, "waste: seed %llu\n", (unsigned long long)seed);
+  GenerationTimer timer(!o.quiet && !o.json && StderrIsTerminal());
+  timer.Watch(&params);
+  const Stats before = engine->stats();
   const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
+    timer.Token();
     tally.Add(e);
     generated.push_back(e.token);
-    return stream.Push(e.piece);
+    return stream.Push(e.piece) && !Interrupted();
   });
   stream.Finish();
+  const Stats after = engine->stats();
   if (!o.json) WriteOut("\n");
   const Status status = !finished ? finished.error()
                         : *finished == FinishReason::kCancelled
                             ? Status(Errc::kCancelled, "cancelled by callback")
                             : Status::Ok();
 
+  const bool cancelled = Interrupted();
   const bool stopped_by_string = status.code() == Errc::kCancelled && stream.stopped();
-  if (!status.ok() && !stopped_by_string) {
+  if (!status.ok() && !stopped_by_string && !cancelled) {
     ReportFailure("generate", status, DetailOf(status, *engine), o);
     return 1;
   }
-  // Stopped on a full context: still a success (§1.6).
+  // Stopped on a full context: still a success.
   const bool context_full = status.ok() && !engine->error_detail().empty();
-  if (context_full) std::fprintf(stderr, "\nwaste: %s\n", engine->error_detail().c_str());
+  if (context_full && !o.json) {
+    std::fprintf(stderr, "\nwaste: the context is full (--ctx %u; prompt %zu + %llu generated): "
+                 "raise --ctx to go further\n",
+                 o.ctx, ids.size(), static_cast<unsigned long long>(tally.tokens));
+  }
+  RunTimings timings = timer.Finish(before, after, tally, ids.size());
+  timings.load_s = load_s;
   if (o.json) {
-    const char* finish = stopped_by_string                                          ? "stop"
+    const char* finish = cancelled                                                  ? "cancelled"
+                         : stopped_by_string                                        ? "stop"
                          : context_full                                             ? "context"
                          : tally.tokens >= static_cast<uint64_t>(params.max_tokens) ? "length"
                                                                                     : "eos";
@@ -109,12 +135,14 @@ int RunCommand(const Options& o) {
     j["experts_hit"] = tally.hit;
     j["experts_missed"] = tally.miss;
     j["bytes_read"] = tally.bytes;
+    j["seed"] = seed;
+    AddTimings(timings, &j);
     std::printf("%s\n", DumpJson(j).c_str());
-  } else if (!o.quiet && tally.tokens > 0) {
-    std::fprintf(stderr, "\n%s\n",
-                 StatsLine(tally.tokens, tally.ms / 1000.0, tally.hit, tally.miss).c_str());
+  } else if (!o.quiet) {
+    if (cancelled) std::fputs("waste: cancelled\n", stderr);
+    std::fprintf(stderr, "%s\n", StatsLine(timings).c_str());
   }
-  if (o.learn) {
+  if (o.learn && !cancelled) {
     // The hotlist is an optimisation; failing to save it is not a failed
     // run (exit 0), but the user is told why (read-only dir, full disk, a
     // --usage path that is not a hotlist).
@@ -124,7 +152,7 @@ int RunCommand(const Options& o) {
                    saved.message().c_str());
     }
   }
-  return 0;
+  return cancelled ? InterruptExitCode() : 0;
 }
 
 }  // namespace waste::cli

@@ -14,12 +14,19 @@
 namespace waste::cli {
 
 int TokenizeCommand(const Options& o) {
-  PromptText p = ReadPrompt(o, "nothing to read");
-  if (!p.ok) return UsageFailure(o, p.error);
+  PromptText p;
+  if (o.has_argument() && o.argument().empty()) {
+    p.ok = true;  // `tokenize MODEL ""`: no text, no ids
+  } else {
+    p = ReadPrompt(o, "nothing to read");
+    if (!p.ok) return UsageFailure(o, p.error);
+  }
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
-  Result<std::vector<int>> ids = engine->Tokenize(p.text, /*markup=*/!o.plain, /*add_bos=*/false);
+  Result<std::vector<int>> ids =
+      p.text.empty() && engine->info().has_tokenizer ? Result<std::vector<int>>(std::vector<int>())
+                                                     : engine->Tokenize(p.text, /*markup=*/!o.plain, /*add_bos=*/false);
   if (!ids.has_value()) {
     ReportFailure("tokenize", ids.error(), DetailOf(ids.error(), *engine), o);
     return 1;

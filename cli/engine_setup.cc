@@ -1,6 +1,9 @@
 #include "engine_setup.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "help.h"
 #include "report.h"
@@ -14,9 +17,46 @@ bool MentionsCpus(const std::string& s) {
   return s.empty() || Contains(s, "cpu") || Contains(s, "CPU");
 }
 
-void Line(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+// A failure's lines: stderr, or (with --json) gathered into one
+// {"error": ...} object on stdout by FailureReport's destructor.
+std::vector<std::string>* g_collect = nullptr;
+
+void Line(const std::string& s) {
+  if (g_collect != nullptr) {
+    g_collect->push_back(s);
+  } else {
+    std::fprintf(stderr, "%s\n", s.c_str());
+  }
+}
+
+class FailureReport {
+ public:
+  FailureReport(bool json, std::string code) : json_(json), code_(std::move(code)) {
+    if (json_) g_collect = &lines_;
+  }
+  ~FailureReport() {
+    if (!json_) return;
+    g_collect = nullptr;
+    std::string message;
+    for (const std::string& l : lines_) message += (message.empty() ? "" : "\n") + l;
+    PrintJsonError(code_, message);
+  }
+
+ private:
+  bool json_;
+  std::string code_;
+  std::vector<std::string> lines_;
+};
 
 }  // namespace
+
+void PrintJsonError(const std::string& code, const std::string& message) {
+  Json j;
+  j["error"]["code"] = code;
+  j["error"]["message"] = message;
+  std::printf("%s\n", DumpJson(j).c_str());
+  std::fflush(stdout);
+}
 
 Config ConfigFromOptions(const Options& o) {
   Config c;
@@ -35,6 +75,7 @@ Config ConfigFromOptions(const Options& o) {
 
 void ReportFailure(const std::string& what, const Status& status, const std::string& detail,
                    const Options& o) {
+  FailureReport report(o.json, ErrcText(status.code()));
   const std::string text = ErrcText(status.code());
   const Errc code = status.code();
   if (what == "open" && o.cpus_given && code == Errc::kArg && MentionsCpus(detail)) {
@@ -63,13 +104,18 @@ void ReportFailure(const std::string& what, const Status& status, const std::str
          "` to see the floor)");
     return;
   }
+  if (what == "tokenize" && code == Errc::kUnsupported) {
+    Line(what + ": " + o.model() + " has no tokenizer (no tokenizer.json); give token ids with "
+         "--ids \"1 2 3\" instead of text");
+    return;
+  }
   if (detail.rfind("expert ", 0) == 0) {  // a failed expert read (§5.6)
     Line(what + ": " + text);
     Line("  " + detail);
     if (code == Errc::kIo) {
       Line(
-          "  the container is damaged or truncated: re-download or re-convert it, then check "
-          "every record with the reference's verify tool");
+          "  the container is damaged or truncated: re-download or re-convert it (`--verify` "
+          "checks the crc32 of every record as it is read)");
     }
     return;
   }
@@ -88,7 +134,27 @@ std::string DetailOf(const Status& status, const Engine& engine) {
   return engine.error_detail();
 }
 
+bool CheckContainerPath(const Options& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir(o.model());
+  std::string problem;
+  if (!fs::exists(dir, ec)) {
+    problem = "no such directory: " + o.model();
+  } else if (!fs::is_directory(dir, ec)) {
+    problem = o.model() + " is a file; MODEL is a container directory (the folder holding "
+              "manifest.json)";
+  } else if (!fs::exists(dir / "manifest.json", ec)) {
+    problem = "not a waste container: " + o.model() + " (no manifest.json)";
+  }
+  if (problem.empty()) return true;
+  FailureReport report(o.json, "not a container");
+  Line(problem);
+  return false;
+}
+
 std::unique_ptr<Engine> OpenEngine(const Options& o) {
+  if (!CheckContainerPath(o)) return nullptr;
   Result<std::unique_ptr<Engine>> opened = Engine::Open(o.model(), ConfigFromOptions(o));
   if (!opened.has_value()) {
     ReportFailure("open", opened.error(), opened.error().message(), o);
@@ -96,7 +162,11 @@ std::unique_ptr<Engine> OpenEngine(const Options& o) {
   }
   std::unique_ptr<Engine> engine = std::move(opened).value();
   if (!o.quiet) {
-    std::string warning = OverCapWarning(engine->memory_used().budget_bytes, UsableRam());
+    const MemoryUsage used = engine->memory_used();
+    std::string warning =
+        OverCapWarning(used.trunk_bytes + used.state_bytes + used.scratch_bytes +
+                           used.expert_cache_bytes,
+                       UsableRam(), o.model());
     if (!warning.empty()) Line(warning);
   }
   return engine;
@@ -105,6 +175,12 @@ std::unique_ptr<Engine> OpenEngine(const Options& o) {
 void PrintOpenNotes(const Engine& engine, const Options& o, bool budget_note) {
   if (o.quiet) return;
   if (budget_note && !o.budget_given) Line(BudgetNote(engine.memory_used(), UsableRam()));
+  // manifest.json only: cheap next to the open that just happened.
+  if (Result<MemPlan> plan = PlanMemory(o.model(), o.ctx); plan.has_value()) {
+    std::string hint = SmallCacheHint(engine.memory_used().expert_cache_bytes,
+                                      plan->working_set_bytes, o.model());
+    if (!hint.empty()) Line(hint);
+  }
   if (!engine.stats().direct_io) {
     Line(
         "waste: page cache not bypassed on this filesystem: expert hit rates include the "
@@ -133,14 +209,28 @@ std::optional<ChatTemplate> LoadTemplate(const Options& o, bool quiet) {
   return std::move(loaded).value();
 }
 
-std::string StopFor(const Options& o, const PromptPlan& plan) {
-  return o.stop_given ? o.stop : plan.default_stop;
+std::vector<std::string> StopFor(const Options& o, const PromptPlan& plan) {
+  if (o.stop_given) return o.stops;
+  if (plan.default_stop.empty()) return {};
+  return {plan.default_stop};
 }
 
 int UsageFailure(const Options& o, const std::string& message) {
+  if (o.json) {
+    PrintJsonError("usage", message);
+    return 2;
+  }
   Line(message);
   Line(UsageHint(o.command));
   return 2;
+}
+
+std::string ContextTooSmall(uint64_t prompt_tokens, uint32_t ctx, int position) {
+  std::string where = position > 0 ? " (" + std::to_string(position) + " already used)" : "";
+  return "the prompt is " + std::to_string(prompt_tokens) + " tokens but the context holds " +
+         std::to_string(ctx) + where + ", with one position kept for the reply: raise --ctx "
+         "(e.g. --ctx " + std::to_string((prompt_tokens + 1 + static_cast<uint64_t>(position)) * 2) +
+         ") or shorten the prompt";
 }
 
 void WriteOut(std::string_view bytes) {

@@ -18,6 +18,10 @@ namespace waste::cli {
 
 Config ConfigFromOptions(const Options& options);
 
+// MODEL names a directory holding manifest.json; else prints why not
+// ("not a waste container: PATH (no manifest.json)", "PATH is a file; ...").
+bool CheckContainerPath(const Options& options);
+
 // Opens MODEL. On failure prints the messages and returns nullptr (exit 1).
 // Prints the over-budget warning (§4.3) unless -q.
 std::unique_ptr<Engine> OpenEngine(const Options& options);
@@ -43,12 +47,19 @@ bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segme
 // command continues untemplated).
 std::optional<ChatTemplate> LoadTemplate(const Options& options, bool quiet);
 
-// The stop string in force: --stop when given, else the plan's default.
-std::string StopFor(const Options& options, const PromptPlan& plan);
+// The stop strings in force: every --stop when given, else the plan's
+// default (none when that is empty).
+std::vector<std::string> StopFor(const Options& options, const PromptPlan& plan);
+
+// {"error": {"code": CODE, "message": MESSAGE}} on stdout (--json failures).
+void PrintJsonError(const std::string& code, const std::string& message);
 
 // Usage error of a command after parsing (no prompt, bad ids): prints the
 // message and the usage hint; returns 2.
 int UsageFailure(const Options& options, const std::string& message);
+
+// "the prompt is N tokens but the context holds M ...: raise --ctx".
+std::string ContextTooSmall(uint64_t prompt_tokens, uint32_t ctx, int position);
 
 // Writes bytes to stdout unbuffered-enough for streaming.
 void WriteOut(std::string_view bytes);

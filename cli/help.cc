@@ -3,6 +3,7 @@
 #include "help.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 
 #include "waste/waste.h"
@@ -17,17 +18,20 @@ struct CommandDoc {
 };
 
 const CommandDoc kDocs[] = {
-    {Command::kRun, "MODEL [PROMPT]",
+    {Command::kRun, "MODEL [PROMPT...]",
      "generate a continuation (chat template from MODEL/chat.json unless --raw)"},
-    {Command::kChat, "MODEL", "interactive conversation: /reset /stats /save F /load F /help"},
-    {Command::kEval, "MODEL [PROMPT]", "most likely next tokens after the prompt (no sampling)"},
+    {Command::kChat, "MODEL",
+     "interactive conversation (line editing, history; /help lists the /commands)"},
+    {Command::kEval, "MODEL [PROMPT...]", "most likely next tokens after the prompt (no sampling)"},
     {Command::kPerplexity, "MODEL FILE", "perplexity of the model on a text file (one pass, no BOS)"},
-    {Command::kTokenize, "MODEL [TEXT]", "text to token ids (special tokens recognised)"},
-    {Command::kDetokenize, "MODEL [IDS]", "token ids to text"},
-    {Command::kBench, "MODEL", "fixed prompt, greedy: throughput and expert-cache counters"},
+    {Command::kTokenize, "MODEL [TEXT...]", "text to token ids (special tokens recognised)"},
+    {Command::kDetokenize, "MODEL [IDS...]", "token ids to text"},
+    {Command::kBench, "MODEL",
+     "prompt processing (pp) and generation (tg) speed apart, like llama-bench"},
     {Command::kPlan, "MODEL", "memory floor and recommended budget; reads manifest.json only"},
     {Command::kInfo, "MODEL", "open the model and describe it"},
-    {Command::kVersion, "", "one line of build details"},
+    {Command::kVersion, "", "one line of build details (also waste --version, waste -v)"},
+    {Command::kHelp, "[COMMAND]", "this list, or one command's options"},
 };
 
 const CommandDoc& DocFor(Command c) {
@@ -50,17 +54,21 @@ struct Sinks {
 };
 
 void AddOptions(CLI::App* sub, Command command, Sinks* sinks) {
-  std::string ignored = std::string("Accepted and ignored by ") + CommandName(command);
   for (const OptionSpec& spec : OptionTable()) {
-    std::string names =
-        spec.alias != nullptr ? std::string(spec.alias) + "," + spec.name : std::string(spec.name);
+    if ((spec.used_by & Bit(command)) == 0) continue;  // refused, so not listed
+    // CLI11 wants short names first: "-c,--ctx,--ctx-size".
+    std::vector<std::string> spellings = SpellingsOf(spec);
+    std::stable_partition(spellings.begin(), spellings.end(),
+                          [](const std::string& s) { return s.rfind("--", 0) != 0; });
+    std::string names;
+    for (const std::string& s : spellings) names += (names.empty() ? "" : ",") + s;
     CLI::Option* opt;
     if (spec.value_name != nullptr) {
       opt = sub->add_option(names, sinks->text, spec.help)->type_name(spec.value_name);
     } else {
       opt = sub->add_flag(names, sinks->flag, spec.help);
     }
-    opt->group((spec.used_by & Bit(command)) != 0 ? "Options" : ignored);
+    opt->group("Options");
   }
 }
 
@@ -73,10 +81,13 @@ std::string GlobalHelp() try {
   // `serve` parses its own options (cli/cmd_serve.cc).
   app.add_subcommand("serve", "OpenAI-compatible HTTP server: waste serve MODEL [--port N]");
   app.footer(
-      "Options and positionals may follow the command in any order; every command accepts "
-      "every option. `waste COMMAND --help` lists them.\n"
+      "Options and positionals may follow the command in any order; --opt=value and -n8 work, "
+      "`--` ends the options, prompt words are joined. Each command refuses options it does "
+      "not use; `waste help COMMAND` lists its options.\n"
+      "Sizes (--budget): K/M/G/T or KiB/MiB/GiB/TiB, all binary. docs/CLI.md has the details.\n"
       "Environment variables (WASTE_THREADS, WASTE_CPUS, WASTE_DIRECT, ...): docs/ENV.md.\n"
-      "Exit status: 0 success, 1 the engine refused or failed, 2 usage error.");
+      "Exit status: 0 success, 1 the engine refused or failed, 2 usage error, 130 / 143 "
+      "stopped by Ctrl-C / SIGTERM.");
   return app.help();
 } catch (const std::exception&) {
   // CLI11 throws only for a malformed table, which the tests would catch.
@@ -96,9 +107,12 @@ std::string CommandHelp(Command command) try {
   size_t open = positionals.find('[');
   if (open != std::string::npos) {
     std::string name = positionals.substr(open + 1, positionals.find(']') - open - 1);
-    const char* what = command == Command::kDetokenize
-                           ? "ids separated by blanks or commas; - = stdin (default when piped)"
-                           : "text; - = stdin (default when piped); --file takes precedence";
+    const char* what =
+        command == Command::kHelp ? "a command"
+        : command == Command::kDetokenize
+            ? "ids separated by blanks or commas; - = stdin (default when piped)"
+            : "text (several words are joined by spaces; `--` first if it starts with '-'); "
+              "- = stdin (default when piped)";
     sub->add_option(name, argument, what)->type_name("");
   }
   AddOptions(sub, command, &sinks);

@@ -17,12 +17,15 @@ bool StdinIsTerminal() {
 #endif
 }
 
-bool StderrIsTerminal() {
+bool StreamIsTerminal(int fd) {
 #ifdef WASTE_CLI_HAVE_UNISTD
-  return ::isatty(STDERR_FILENO) != 0;
+  return ::isatty(fd) != 0;
 #else
+  (void)fd;
   return false;
 #endif
 }
+
+bool StderrIsTerminal() { return StreamIsTerminal(2); }
 
 }  // namespace waste::cli

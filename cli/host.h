@@ -1,6 +1,6 @@
 // Facts about this process that the CLI needs and the public API does not
-// offer (yet): whether stdin is a terminal. Kept to
-// the C and POSIX calls MinGW also provides, so there is no per-OS #ifdef.
+// offer (yet): whether stdin / a stream is a terminal. Kept to the C and
+// POSIX calls MinGW also provides, so there is no per-OS #ifdef.
 #pragma once
 
 #include <cstdint>
@@ -9,5 +9,7 @@ namespace waste::cli {
 
 bool StdinIsTerminal();
 bool StderrIsTerminal();
+// fd 0, 1 or 2.
+bool StreamIsTerminal(int fd);
 
 }  // namespace waste::cli

@@ -1,10 +1,12 @@
 // waste: the command table. Parses the command line (options.cc), prints
 // help or a usage error, and hands the options to one command.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "engine_setup.h"
 #include "help.h"
 #include "options.h"
 
@@ -46,6 +48,11 @@ int Main(int argc, char** argv) {
       return 0;
     }
     case ParseOutcome::Kind::kUsageError:
+      if (!parsed.message.empty() &&
+          std::find(args.begin(), args.end(), "--json") != args.end()) {
+        PrintJsonError("usage", parsed.message);  // stdout carries one JSON object
+        return 2;
+      }
       if (parsed.message.empty()) {  // no arguments at all
         std::fputs(GlobalHelp().c_str(), stderr);
       } else if (parsed.options.command == Command::kNone) {

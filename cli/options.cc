@@ -1,13 +1,18 @@
-// Hand-written scanner for ENGINE.md §1.2. CLI11 (help.cc) renders the help
-// text from the same table, but it cannot reproduce the reference's grammar
-// and messages (`-5` and `--` are errors, `--temp -1` reaches the range
-// check, `--temp --budget 8G` is a missing value), so parsing is done here.
+// Hand-written scanner (docs/CLI.md "Grammar"). CLI11 (help.cc) renders the
+// help text from the same table; the scanning is ours because some rules
+// are not CLI11's: a value that looks like a negative number is a value
+// (`--temp -1` reaches the range check), `--temp --budget 8G` is a missing
+// value rather than "--budget" taken as the temperature, and every message
+// is ours. Beyond that it follows the common habits: --opt=value, -n8,
+// aliases, `--`, prompt words joined, "did you mean".
 #include "options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace waste::cli {
 namespace {
@@ -22,6 +27,10 @@ constexpr unsigned kReadsPrompt =
 constexpr unsigned kJson = Bit(Command::kEval) | Bit(Command::kPerplexity) | Bit(Command::kTokenize) |
                            Bit(Command::kDetokenize) | Bit(Command::kPlan) | Bit(Command::kInfo) |
                            Bit(Command::kBench) | Bit(Command::kRun);
+constexpr unsigned kModel = kOpens | Bit(Command::kPlan);
+constexpr unsigned kRunChat = Bit(Command::kRun) | Bit(Command::kChat);
+// Commands whose second positional is text (or ids): words are joined.
+constexpr unsigned kTakesArgument = kReadsPrompt;
 
 // The reference's limit on --image (its fixed queue).
 constexpr size_t kMaxImages = 32;
@@ -103,16 +112,51 @@ bool LooksLikeOption(const std::string& w) {
 
 const OptionSpec* FindOption(const std::string& word) {
   for (const OptionSpec& spec : OptionTable()) {
-    if (word == spec.name || (spec.alias != nullptr && word == spec.alias)) return &spec;
+    for (const std::string& s : SpellingsOf(spec)) {
+      if (word == s) return &spec;
+    }
   }
   return nullptr;
 }
 
-// Applies a value-taking option; false when the value is malformed.
+// "ID+BIAS", "ID-BIAS", "ID=BIAS" or "ID:BIAS"; BIAS may be "-inf" (never)
+// after '=' / ':'.
+bool ParseLogitBias(const std::string& v, std::pair<int, float>* out) {
+  size_t i = 0;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
+  if (i == 0 || i == v.size()) return false;
+  std::optional<int> id = ParseNonNegInt(std::string_view(v).substr(0, i));
+  if (!id) return false;
+  std::string rest = v.substr(i);
+  if (rest[0] == '=' || rest[0] == ':') rest.erase(0, 1);
+  if (rest == "-inf" || rest == "-INF") {
+    *out = {*id, -INFINITY};
+    return true;
+  }
+  std::optional<float> bias = ParseFloat(rest);
+  if (!bias) return false;
+  *out = {*id, *bias};
+  return true;
+}
+
+// Applies a value-taking option (by its canonical name); false when the
+// value is malformed (`error` may then hold a better message).
 bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::string* error) {
+  auto set_float = [&](float* field) {
+    std::optional<float> f = ParseFloat(v);
+    if (!f) return false;
+    *field = *f;
+    return true;
+  };
   if (name == "--budget") {
-    std::optional<uint64_t> bytes = ParseSize(v);
+    bool had_unit = false;
+    std::optional<uint64_t> bytes = ParseSize(v, &had_unit);
     if (!bytes) return false;
+    if (!had_unit && *bytes != 0) {
+      *error = "--budget " + v + ": give a unit, e.g. " + v + "G (K, M, G, T are binary: 1G = " +
+               "1024 MiB; write " + v + "B if you really mean bytes)";
+      return false;
+    }
     o->budget_bytes = *bytes;
     o->budget_given = true;
   } else if (name == "--ctx") {
@@ -125,13 +169,28 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     o->n_tokens = *n;
     o->n_given = true;
   } else if (name == "--temp") {
-    std::optional<float> f = ParseFloat(v);
-    if (!f) return false;
-    o->temp = *f;
+    return set_float(&o->temp);
   } else if (name == "--top-p") {
-    std::optional<float> f = ParseFloat(v);
-    if (!f) return false;
-    o->top_p = *f;
+    return set_float(&o->top_p);
+  } else if (name == "--min-p") {
+    return set_float(&o->min_p);
+  } else if (name == "--repeat-penalty") {
+    return set_float(&o->repeat_penalty);
+  } else if (name == "--presence-penalty") {
+    return set_float(&o->presence_penalty);
+  } else if (name == "--frequency-penalty") {
+    return set_float(&o->frequency_penalty);
+  } else if (name == "--repeat-last-n") {
+    std::optional<int> n = ParseNonNegInt(v);
+    if (!n) return false;
+    o->repeat_last_n = *n;
+  } else if (name == "--logit-bias") {
+    std::pair<int, float> bias;
+    if (!ParseLogitBias(v, &bias)) {
+      *error = "invalid value for --logit-bias: " + v + " (want ID+BIAS or ID-BIAS, e.g. 15043+1.5)";
+      return false;
+    }
+    o->logit_bias.push_back(bias);
   } else if (name == "--top-k") {
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
@@ -141,15 +200,20 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     std::optional<uint64_t> n = ParseU64(v);
     if (!n) return false;
     o->seed = *n;
+    o->seed_given = true;
   } else if (name == "--threads") {
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
     o->threads = *n;
   } else if (name == "--cpus") {
-    o->cpus = v;  // validated by the engine at open (§1.3)
+    o->cpus = v;  // validated by the engine at open
     o->cpus_given = true;
   } else if (name == "--stop") {
-    o->stop = v;
+    if (v.empty()) {
+      *error = "--stop needs a non-empty string";
+      return false;
+    }
+    o->stops.push_back(v);
     o->stop_given = true;
   } else if (name == "--file") {
     o->file = v;
@@ -187,6 +251,25 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     std::optional<uint32_t> n = ParseU32(v);
     if (!n) return false;
     o->prompt_tokens = *n;
+  } else if (name == "--prompt") {
+    // llama-bench habit: `bench -p 512` is the prompt length.
+    if (o->command == Command::kBench) return ApplyValue("--prompt-tokens", v, o, error);
+    if (o->prompt_given) {
+      *error = "give -p/--prompt once";
+      return false;
+    }
+    o->prompt = v;
+    o->prompt_given = true;
+  } else if (name == "--model") {
+    o->model_option = v;
+    o->model_given = true;
+  } else if (name == "--reps") {
+    std::optional<int> n = ParseNonNegInt(v);
+    if (!n || *n == 0) return false;
+    o->reps = *n;
+  } else if (name == "--output") {
+    if (v != "md" && v != "csv" && v != "json") return false;
+    o->output_format = v;
   } else {
     return false;
   }
@@ -209,13 +292,16 @@ void ApplyFlag(const std::string& name, Options* o) {
       {"--no-direct-io", &Options::no_direct_io, true},
       {"--plain", &Options::plain, true},
       {"--markup", &Options::plain, false},
+      {"--verbose", &Options::verbose, true},
+      {"--ignore-eos", &Options::ignore_eos, true},
   };
   for (const Flag& f : kFlags) {
     if (name == f.name) o->*f.field = f.value;
   }
 }
 
-// §1.3: after parsing, in this order: temp, top-p, top-k, ctx, -n, threads.
+// After parsing, in this order: temp, top-p, top-k, ctx, -n, threads, then
+// the extra sampler values.
 std::string RangeCheck(const Options& o) {
   if (!(o.temp >= 0.0f)) return "--temp must be >= 0";
   if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return "--top-p must be in (0, 1]";
@@ -223,6 +309,8 @@ std::string RangeCheck(const Options& o) {
   if (o.ctx == 0) return "--ctx must be > 0";
   if (o.n_tokens == 0) return "-n must be > 0";
   if (o.threads < 0) return "--threads must be >= 0";
+  if (!(o.min_p >= 0.0f && o.min_p <= 1.0f)) return "--min-p must be in [0, 1]";
+  if (!(o.repeat_penalty > 0.0f)) return "--repeat-penalty must be > 0 (1 = off)";
   return "";
 }
 
@@ -234,40 +322,125 @@ ParseOutcome UsageError(std::string message, Options options) {
   return out;
 }
 
+ParseOutcome Help(Options options) {
+  ParseOutcome out;
+  out.kind = ParseOutcome::Kind::kHelp;
+  out.options = std::move(options);
+  return out;
+}
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> names;
+  for (Command c : AllCommands()) names.push_back(CommandName(c));
+  return names;
+}
+
+std::string DidYouMean(const std::string& close) {
+  return close.empty() ? "" : "; did you mean " + close + "?";
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
+
+std::vector<std::string> SpellingsOf(const OptionSpec& spec) {
+  std::vector<std::string> out = {spec.name};
+  if (spec.alias == nullptr) return out;
+  std::string_view rest = spec.alias;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    out.emplace_back(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::string Closest(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() < 3) return "";  // "-x": any guess would be noise
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const std::string& c : candidates) {
+    size_t d = EditDistance(word, c);
+    // A word that is the start of exactly this candidate counts as close.
+    if (word.size() >= 3 && c.rfind(word, 0) == 0) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : "";
+}
 
 const std::vector<OptionSpec>& OptionTable() {
   static const std::vector<OptionSpec> table = {
+      {"--model", "-m", "DIR", "the container directory (instead of the first word)", kModel},
+      {"--prompt", "-p", "TEXT",
+       "the prompt (instead of the words after MODEL); bench: prompt length in tokens",
+       kReadsPrompt | Bit(Command::kBench)},
+      {"--file", "-f", "F", "read the prompt (ids for detokenize) from F; - = stdin",
+       kReadsPrompt},
       {"--budget", nullptr, "SIZE",
-       "RAM budget for everything the engine allocates: bytes or 512M, 1.5G, 2 GB (binary "
-       "units); 0 = pick one from usable RAM",
-       kOpens | Bit(Command::kPlan)},
-      {"--ctx", nullptr, "N", "context length in tokens (default 4096)",
-       kOpens | Bit(Command::kPlan)},
-      {"-n", nullptr, "N", "tokens to generate (default 128; bench: 64)", kGenerates},
-      {"--temp", nullptr, "F", "sampling temperature, 0 = greedy (default 0)", kGenerates},
-      {"--top-p", nullptr, "F", "nucleus mass in (0, 1] (default 1)", kGenerates},
+       "RAM budget for everything the engine allocates, with a unit: 512M, 1.5G, 4GiB, 1T "
+       "(K/M/G/T and KiB/MiB/GiB/TiB are all binary); 0 or absent = the default: "
+       "`waste plan`'s recommendation, at most 75% of usable RAM",
+       kModel},
+      {"--ctx", "-c,--ctx-size", "N", "context length in tokens (default 4096)", kModel},
+      {"-n", "--n-predict", "N", "tokens to generate (default 128; bench: 64)", kGenerates},
+      {"--temp", "--temperature", "F", "sampling temperature, 0 = greedy (default 0)",
+       kGenerates},
+      {"--top-p", nullptr, "F", "nucleus mass in (0, 1] (default 1 = off)", kGenerates},
       {"--top-k", nullptr, "N",
-       "keep the N most likely tokens, 0 = off; eval: rows shown (default 10)",
+       "keep the N most likely tokens (default 0 = off); eval: rows shown (default 10)",
        kGenerates | Bit(Command::kEval)},
-      {"--seed", nullptr, "N", "sampling seed, 0 = the fixed default", kGenerates},
-      {"--threads", nullptr, "N", "compute threads, 0 = WASTE_THREADS or every usable CPU", kOpens},
+      {"--min-p", nullptr, "F",
+       "drop tokens below F times the top token's probability (default 0 = off)", kGenerates},
+      {"--repeat-penalty", nullptr, "F",
+       "divide the logit of recently seen tokens by F (default 1 = off)", kGenerates},
+      {"--repeat-last-n", nullptr, "N", "tokens the penalties look back over (default 64)",
+       kGenerates},
+      {"--presence-penalty", nullptr, "F",
+       "subtract F from the logit of every recently seen token (default 0)", kGenerates},
+      {"--frequency-penalty", nullptr, "F",
+       "subtract F times its count from a recently seen token's logit (default 0)", kGenerates},
+      {"--logit-bias", nullptr, "ID+F",
+       "add F to token ID's logit (ID-F subtracts, ID=-inf bans; repeatable)", kGenerates},
+      {"--ignore-eos", nullptr, nullptr, "keep generating past the end-of-text token",
+       kGenerates},
+      {"--seed", "-s", "N",
+       "sampling seed for reproducible output (default: random when --temp > 0)", kGenerates},
+      {"--threads", "-t", "N", "compute threads, 0 = WASTE_THREADS or every usable CPU",
+       kOpens},
       {"--cpus", nullptr, "LIST", "bind compute threads to CPUs, e.g. 0-5,8 (Linux, Windows)",
        kOpens},
       {"--stop", nullptr, "STR",
-       "stop when the output contains STR (default: the chat "
+       "stop when the output contains STR (repeatable: any of them; default: the chat "
        "template's end of turn)",
-       Bit(Command::kRun) | Bit(Command::kChat)},
-      {"--file", nullptr, "F", "read the prompt (ids for detokenize) from F; - = stdin",
-       kReadsPrompt},
-      {"--system", nullptr, "STR", "system prompt (used with a chat template)",
-       Bit(Command::kRun) | Bit(Command::kChat)},
+       kRunChat},
+      {"--system", nullptr, "STR", "system prompt (used with a chat template)", kRunChat},
       {"--image", nullptr, "F", "attach an image (repeatable, at most 32; needs a vision tower)",
-       Bit(Command::kRun) | Bit(Command::kChat) | Bit(Command::kEval)},
+       kRunChat | Bit(Command::kEval)},
       {"--raw", nullptr, nullptr, "ignore the container's chat.json: continue the text as is",
-       Bit(Command::kRun) | Bit(Command::kChat)},
-      {"--json", nullptr, nullptr, "print one JSON object on stdout and nothing else", kJson},
-      {"--quiet", "-q", nullptr, "no echo, notes or statistics", kGenerates},
+       kRunChat},
+      {"--json", nullptr, nullptr,
+       "print one JSON object on stdout and nothing else (errors too: {\"error\": ...})", kJson},
+      {"--quiet", "-q", nullptr, "only the model's text: no echo, notes or statistics",
+       kGenerates},
+      {"--verbose", "-v", nullptr, "also print the seed and the detailed timings", kGenerates},
       {"--learn", nullptr, nullptr, "save the expert hotlist (usage.waste) at the end",
        Bit(Command::kRun)},
       {"--verify", nullptr, nullptr, "check the crc32 of every expert record read", kOpens},
@@ -280,12 +453,17 @@ const std::vector<OptionSpec>& OptionTable() {
       {"--logits-out", nullptr, "FILE", "write the full logits as raw little-endian f32",
        Bit(Command::kEval)},
       {"--ids", nullptr, "\"1 2 3\"", "use these token ids as the prompt (no tokenizer needed)",
-       Bit(Command::kRun) | Bit(Command::kEval) | Bit(Command::kBench) | Bit(Command::kDetokenize)},
-      {"--prompt-tokens", nullptr, "N", "bench: prompt length in tokens (fixed prompt repeated)",
+       Bit(Command::kRun) | Bit(Command::kEval) | Bit(Command::kBench) |
+           Bit(Command::kDetokenize)},
+      {"--prompt-tokens", nullptr, "N", "prompt length in tokens (fixed prompt repeated)",
        Bit(Command::kBench)},
-      {"--markup", nullptr, nullptr, "tokenize: recognise special tokens (the default)",
+      {"--reps", "-r", "N", "repetitions; rows show the mean and standard deviation (default 1)",
+       Bit(Command::kBench)},
+      {"--output", "-o", "md|csv|json", "table format (default md; --json = -o json)",
+       Bit(Command::kBench)},
+      {"--markup", nullptr, nullptr, "recognise special tokens (the default)",
        Bit(Command::kTokenize)},
-      {"--plain", nullptr, nullptr, "tokenize: treat special-token text as ordinary text",
+      {"--plain", nullptr, nullptr, "treat special-token text as ordinary text",
        Bit(Command::kTokenize)},
   };
   return table;
@@ -293,8 +471,9 @@ const std::vector<OptionSpec>& OptionTable() {
 
 const std::vector<Command>& AllCommands() {
   static const std::vector<Command> all = {
-      Command::kRun,   Command::kChat, Command::kEval, Command::kPerplexity, Command::kTokenize, Command::kDetokenize,
-      Command::kBench, Command::kPlan, Command::kInfo, Command::kVersion};
+      Command::kRun,   Command::kChat,  Command::kEval,       Command::kPerplexity,
+      Command::kTokenize, Command::kDetokenize, Command::kBench, Command::kPlan,
+      Command::kInfo,  Command::kVersion, Command::kHelp};
   return all;
 }
 
@@ -320,6 +499,8 @@ const char* CommandName(Command c) {
       return "info";
     case Command::kVersion:
       return "version";
+    case Command::kHelp:
+      return "help";
     case Command::kNone:
       break;
   }
@@ -333,7 +514,7 @@ std::optional<Command> CommandFromName(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<uint64_t> ParseSize(std::string_view s) {
+std::optional<uint64_t> ParseSize(std::string_view s, bool* had_unit) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   size_t len = DecimalPrefix(s);
@@ -341,26 +522,16 @@ std::optional<uint64_t> ParseSize(std::string_view s) {
   double value = std::strtod(std::string(s.substr(0, len)).c_str(), nullptr);
   std::string_view rest = s.substr(len);
   while (!rest.empty() && IsBlank(rest.front())) rest.remove_prefix(1);
+  if (had_unit != nullptr) *had_unit = !rest.empty();
   double mult = 1;
   if (!rest.empty()) {
-    switch (rest.front()) {
-      case 'k':
-      case 'K':
-        mult = 1024.0;
-        rest.remove_prefix(1);
-        break;
-      case 'm':
-      case 'M':
-        mult = 1024.0 * 1024;
-        rest.remove_prefix(1);
-        break;
-      case 'g':
-      case 'G':
-        mult = 1024.0 * 1024 * 1024;
-        rest.remove_prefix(1);
-        break;
-      default:
-        break;
+    const char* kPrefixes = "kmgt";
+    const char* at = std::strchr(kPrefixes, std::tolower(static_cast<unsigned char>(rest[0])));
+    if (at != nullptr && *at != '\0') {
+      for (const char* p = kPrefixes; p <= at; ++p) mult *= 1024.0;
+      rest.remove_prefix(1);
+      // KiB, MiB, ...: the 'i' only with a following B.
+      if (rest.size() == 2 && (rest[0] == 'i' || rest[0] == 'I')) rest.remove_prefix(1);
     }
   }
   if (!rest.empty() && (rest.front() == 'b' || rest.front() == 'B')) rest.remove_prefix(1);
@@ -396,42 +567,101 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
   Options o;
   if (args.empty()) return UsageError("", o);
   const std::string& word = args[0];
-  if (word == "-h" || word == "--help") {
+  if (word == "-h" || word == "--help") return Help(o);
+  if (word == "-v" || word == "--version") {
+    o.command = Command::kVersion;
+    o.command_name = "version";
     ParseOutcome out;
-    out.kind = ParseOutcome::Kind::kHelp;
+    out.options = std::move(o);
     return out;
   }
   std::optional<Command> command = CommandFromName(word);
-  if (!command) return UsageError("unknown command '" + word + "' (try --help)", o);
+  if (!command) {
+    std::string close = Closest(word, CommandNames());
+    return UsageError("unknown command '" + word + "'" +
+                          (close.empty() ? "" : "; did you mean '" + close + "'?") +
+                          " (try --help)",
+                      o);
+  }
   o.command = *command;
   o.command_name = word;
+  if (o.command == Command::kHelp) {
+    // `waste help [COMMAND]`
+    if (args.size() == 1) return Help(Options{});
+    std::optional<Command> about = CommandFromName(args[1]);
+    if (!about || args.size() > 2) {
+      std::string close = Closest(args[1], CommandNames());
+      return UsageError("help: unknown command '" + args[1] + "'" +
+                            (close.empty() ? "" : "; did you mean '" + close + "'?"),
+                        Options{});
+    }
+    Options about_o;
+    about_o.command = *about;
+    return Help(about_o);
+  }
 
+  std::vector<std::string> words;  // positionals as given
+  bool options_ended = false;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a.size() <= 1 || a[0] != '-') {  // includes a lone "-" (stdin)
-      if (o.positionals.size() >= 2) return UsageError("unexpected argument \"" + a + "\"", o);
-      o.positionals.push_back(a);
+    // Positionals: after `--`, a lone "-" (stdin), anything not starting
+    // with '-', and "-5 degrees" ('-' then a digit or '.').
+    if (options_ended || a.size() <= 1 || a[0] != '-' || !LooksLikeOption(a)) {
+      words.push_back(a);
       continue;
     }
-    if (a == "-h" || a == "--help") {
-      ParseOutcome out;
-      out.kind = ParseOutcome::Kind::kHelp;
-      out.options = std::move(o);
-      return out;
+    if (a == "--") {
+      options_ended = true;
+      continue;
     }
-    const OptionSpec* spec = FindOption(a);
-    if (spec == nullptr) return UsageError("unknown option " + a, o);
+    if (a == "-h" || a == "--help") return Help(std::move(o));
+    std::string name = a;
+    std::optional<std::string> inline_value;
+    if (a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        name = a.substr(0, eq);
+        inline_value = a.substr(eq + 1);
+      }
+    }
+    const OptionSpec* spec = FindOption(name);
+    if (spec == nullptr && a[1] != '-' && a.size() > 2) {
+      // -n8, -c2048: a one-letter option with its value attached.
+      const OptionSpec* short_spec = FindOption(a.substr(0, 2));
+      if (short_spec != nullptr && short_spec->value_name != nullptr) {
+        spec = short_spec;
+        name = a.substr(0, 2);
+        inline_value = a.substr(2);
+      }
+    }
+    if (spec == nullptr) {
+      std::vector<std::string> all;
+      for (const OptionSpec& s : OptionTable()) {
+        if ((s.used_by & Bit(o.command)) == 0) continue;
+        for (const std::string& sp : SpellingsOf(s)) all.push_back(sp);
+      }
+      return UsageError("unknown option " + name + DidYouMean(Closest(name, all)), o);
+    }
+    if ((spec->used_by & Bit(o.command)) == 0) {
+      return UsageError(o.command_name + " does not use " + name, o);
+    }
     if (spec->value_name == nullptr) {
+      if (inline_value) return UsageError(name + " takes no value", o);
       ApplyFlag(spec->name, &o);
       continue;
     }
-    if (i + 1 >= args.size() || LooksLikeOption(args[i + 1])) {
-      return UsageError(a + " needs a value", o);
+    std::string value;
+    if (inline_value) {
+      value = *inline_value;
+    } else {
+      if (i + 1 >= args.size() || LooksLikeOption(args[i + 1]) || args[i + 1] == "--") {
+        return UsageError(name + " needs a value", o);
+      }
+      value = args[++i];
     }
-    const std::string& value = args[++i];
     std::string error;
     if (!ApplyValue(spec->name, value, &o, &error)) {
-      if (error.empty()) error = "invalid value for " + a + ": " + value;
+      if (error.empty()) error = "invalid value for " + name + ": " + value;
       return UsageError(error, o);
     }
   }
@@ -439,8 +669,53 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
   std::string range = RangeCheck(o);
   if (!range.empty()) return UsageError(range, o);
   if (o.command == Command::kBench && !o.n_given) o.n_tokens = 64;
-  if (o.command != Command::kVersion && o.positionals.empty()) {
+  if (o.command == Command::kBench && o.json) o.output_format = "json";
+  if (o.command == Command::kVersion) {
+    if (!words.empty()) return UsageError("unexpected argument \"" + words[0] + "\"", o);
+    ParseOutcome out;
+    out.options = std::move(o);
+    return out;
+  }
+
+  // MODEL: -m, else the first word. Then the prompt: -p, else the other
+  // words joined by spaces (as ollama does), for the commands that read one.
+  if (o.model_given) {
+    o.positionals.push_back(o.model_option);
+  } else if (!words.empty()) {
+    o.positionals.push_back(words.front());
+    words.erase(words.begin());
+  } else {
     return UsageError("missing MODEL (the container directory)", o);
+  }
+  if ((Bit(o.command) & kTakesArgument) != 0) {
+    if (o.prompt_given && !words.empty()) {
+      return UsageError("give the prompt once: -p \"" + o.prompt + "\" and \"" + words[0] +
+                            "\" were both given",
+                        o);
+    }
+    if (o.prompt_given) {
+      o.positionals.push_back(o.prompt);
+    } else if (!words.empty()) {
+      std::string joined;
+      for (size_t i = 0; i < words.size(); ++i) joined += (i ? " " : "") + words[i];
+      o.positionals.push_back(joined);
+    }
+    if (o.has_argument() && o.file_given) {
+      return UsageError("give the prompt once: --file " + o.file + " and \"" + o.argument() +
+                            "\" were both given",
+                        o);
+    }
+  } else if (o.command == Command::kPerplexity) {
+    // perplexity MODEL FILE: one path, never joined.
+    if (words.size() > 1) {
+      return UsageError("unexpected argument \"" + words[1] + "\" (perplexity takes MODEL FILE)",
+                        o);
+    }
+    if (!words.empty()) o.positionals.push_back(words.front());
+  } else if (!words.empty()) {
+    return UsageError("unexpected argument \"" + words[0] + "\" (" + o.command_name +
+                          " takes MODEL only)",
+                      o);
   }
   ParseOutcome out;
   out.options = std::move(o);

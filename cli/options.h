@@ -1,12 +1,16 @@
-// The command line of ENGINE.md §1: the command word, then options and
-// positionals in any order, parsed by the exact grammar of §1.2 (messages
-// and exit codes are part of the contract). No engine calls here.
+// The command line: the command word, then options and positionals in any
+// order (docs/CLI.md). llama.cpp/ollama habits work: --opt=value, -n8,
+// aliases (-p -m -c -t -s -f, --n-predict, --temperature, --ctx-size), `--`
+// ends the options, several prompt words are joined by spaces. Options a
+// command does not read are refused; unknown words get a "did you mean".
+// No engine calls here.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "waste/config.h"
@@ -24,7 +28,8 @@ enum class Command {
   kBench,
   kPlan,
   kInfo,
-  kVersion
+  kVersion,
+  kHelp  // `waste help [COMMAND]`
 };
 
 // Bit per command, for "which commands use this option" (help grouping).
@@ -48,7 +53,7 @@ struct Options {
   int threads = 0;
   std::string cpus;
   bool cpus_given = false;
-  std::string stop;
+  std::vector<std::string> stops;  // --stop, repeatable (all apply)
   bool stop_given = false;
   std::string file;
   bool file_given = false;
@@ -69,6 +74,23 @@ struct Options {
   bool ids_given = false;
   uint32_t prompt_tokens = 0;  // bench: 0 = the fixed prompt as is
   bool plain = false;          // tokenize without recognising specials
+  std::string prompt;          // -p/--prompt
+  bool prompt_given = false;
+  std::string model_option;    // -m/--model
+  bool model_given = false;
+  bool verbose = false;        // -v after a command: seed, timings detail
+  bool seed_given = false;
+  // Sampling beyond temperature / top-k / top-p (docs/CLI.md).
+  float min_p = 0.0f;
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  bool ignore_eos = false;
+  std::vector<std::pair<int, float>> logit_bias;
+  // bench
+  int reps = 1;
+  std::string output_format;  // bench -o: md (default), csv, json
 
   const std::string& model() const { return positionals[0]; }
   bool has_argument() const { return positionals.size() >= 2; }
@@ -95,10 +117,11 @@ const char* CommandName(Command c);
 // The commands in the order help lists them.
 const std::vector<Command>& AllCommands();
 
-// --budget grammar: decimal float, optional k/m/g (binary) and optional b,
-// blanks around the suffix; nullopt when malformed, negative, not finite or
-// beyond 2^64-1 bytes.
-std::optional<uint64_t> ParseSize(std::string_view text);
+// Size grammar: decimal float, optional unit K/M/G/T (also KB/KiB, MB/MiB,
+// ..., any case; all binary: 1K = 1024), or a lone B; blanks around the
+// unit; nullopt when malformed, negative, not finite or beyond 2^64-1 bytes.
+// `had_unit` (optional) tells whether a unit was written.
+std::optional<uint64_t> ParseSize(std::string_view text, bool* had_unit = nullptr);
 
 // Token ids separated by blanks, commas, tabs or newlines. On failure
 // `bad` receives the offending word.
@@ -107,11 +130,17 @@ std::optional<std::vector<int>> ParseIdList(std::string_view text, std::string* 
 // The option table, shared with the help text.
 struct OptionSpec {
   const char* name;        // "--budget", "-n"
-  const char* alias;       // "-q" for --quiet, else nullptr
+  const char* alias;       // other spellings, comma-separated ("-q"), else nullptr
   const char* value_name;  // "SIZE"; nullptr for a flag
   const char* help;
   unsigned used_by;  // Bit(Command) mask of commands that read it
 };
 const std::vector<OptionSpec>& OptionTable();
+// Every spelling of `spec` (name first, then the aliases).
+std::vector<std::string> SpellingsOf(const OptionSpec& spec);
+
+// The closest of `candidates` to `word` (edit distance at most 2, or a
+// third of the word), or "" when none is close.
+std::string Closest(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace waste::cli

@@ -48,11 +48,11 @@ std::string DumpJson(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string FormatGb(uint64_t bytes) { return fmt::format("{:.2f} GB", double(bytes) / kGiB); }
+std::string FormatGb(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / kGiB); }
 
 std::string FormatSize(uint64_t bytes) {
   if (double(bytes) >= kGiB) return FormatGb(bytes);
-  return fmt::format("{:.0f} MB", double(bytes) / kMiB);
+  return fmt::format("{:.0f} MiB", double(bytes) / kMiB);
 }
 
 int HitPercent(uint64_t hit, uint64_t miss) {
@@ -67,6 +67,57 @@ std::string StatsLine(uint64_t tokens, double seconds, uint64_t hit, uint64_t mi
                      seconds, rate, hit, miss, HitPercent(hit, miss));
 }
 
+namespace {
+double Rate(double n, double s) { return s > 0 ? n / s : 0.0; }
+double Round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+std::string ReadAmount(uint64_t bytes) {
+  if (double(bytes) >= kGiB) return fmt::format("{:.2f} GiB", double(bytes) / kGiB);
+  return fmt::format("{:.1f} MiB", double(bytes) / kMiB);
+}
+}  // namespace
+
+std::string StatsLine(const RunTimings& t) {
+  std::string out = "[";
+  if (t.load_s >= 0) out += fmt::format("load {:.2f} s | ", t.load_s);
+  out += fmt::format("prompt {} tokens, {:.2f} s, {:.2f} tok/s | first token {:.2f} s | ",
+                     t.prompt_tokens, t.prompt_s, Rate(double(t.prompt_tokens), t.prompt_s),
+                     t.first_token_s);
+  out += fmt::format("{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {}%, {} read]",
+                     t.tokens, t.gen_s, Rate(double(t.tokens), t.gen_s), t.hit, t.miss,
+                     HitPercent(t.hit, t.miss), ReadAmount(t.bytes_read));
+  return out;
+}
+
+void AddTimings(const RunTimings& t, Json* j) {
+  Json& o = *j;
+  if (t.load_s >= 0) o["load_s"] = Round4(t.load_s);
+  o["prompt_s"] = Round4(t.prompt_s);
+  o["prompt_tok_per_s"] = Round4(Rate(double(t.prompt_tokens), t.prompt_s));
+  o["first_token_s"] = Round4(t.first_token_s);
+  o["generate_s"] = Round4(t.gen_s);
+  const uint64_t lookups = t.hit + t.miss;
+  o["hit_rate"] = Round4(lookups > 0 ? double(t.hit) / double(lookups) : 0.0);
+  o["total_bytes_read"] = t.bytes_read;
+}
+
+std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s) {
+  const double rate = Rate(double(done), elapsed_s);
+  const int pct = total > 0 ? int(100.0 * double(done) / double(total)) : 0;
+  std::string eta = rate > 0 ? fmt::format("{:.0f} s", double(total - done) / rate) : "?";
+  return fmt::format("prompt {}/{} tokens ({}%), {:.1f} tok/s, ETA {}", done, total, pct, rate,
+                     eta);
+}
+
+std::string SmallCacheHint(uint64_t expert_cache, uint64_t working_set, const std::string& model) {
+  if (working_set == 0 || expert_cache >= working_set) return "";
+  return fmt::format(
+      "waste: hint: the expert cache ({}) is smaller than one token's working set ({}): every "
+      "token re-reads its experts from disk. A larger --budget helps; `waste plan {}` shows "
+      "the recommendation",
+      FormatSize(expert_cache), FormatSize(working_set), model);
+}
+
 std::string BudgetNote(const MemoryUsage& used, uint64_t usable) {
   uint64_t total =
       used.trunk_bytes + used.state_bytes + used.scratch_bytes + used.expert_cache_bytes;
@@ -75,15 +126,15 @@ std::string BudgetNote(const MemoryUsage& used, uint64_t usable) {
                      FormatGb(used.expert_cache_bytes));
 }
 
-std::string OverCapWarning(uint64_t budget, uint64_t usable) {
+std::string OverCapWarning(uint64_t allocated, uint64_t usable, const std::string& model) {
   if (usable == 0) return "";
   uint64_t cap = usable - usable / 4;
-  if (budget <= cap) return "";
+  if (allocated <= cap) return "";
   return fmt::format(
-      "waste: budget {} leaves under 25% of the {} this process may use\n"
-      "waste: the OS will page the expert cache and throughput will collapse; "
-      "`waste plan MODEL` shows the floor",
-      FormatGb(budget), FormatGb(usable));
+      "waste: the engine holds {}, leaving under 25% of the {} this process may use\n"
+      "waste: the OS may page the expert cache out and throughput then collapses; "
+      "`waste plan {}` shows the floor",
+      FormatGb(allocated), FormatGb(usable), model);
 }
 
 std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBudget& budget) {
@@ -246,6 +297,22 @@ std::string DisplayPiece(std::string_view bytes) {
         out.append(bytes.substr(i, n));
         i += n;
       }
+    }
+  }
+  return out;
+}
+
+std::string EscapeControls(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (char ch : bytes) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7F)) {
+      out.push_back(ch);
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += fmt::format("\\x{:02x}", c);
     }
   }
   return out;

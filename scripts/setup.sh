@@ -6,7 +6,7 @@
 set -eu
 
 PACKAGES="build-essential cmake ninja-build pkg-config libcpu-features-dev nlohmann-json3-dev
-libfmt-dev libcli11-dev zlib1g-dev libpcre2-dev liburing-dev libgtest-dev libbenchmark-dev libstb-dev
+libfmt-dev libcli11-dev libedit-dev zlib1g-dev libpcre2-dev liburing-dev libgtest-dev libbenchmark-dev libstb-dev
 python3-numpy python3-regex qemu-user g++-aarch64-linux-gnu clang
 libcpp-httplib-dev json-schema-test-suite nodejs npm chromium"
 

@@ -23,6 +23,14 @@ double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// Generate's outcome as the Status these routes reason about: a callback
+// that stopped the run is kCancelled, as before Generate returned a reason.
+Status AsStatus(const Result<FinishReason>& finished) {
+  if (!finished) return finished.error();
+  if (*finished == FinishReason::kCancelled) return Status(Errc::kCancelled, "cancelled by callback");
+  return Status::Ok();
+}
+
 ApiError EngineFailure(const Status& st, const Engine& engine) {
   std::string detail = st.message().empty() ? engine.error_detail() : st.message();
   std::string msg = std::string("generate: ") + ErrcText(st.code());

@@ -99,6 +99,20 @@ struct GenParams {
   // is one the constraint allows, and each generated token is passed to
   // its Accept(). Not owned; must outlive the Generate call.
   TokenConstraint* constraint = nullptr;
+  // Beyond temperature / top-k / top-p; the defaults leave sampling (and
+  // greedy) exactly as without them.
+  float min_p = 0.0f;                // drop p < min_p * p_max (0 = off)
+  float repeat_penalty = 1.0f;       // seen token: logit / rp if > 0, else * rp
+  int repeat_last_n = 64;            // tokens (prompt + generated) penalties look at
+  float presence_penalty = 0.0f;     // subtracted once per seen token
+  float frequency_penalty = 0.0f;    // subtracted per occurrence
+  bool ignore_eos = false;           // keep going past the end-of-text token
+  std::vector<std::pair<int, float>> logit_bias;  // added to the logit (-inf bans)
+  // Prefill progress: called after each prompt chunk (at most 64 tokens)
+  // with (tokens done, prompt length). Return false to cancel: Generate then
+  // returns FinishReason::kCancelled before any token (the chunks fed stay
+  // in the session's state).
+  std::function<bool(int done, int total)> on_prefill;
 };
 
 // Per generated token. Return false to cancel.
@@ -122,7 +136,7 @@ enum class FinishReason : int {
   kStopString = 2,   // the generated text now contains a GenParams::stop_strings entry
   kLength = 3,       // GenParams::max_tokens tokens were generated
   kContextFull = 4,  // the session's context has no room for another token
-  kCancelled = 5,    // the token callback returned false
+  kCancelled = 5,    // the token callback (or GenParams::on_prefill) returned false
 };
 
 // "eos", "stop_token", "stop_string", "length", "context_full", "cancelled".

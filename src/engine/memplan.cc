@@ -20,8 +20,8 @@ constexpr uint64_t kF32 = sizeof(float);
 
 std::string Size(uint64_t bytes) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GB", bytes / kGiB);
-  return fmt::format("{:.0f} MB", bytes / (1024.0 * 1024.0));
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / kGiB);
+  return fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0));
 }
 
 }  // namespace

@@ -103,6 +103,27 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
   return st;
 }
 
+// Feed(ids, true) in the chunks Forward::Run would use (so the result is
+// bit-identical), asking `progress` after each chunk whether to go on.
+Status SessionCore::FeedPrompt(std::span<const int> ids,
+                               const std::function<bool(int, int)>& progress, bool* cancelled) {
+  if (!progress) return Feed(ids, true);
+  const size_t chunk = Forward::kMaxChunk;
+  size_t done = 0;
+  while (done < ids.size()) {
+    // A pending token rides at the front of the first chunk.
+    const size_t room = done == 0 && pending >= 0 ? chunk - 1 : chunk;
+    const size_t n = std::min(room, ids.size() - done);
+    WASTE_TRY(Feed(ids.subspan(done, n), done + n == ids.size()));
+    done += n;
+    if (!progress(static_cast<int>(done), static_cast<int>(ids.size()))) {
+      *cancelled = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
 // Every step's logits are checked; cheap next to the lm_head itself.
 Status SessionCore::CheckLogits() const {
   std::span<const float> logits = forward->logits();
@@ -186,7 +207,16 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       s.detail = s.ContextFull();
       return ArgError(s.detail);
     }
-    Sampler sampler(SamplerParams{params.temperature, params.top_p, params.top_k, params.seed});
+    SamplerParams sp{params.temperature, params.top_p, params.top_k, params.seed};
+    sp.min_p = params.min_p;
+    sp.repeat_penalty = params.repeat_penalty;
+    sp.repeat_last_n = params.repeat_last_n;
+    sp.presence_penalty = params.presence_penalty;
+    sp.frequency_penalty = params.frequency_penalty;
+    sp.logit_bias = params.logit_bias;
+    Sampler sampler(sp);
+    // The penalties look at the prompt as well as the generated tokens.
+    for (int id : prompt) sampler.Accept(id);
     // With a constraint, the token the sampler picks is checked; only a
     // forbidden pick pays for the full mask and a second draw.
     std::vector<float> masked;
@@ -200,6 +230,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         }
         params.constraint->Accept(t);
       }
+      sampler.Accept(t);
       return t;
     };
     StopStringScan stop_strings(params.stop_strings);
@@ -207,13 +238,16 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     ExpertCache& cache = *s.model->cache;
 
     auto t0 = Clock::now();
-    WASTE_TRY(s.Feed(prompt, true));
+    bool cancelled = false;
+    Status fed = s.FeedPrompt(prompt, params.on_prefill, &cancelled);
     {
       std::lock_guard<std::mutex> acct(s.model->acct_mu);
       s.Account(Seconds(t0, Clock::now()), prompt.size(), 0, 0);
     }
+    WASTE_TRY(fed);
+    if (cancelled) return FinishReason::kCancelled;
     int tok = pick(s.forward->logits());
-    const int eos = s.model->info.eos_id;
+    const int eos = params.ignore_eos ? -1 : s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
     for (int t = 0; t < params.max_tokens; ++t) {
       // Every token delivered has been (or, the last one, will be) fed, so

@@ -22,7 +22,58 @@ float Sampler::NextUniform() {
   return static_cast<float>(static_cast<double>(state_ >> 11) * (1.0 / 9007199254740992.0));
 }
 
-int Sampler::Sample(std::span<const float> logits) {
+bool Sampler::Adjusts() const {
+  const bool penalties = p_.repeat_last_n > 0 && (p_.repeat_penalty != 1.0f ||
+                                                  p_.presence_penalty != 0.0f ||
+                                                  p_.frequency_penalty != 0.0f);
+  return penalties || !p_.logit_bias.empty() || p_.min_p > 0.0f;
+}
+
+void Sampler::Accept(int token) {
+  if (p_.repeat_last_n <= 0 || !Adjusts()) return;
+  const size_t n = static_cast<size_t>(p_.repeat_last_n);
+  if (recent_.size() < n) {
+    recent_.push_back(token);
+  } else {
+    recent_[recent_next_] = token;
+    recent_next_ = (recent_next_ + 1) % n;
+  }
+}
+
+std::span<const float> Sampler::Adjust(std::span<const float> logits) {
+  adjusted_.assign(logits.begin(), logits.end());
+  const size_t v = adjusted_.size();
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (id >= 0 && static_cast<size_t>(id) < v) adjusted_[static_cast<size_t>(id)] += bias;
+  }
+  if (!recent_.empty()) {
+    // Count each distinct token once, then penalise it once.
+    std::vector<int> seen(recent_);
+    std::sort(seen.begin(), seen.end());
+    for (size_t i = 0; i < seen.size();) {
+      size_t j = i;
+      while (j < seen.size() && seen[j] == seen[i]) ++j;
+      const int id = seen[i];
+      const float count = static_cast<float>(j - i);
+      i = j;
+      if (id < 0 || static_cast<size_t>(id) >= v) continue;
+      float& l = adjusted_[static_cast<size_t>(id)];
+      if (p_.repeat_penalty != 1.0f) l = l > 0.0f ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+      l -= count * p_.frequency_penalty + p_.presence_penalty;
+    }
+  }
+  if (p_.min_p > 0.0f && v > 0) {
+    const float cut = adjusted_[static_cast<size_t>(Argmax(adjusted_))] + std::log(p_.min_p);
+    for (float& l : adjusted_) {
+      if (l < cut) l = -INFINITY;
+    }
+  }
+  return adjusted_;
+}
+
+int Sampler::Sample(std::span<const float> raw_logits) {
+  const bool adjusting = Adjusts();
+  const std::span<const float> logits = adjusting ? Adjust(raw_logits) : raw_logits;
   const size_t v = logits.size();
   if (p_.temperature <= 0.0f || v == 0) return Argmax(logits);
   const float u = NextUniform();
@@ -39,7 +90,8 @@ int Sampler::Sample(std::span<const float> logits) {
     float r = u * z, c = 0.0f;
     for (size_t i = 0; i < v; ++i) {
       c += probs_[i];
-      if (r <= c) return static_cast<int>(i);
+      // probs_[i] > 0: a banned (-inf) token is never drawn, even by u = 0.
+      if (r <= c && (probs_[i] > 0.0f || !adjusting)) return static_cast<int>(i);
     }
     return static_cast<int>(v - 1);
   }

@@ -174,7 +174,7 @@ std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 TEST(StreamingCli, BenchJsonIsOneObjectWithTheStreamingKeys) {
   Ran r = Shell(std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
-                " --budget " + std::to_string(BudgetUnderTest(1)) + " -n 4 --json 2>/dev/null");
+                " --budget " + std::to_string(BudgetUnderTest(1)) + "B -n 4 --json 2>/dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;

@@ -2,6 +2,7 @@
 // §1.7, §7.4), tested without an engine through waste_cli_options.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -49,13 +50,14 @@ TEST(CliGrammar, GlobalHelp) {
 
 TEST(CliGrammar, UnknownCommand) {
   EXPECT_EQ(ErrorOf({"frobnicate", "m"}), "unknown command 'frobnicate' (try --help)");
-  EXPECT_EQ(ErrorOf({"--version"}), "unknown command '--version' (try --help)");
+  EXPECT_EQ(ErrorOf({"rnu", "m"}), "unknown command 'rnu'; did you mean 'run'? (try --help)");
+  EXPECT_EQ(ErrorOf({"--verison"}), "unknown command '--verison' (try --help)");
 }
 
 TEST(CliGrammar, EveryCommandIsKnown) {
   for (const char* name :
        {"run", "chat", "eval", "perplexity", "tokenize", "detokenize", "bench", "plan", "info",
-        "version"}) {
+        "version", "help"}) {
     std::optional<Command> c = CommandFromName(name);
     ASSERT_TRUE(c.has_value()) << name;
     EXPECT_STREQ(CommandName(*c), name);
@@ -76,8 +78,69 @@ TEST(CliGrammar, OptionsAndPositionalsInAnyOrder) {
   EXPECT_TRUE(o.raw);
 }
 
-TEST(CliGrammar, ThirdPositionalIsUnexpected) {
-  EXPECT_EQ(ErrorOf({"run", "m", "a", "b"}), "unexpected argument \"b\"");
+TEST(CliGrammar, PromptWordsAreJoined) {
+  EXPECT_EQ(Ok({"run", "m", "hello", "world", "-n", "3", "again"}).argument(), "hello world again");
+  EXPECT_EQ(ErrorOf({"chat", "m", "b"}), "unexpected argument \"b\" (chat takes MODEL only)");
+  EXPECT_EQ(ErrorOf({"version", "x"}), "unexpected argument \"x\"");
+}
+
+TEST(CliGrammar, DoubleDashEndsOptions) {
+  Options o = Ok({"run", "m", "-n", "2", "--", "-n", "--json"});
+  EXPECT_EQ(o.argument(), "-n --json");
+  EXPECT_EQ(o.n_tokens, 2u);
+  EXPECT_FALSE(o.json);
+  EXPECT_EQ(Ok({"run", "m", "--", "-5 degrees"}).argument(), "-5 degrees");
+  // '-' then a digit is text even without `--`.
+  EXPECT_EQ(Ok({"run", "m", "-5 degrees"}).argument(), "-5 degrees");
+}
+
+TEST(CliGrammar, AttachedValues) {
+  Options o = Ok({"run", "m", "x", "--budget=1G", "-n8", "-c2048", "--temp=0.5", "-s7", "-t3"});
+  EXPECT_EQ(o.budget_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(o.n_tokens, 8u);
+  EXPECT_EQ(o.ctx, 2048u);
+  EXPECT_FLOAT_EQ(o.temp, 0.5f);
+  EXPECT_EQ(o.seed, 7u);
+  EXPECT_TRUE(o.seed_given);
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--json=1"}), "--json takes no value");
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--temp="}), "invalid value for --temp: ");
+}
+
+TEST(CliGrammar, LlamaCppAliases) {
+  Options o = Ok({"run", "-m", "dir", "-p", "hi there", "--n-predict", "5", "--temperature", "0.7",
+                  "--ctx-size", "512", "--threads", "2", "--seed", "9"});
+  EXPECT_EQ(o.model(), "dir");
+  EXPECT_EQ(o.argument(), "hi there");
+  EXPECT_EQ(o.n_tokens, 5u);
+  EXPECT_FLOAT_EQ(o.temp, 0.7f);
+  EXPECT_EQ(o.ctx, 512u);
+  EXPECT_EQ(Ok({"run", "m", "-f", "p.txt"}).file, "p.txt");
+  EXPECT_EQ(Ok({"bench", "m", "-p", "128"}).prompt_tokens, 128u);  // llama-bench's -p
+  EXPECT_EQ(ErrorOf({"run", "m", "-p", "a", "b"}).rfind("give the prompt once", 0), 0u);
+  EXPECT_EQ(ErrorOf({"run", "m", "a", "-f", "p.txt"}).rfind("give the prompt once", 0), 0u);
+}
+
+TEST(CliGrammar, VersionAndHelpCommand) {
+  for (const char* v : {"-v", "--version", "version"}) {
+    ParseOutcome p = Parse({v});
+    EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << v;
+    EXPECT_EQ(p.options.command, Command::kVersion) << v;
+  }
+  EXPECT_EQ(Parse({"help"}).kind, ParseOutcome::Kind::kHelp);
+  EXPECT_EQ(Parse({"help"}).options.command, Command::kNone);
+  ParseOutcome h = Parse({"help", "chat"});
+  EXPECT_EQ(h.kind, ParseOutcome::Kind::kHelp);
+  EXPECT_EQ(h.options.command, Command::kChat);
+  EXPECT_EQ(ErrorOf({"help", "chta"}), "help: unknown command 'chta'; did you mean 'chat'?");
+}
+
+TEST(CliGrammar, DidYouMean) {
+  EXPECT_EQ(ErrorOf({"run", "m", "--tmep", "1"}), "unknown option --tmep; did you mean --temp?");
+  EXPECT_EQ(ErrorOf({"run", "m", "--budgett", "1G"}),
+            "unknown option --budgett; did you mean --budget?");
+  EXPECT_EQ(ErrorOf({"run", "m", "--zzzzzzzz"}), "unknown option --zzzzzzzz");
+  EXPECT_EQ(Closest("/exti", {"/exit", "/help"}), "/exit");
 }
 
 TEST(CliGrammar, LoneDashIsPositional) {
@@ -86,9 +149,7 @@ TEST(CliGrammar, LoneDashIsPositional) {
 }
 
 TEST(CliGrammar, UnknownOptions) {
-  EXPECT_EQ(ErrorOf({"run", "m", "-5"}), "unknown option -5");
-  EXPECT_EQ(ErrorOf({"run", "m", "--"}), "unknown option --");
-  EXPECT_EQ(ErrorOf({"run", "m", "--temp=1"}), "unknown option --temp=1");
+  EXPECT_EQ(ErrorOf({"run", "m", "-x"}), "unknown option -x");  // too short to guess
   EXPECT_EQ(ErrorOf({"info", "m", "--frobnicate"}), "unknown option --frobnicate");
 }
 
@@ -112,10 +173,38 @@ TEST(CliGrammar, MissingValue) {
   EXPECT_TRUE(Ok({"run", "m", "--file", "-"}).file_given);
 }
 
-TEST(CliGrammar, LastRepeatWins) {
+TEST(CliGrammar, LastRepeatWinsButStopsAccumulate) {
   Options o = Ok({"run", "m", "--temp", "1", "--temp", "0.25", "--stop", "a", "--stop", "b"});
   EXPECT_FLOAT_EQ(o.temp, 0.25f);
-  EXPECT_EQ(o.stop, "b");
+  EXPECT_EQ(o.stops, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(CliGrammar, SamplingOptions) {
+  Options o = Ok({"run", "m", "x", "--min-p", "0.05", "--repeat-penalty", "1.1",
+                  "--repeat-last-n", "32", "--presence-penalty", "0.5", "--frequency-penalty",
+                  "0.25", "--ignore-eos", "--logit-bias", "15+1.5", "--logit-bias", "7-2",
+                  "--logit-bias", "9=-inf"});
+  EXPECT_FLOAT_EQ(o.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(o.repeat_penalty, 1.1f);
+  EXPECT_EQ(o.repeat_last_n, 32);
+  EXPECT_FLOAT_EQ(o.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(o.frequency_penalty, 0.25f);
+  EXPECT_TRUE(o.ignore_eos);
+  ASSERT_EQ(o.logit_bias.size(), 3u);
+  EXPECT_EQ(o.logit_bias[0], (std::pair<int, float>{15, 1.5f}));
+  EXPECT_EQ(o.logit_bias[1], (std::pair<int, float>{7, -2.0f}));
+  EXPECT_TRUE(std::isinf(o.logit_bias[2].second));
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--logit-bias", "abc"}).rfind("invalid value for --logit-bias", 0), 0u);
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--min-p", "2"}), "--min-p must be in [0, 1]");
+}
+
+TEST(CliGrammar, BenchOptions) {
+  Options o = Ok({"bench", "m", "--reps", "5", "-o", "csv"});
+  EXPECT_EQ(o.reps, 5);
+  EXPECT_EQ(o.output_format, "csv");
+  EXPECT_EQ(Ok({"bench", "m", "--json"}).output_format, "json");
+  EXPECT_EQ(ErrorOf({"bench", "m", "-o", "xml"}), "invalid value for -o: xml");
+  EXPECT_EQ(ErrorOf({"bench", "m", "--reps", "0"}), "invalid value for --reps: 0");
 }
 
 TEST(CliGrammar, ImagesAccumulateUpTo32) {
@@ -130,29 +219,34 @@ TEST(CliGrammar, ImagesAccumulateUpTo32) {
   EXPECT_EQ(ErrorOf(args), "at most 32 images");
 }
 
-TEST(CliGrammar, EveryCommandAcceptsEveryOption) {
+// Each command accepts the options it reads and refuses the others by name.
+TEST(CliGrammar, CommandsRefuseOptionsTheyDoNotUse) {
   for (Command c : AllCommands()) {
+    if (c == Command::kHelp) continue;
     std::vector<std::string> args = {CommandName(c), "m"};
     for (const OptionSpec& spec : OptionTable()) {
-      args.push_back(spec.name);
-      if (spec.value_name == nullptr) continue;
       std::string name = spec.name;
-      if (name == "--budget")
-        args.push_back("1G");
-      else if (name == "--cache")
-        args.push_back("lru");
-      else if (name == "--ids")
-        args.push_back("1 2 3");
-      else if (name == "--temp" || name == "--top-p")
-        args.push_back("0.5");
-      else if (name == "--cpus")
-        args.push_back("0");
-      else
-        args.push_back("3");
+      std::string value = name == "--budget"                          ? "1G"
+                          : name == "--cache"                         ? "lru"
+                          : name == "--ids"                           ? "1 2 3"
+                          : name == "--output"                        ? "csv"
+                          : name == "--logit-bias"                    ? "1+1"
+                          : name == "--temp" || name == "--top-p" || name == "--min-p" ? "0.5"
+                          : name == "--cpus"                          ? "0"
+                                                                      : "3";
+      std::vector<std::string> one = {CommandName(c), "m", name};
+      if (spec.value_name != nullptr) one.push_back(value);
+      ParseOutcome p = Parse(one);
+      if ((spec.used_by & Bit(c)) != 0) {
+        if (name == "--model" || name == "--prompt" || name == "--file") continue;
+        EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << CommandName(c) << " " << name << ": " << p.message;
+      } else {
+        EXPECT_EQ(p.message, std::string(CommandName(c)) + " does not use " + name);
+      }
     }
-    ParseOutcome p = Parse(args);
-    EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << CommandName(c) << ": " << p.message;
   }
+  EXPECT_EQ(ErrorOf({"chat", "m", "--file", "x"}), "chat does not use --file");
+  EXPECT_EQ(ErrorOf({"chat", "m", "--json"}), "chat does not use --json");
 }
 
 TEST(CliGrammar, MissingModel) {
@@ -168,7 +262,14 @@ TEST(CliValues, Budget) {
   EXPECT_EQ(Ok({"plan", "m", "--budget", "1.5GB"}).budget_bytes, 1610612736u);
   EXPECT_EQ(Ok({"plan", "m", "--budget", "2 G"}).budget_bytes, 2147483648u);
   EXPECT_EQ(Ok({"plan", "m", "--budget", "512M"}).budget_bytes, 536870912u);
-  EXPECT_EQ(Ok({"plan", "m", "--budget", "4096"}).budget_bytes, 4096u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "4096B"}).budget_bytes, 4096u);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "4GiB"}).budget_bytes, uint64_t{4} << 30);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "1T"}).budget_bytes, uint64_t{1} << 40);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "2 TiB"}).budget_bytes, uint64_t{2} << 40);
+  EXPECT_EQ(Ok({"plan", "m", "--budget", "512mib"}).budget_bytes, uint64_t{512} << 20);
+  // A bare number would be bytes: refused with the reason.
+  EXPECT_EQ(ErrorOf({"plan", "m", "--budget", "4"}).rfind("--budget 4: give a unit, e.g. 4G", 0),
+            0u);
   EXPECT_EQ(Ok({"plan", "m", "--budget", "0"}).budget_bytes, 0u);
   EXPECT_TRUE(Ok({"plan", "m", "--budget", "8k"}).budget_given);
   EXPECT_EQ(ErrorOf({"plan", "m", "--budget", "lots"}), "invalid value for --budget: lots");
@@ -183,8 +284,13 @@ TEST(CliValues, SizeGrammar) {
   EXPECT_EQ(ParseSize(".5G"), 536870912u);
   EXPECT_EQ(ParseSize("100b"), 100u);
   EXPECT_EQ(ParseSize("1e3"), 1000u);
+  EXPECT_EQ(ParseSize("1T"), uint64_t{1} << 40);
+  EXPECT_EQ(ParseSize("1 KiB"), 1024u);
+  bool unit = true;
+  EXPECT_EQ(ParseSize("12", &unit), 12u);
+  EXPECT_FALSE(unit);
   for (const char* bad : {"", "G", "1x", "1GG", "1 G B", "1.5.5", "nan", "inf", "0x10", "-1",
-                          "1e30G", "99999999999999999999999", "1T"}) {
+                          "1e30G", "99999999999999999999999", "1Ti", "1iB", "1KiBB"}) {
     EXPECT_FALSE(ParseSize(bad).has_value()) << bad;
   }
 }
@@ -234,7 +340,9 @@ TEST(CliValues, BenchDefaultsTo64Tokens) {
 
 TEST(CliValues, Extensions) {
   Options o = Ok({"run", "m", "--no-direct-io", "--usage", "u.waste", "--cache", "lru",
-                  "--logits-out", "l.f32", "--ids", "1, 2\t3", "--prompt-tokens", "9", "-q"});
+                  "--ids", "1, 2\t3", "-q"});
+  o.logits_out = Ok({"eval", "m", "--logits-out", "l.f32"}).logits_out;
+  o.prompt_tokens = Ok({"bench", "m", "--prompt-tokens", "9"}).prompt_tokens;
   EXPECT_TRUE(o.no_direct_io);
   EXPECT_EQ(o.usage_path, "u.waste");
   EXPECT_EQ(o.cache_policy, CachePolicy::kLru);
@@ -270,9 +378,11 @@ class PromptTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(PromptTest, FileBeatsPositionalAndLosesTrailingNewlines) {
+TEST_F(PromptTest, FileLosesTrailingNewlinesAndExcludesAPositional) {
   std::ofstream(path_, std::ios::binary) << "from file\r\n\n";
-  Options o = Ok({"run", "m", "positional", "--file", path_});
+  EXPECT_EQ(ErrorOf({"run", "m", "positional", "--file", path_}).rfind("give the prompt once", 0),
+            0u);
+  Options o = Ok({"run", "m", "--file", path_});
   PromptText p = ReadPrompt(o, "no prompt");
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(p.text, "from file");
@@ -310,10 +420,15 @@ TEST(CliHelp, EveryCommandListsEveryOption) {
     EXPECT_NE(global.find(CommandName(c)), std::string::npos);
     std::string help = CommandHelp(c);
     for (const OptionSpec& spec : OptionTable()) {
-      EXPECT_NE(help.find(spec.name), std::string::npos) << CommandName(c) << " " << spec.name;
+      const bool listed = help.find(std::string(spec.name) + " ") != std::string::npos ||
+                          help.find(std::string(spec.name) + ",") != std::string::npos;
+      EXPECT_EQ(listed, (spec.used_by & Bit(c)) != 0) << CommandName(c) << " " << spec.name;
     }
   }
-  EXPECT_NE(UsageHint(Command::kRun).find("waste run MODEL [PROMPT]"), std::string::npos);
+  EXPECT_NE(UsageHint(Command::kRun).find("waste run MODEL [PROMPT...]"), std::string::npos);
+  EXPECT_NE(CommandHelp(Command::kRun).find("-c,--ctx,--ctx-size"), std::string::npos);
+  EXPECT_NE(CommandHelp(Command::kRun).find("--budget"), std::string::npos);
+  EXPECT_NE(CommandHelp(Command::kRun).find("GiB"), std::string::npos);
 }
 
 // --- §7.4 stop strings and UTF-8 hold-back ---------------------------------------
@@ -341,6 +456,28 @@ size_t CutTail(std::string_view w) {
   Utf8Stream u;
   u.Push(w);
   return u.pending();
+}
+
+TEST(CliStream, SeveralStopStringsFirstWins) {
+  std::string out;
+  PieceWriter w(std::vector<std::string>{"END", "##"}, [&](std::string_view b) { out.append(b); });
+  bool go = true;
+  for (const char* p : {"ab", "c#", "#d", "END"}) go = go && w.Push(p);
+  w.Finish();
+  EXPECT_FALSE(go);
+  EXPECT_TRUE(w.stopped());
+  EXPECT_EQ(out, "abc");
+  out.clear();
+  PieceWriter v(std::vector<std::string>{"##", "EN"}, [&](std::string_view b) { out.append(b); });
+  for (const char* p : {"xE", "Ny#"}) v.Push(p);
+  v.Finish();
+  EXPECT_EQ(out, "x");
+  out.clear();
+  PieceWriter u(std::vector<std::string>{"##", "EN"}, [&](std::string_view b) { out.append(b); });
+  for (const char* p : {"xE", "y#"}) u.Push(p);
+  u.Finish();
+  EXPECT_FALSE(u.stopped());
+  EXPECT_EQ(out, "xEy#");
 }
 
 TEST(CliStream, StopStringSplitAcrossPieces) {
@@ -394,10 +531,10 @@ TEST(CliStream, Utf8AndStopTogether) {
 // --- §1.6 / §1.7 report shapes ---------------------------------------------------
 
 TEST(CliReport, Sizes) {
-  EXPECT_EQ(FormatSize(0), "0 MB");
-  EXPECT_EQ(FormatSize(10702040), "10 MB");
-  EXPECT_EQ(FormatSize(uint64_t{4} << 30), "4.00 GB");
-  EXPECT_EQ(FormatGb(uint64_t{3} << 29), "1.50 GB");
+  EXPECT_EQ(FormatSize(0), "0 MiB");
+  EXPECT_EQ(FormatSize(10702040), "10 MiB");
+  EXPECT_EQ(FormatSize(uint64_t{4} << 30), "4.00 GiB");
+  EXPECT_EQ(FormatGb(uint64_t{3} << 29), "1.50 GiB");
   EXPECT_EQ(FormatParams(1113764), "0.00 B");
   EXPECT_EQ(FormatParams(2780000000000ull), "2.78 T");
 }
@@ -407,6 +544,27 @@ TEST(CliReport, StatsLine) {
             "[16 tokens, 26.87 s, 0.60 tok/s | experts 9000 hit / 14552 miss = 38%]");
   EXPECT_EQ(StatsLine(3, 0, 0, 0), "[3 tokens, 0.00 s, 0.00 tok/s | experts 0 hit / 0 miss = 0%]");
   EXPECT_EQ(HitPercent(2965, 363), 89);
+  RunTimings t;
+  t.load_s = 0.5;
+  t.prompt_tokens = 34;
+  t.prompt_s = 5.1;
+  t.first_token_s = 5.3;
+  t.tokens = 8;
+  t.gen_s = 1.41;
+  t.hit = 9000;
+  t.miss = 14552;
+  t.bytes_read = uint64_t{5} << 29;
+  EXPECT_EQ(StatsLine(t),
+            "[load 0.50 s | prompt 34 tokens, 5.10 s, 6.67 tok/s | first token 5.30 s | 8 tokens, "
+            "1.41 s, 5.67 tok/s | experts 9000 hit / 14552 miss = 38%, 2.50 GiB read]");
+  Json j;
+  AddTimings(t, &j);
+  for (const char* key : {"load_s", "prompt_s", "prompt_tok_per_s", "first_token_s", "generate_s",
+                          "hit_rate", "total_bytes_read"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(ProgressLine(128, 2291, 2.0), "prompt 128/2291 tokens (5%), 64.0 tok/s, ETA 34 s");
+  EXPECT_EQ(EscapeControls("a\x1b[2Jb\n\tc\r\x07"), "a\\x1b[2Jb\n\tc\\r\\x07");
 }
 
 TEST(CliReport, BudgetNoteAndWarning) {
@@ -414,14 +572,20 @@ TEST(CliReport, BudgetNoteAndWarning) {
   u.trunk_bytes = uint64_t{20} << 30;
   u.expert_cache_bytes = uint64_t{10} << 30;
   EXPECT_EQ(BudgetNote(u, uint64_t{64} << 30),
-            "waste: no --budget, using 30.00 GB of 64.00 GB (expert cache 10.00 GB)");
-  EXPECT_EQ(BudgetNote(u, 0), "waste: no --budget, using 30.00 GB (expert cache 10.00 GB)");
-  EXPECT_TRUE(OverCapWarning(uint64_t{48} << 30, uint64_t{64} << 30).empty());
-  std::string w = OverCapWarning(uint64_t{50} << 30, uint64_t{64} << 30);
-  EXPECT_EQ(
-      w.rfind("waste: budget 50.00 GB leaves under 25% of the 64.00 GB this process may use", 0),
-      0u);
-  EXPECT_TRUE(OverCapWarning(uint64_t{50} << 30, 0).empty());
+            "waste: no --budget, using 30.00 GiB of 64.00 GiB (expert cache 10.00 GiB)");
+  EXPECT_EQ(BudgetNote(u, 0), "waste: no --budget, using 30.00 GiB (expert cache 10.00 GiB)");
+  EXPECT_TRUE(OverCapWarning(uint64_t{48} << 30, uint64_t{64} << 30, "m").empty());
+  std::string w = OverCapWarning(uint64_t{50} << 30, uint64_t{64} << 30, "/models/k");
+  EXPECT_EQ(w.rfind("waste: the engine holds 50.00 GiB, leaving under 25% of the 64.00 GiB this "
+                    "process may use",
+                    0),
+            0u);
+  EXPECT_NE(w.find("waste plan /models/k"), std::string::npos);
+  EXPECT_EQ(w.find("MODEL"), std::string::npos);
+  EXPECT_TRUE(OverCapWarning(uint64_t{50} << 30, 0, "m").empty());
+  EXPECT_TRUE(SmallCacheHint(100, 50, "m").empty());
+  EXPECT_NE(SmallCacheHint(50, 100, "m").find("smaller than one token's working set"),
+            std::string::npos);
 }
 
 MemPlan TinyPlan() {
@@ -449,24 +613,24 @@ TEST(CliReport, PlanTextMatchesTheReferenceLayout) {
   const char* expected_head =
       "memory plan for tiny.waste (ctx 4096)\n"
       "\n"
-      "  resident trunk                0 MB\n"
-      "  KDA state + KV cache          1 MB\n"
-      "  scratch                       9 MB\n"
-      "  minimum expert cache          0 MB\n"
+      "  resident trunk               0 MiB\n"
+      "  KDA state + KV cache         1 MiB\n"
+      "  scratch                      9 MiB\n"
+      "  minimum expert cache         0 MiB\n"
       "  ---------------------------------\n"
-      "  FLOOR                        10 MB\n"
-      "  recommended                  10 MB   (floor + 3x a token's working set,\n"
+      "  FLOOR                       10 MiB\n"
+      "  recommended                 10 MiB   (floor + 3x a token's working set,\n"
       "                                      capped at every expert the\n"
       "                                      container holds; below one\n"
       "                                      working set the cache keeps\n"
       "                                      nothing alive between tokens)\n"
       "\n";
   EXPECT_EQ(text.substr(0, std::string(expected_head).size()), expected_head);
-  EXPECT_NE(text.find("  budget 4.00 GB -> expert cache 3.99 GB\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  budget 4.00 GiB -> expert cache 3.99 GiB\n"), std::string::npos) << text;
   b.below_floor = true;
   b.budget = 1 << 20;
   EXPECT_NE(PlanText("tiny.waste", TinyPlan(), b)
-                .find("  budget 1 MB is BELOW the floor — open would fail\n"),
+                .find("  budget 1 MiB is BELOW the floor — open would fail\n"),
             std::string::npos);
 }
 
@@ -509,7 +673,7 @@ TEST(CliReport, InfoShapes) {
                       "  experts       8 (top-2)\n  hidden        128\n"
                       "  parameters    0.00 B total, 0.00 B active/token\n"
                       "  quantization  experts VQ3R, trunk Q4G/Q8G/F32\n"
-                      "  expert cache  0 MB\n"),
+                      "  expert cache  0 MiB\n"),
             std::string::npos)
       << text;
   std::string j = DumpJson(InfoJson("0.1.0", info, used, "CPU", 2, true));

@@ -1,0 +1,361 @@
+// Issue #17: the `waste` binary used with llama.cpp / ollama habits, one
+// test per behaviour, on the demo container (greedy unless a test says so,
+// so every expectation is deterministic): argument forms, --json errors,
+// timings, Ctrl-C / SIGTERM in run, chat's commands and full context,
+// sampling options, bench rows, container errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "subprocess.h"
+
+namespace waste::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kWaste = WASTE_CLI_BINARY;
+const std::string kDemo = WASTE_DEMO_CONTAINER;
+
+ProcessResult Waste(std::vector<std::string> args, std::string_view input = {}) {
+  args.insert(args.begin(), kWaste);
+  return RunProcess(args, input, 180);
+}
+
+std::string Describe(const ProcessResult& r) {
+  std::ostringstream s;
+  s << "exit " << r.exit_code << " signal " << r.term_signal << "\n--- stdout ---\n"
+    << r.out << "\n--- stderr ---\n"
+    << r.err;
+  return s.str();
+}
+
+bool Contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// stdout must be exactly one JSON object on one line.
+json OneObject(const ProcessResult& r) {
+  EXPECT_TRUE(!r.out.empty() && r.out.back() == '\n' &&
+              std::count(r.out.begin(), r.out.end(), '\n') == 1)
+      << Describe(r);
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_TRUE(j.is_object()) << Describe(r);
+  return j;
+}
+
+class CliHabits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kDemo + "/manifest.json")) << kDemo;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           ("waste_cli_habits_" + std::to_string(getpid()) + "_" + info->name());
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliHabits, AliasesAttachedValuesAndJoinedWordsMeanTheSame) {
+  const ProcessResult a = Waste({"run", kDemo, "hello world", "-n", "6", "--json"});
+  const ProcessResult b =
+      Waste({"run", "-m", kDemo, "--n-predict=6", "--json", "-c4096", "hello", "world"});
+  const ProcessResult c = Waste({"run", "--model=" + kDemo, "-p", "hello world", "-n6", "--json",
+                                 "--temperature", "0"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  const json ja = OneObject(a), jb = OneObject(b), jc = OneObject(c);
+  EXPECT_EQ(ja["ids"], jb["ids"]);
+  EXPECT_EQ(ja["ids"], jc["ids"]);
+  EXPECT_EQ(ja["prompt_tokens"], jb["prompt_tokens"]);
+}
+
+TEST_F(CliHabits, DoubleDashMakesAPromptOfWordsStartingWithDash) {
+  const ProcessResult r = Waste({"tokenize", kDemo, "--json", "--", "-5 degrees"});
+  const ProcessResult plain = Waste({"tokenize", kDemo, "--json", "-5 degrees"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(OneObject(r)["ids"], OneObject(plain)["ids"]);
+  EXPECT_GT(OneObject(r)["n"].get<int>(), 0);
+}
+
+TEST_F(CliHabits, DidYouMeanVersionAndHelp) {
+  const ProcessResult typo = Waste({"run", kDemo, "x", "--tmep", "1"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_TRUE(Contains(typo.err, "unknown option --tmep; did you mean --temp?")) << Describe(typo);
+  const ProcessResult cmd = Waste({"chta", kDemo});
+  EXPECT_EQ(cmd.exit_code, 2);
+  EXPECT_TRUE(Contains(cmd.err, "did you mean 'chat'?")) << Describe(cmd);
+  for (const char* v : {"--version", "-v"}) {
+    const ProcessResult r = Waste({v});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out.rfind("WASTE ", 0), 0u) << Describe(r);
+  }
+  const ProcessResult help = Waste({"help", "bench"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(Contains(help.out, "--reps")) << Describe(help);
+  EXPECT_FALSE(Contains(help.out, "--system")) << Describe(help);  // bench does not use it
+}
+
+TEST_F(CliHabits, OptionsACommandDoesNotUseAreRefused) {
+  const ProcessResult r = Waste({"chat", kDemo, "--file", "x.txt"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "chat does not use --file")) << Describe(r);
+  const ProcessResult e = Waste({"eval", kDemo, "x", "--system", "s"});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_TRUE(Contains(e.err, "eval does not use --system")) << Describe(e);
+}
+
+TEST_F(CliHabits, BudgetUnitsAndBareNumbers) {
+  const ProcessResult bare = Waste({"plan", kDemo, "--budget", "4"});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_TRUE(Contains(bare.err, "--budget 4: give a unit")) << Describe(bare);
+  const json gib = OneObject(Waste({"plan", kDemo, "--budget=1GiB", "--json"}));
+  EXPECT_EQ(gib["budget_bytes"].get<uint64_t>(), uint64_t{1} << 30);
+  const json t = OneObject(Waste({"plan", kDemo, "--budget", "1T", "--json"}));
+  EXPECT_EQ(t["budget_bytes"].get<uint64_t>(), uint64_t{1} << 40);
+  const ProcessResult text = Waste({"plan", kDemo, "--budget", "1G"});
+  EXPECT_TRUE(Contains(text.out, "budget 1.00 GiB")) << Describe(text);
+}
+
+TEST_F(CliHabits, ErrorsUnderJsonAreOneObjectOnStdout) {
+  const ProcessResult usage = Waste({"run", kDemo, "x", "--json", "--temp", "-1"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_EQ(OneObject(usage)["error"]["message"], "--temp must be >= 0");
+  const ProcessResult missing = Waste({"info", (dir_ / "nothing").string(), "--json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(Contains(OneObject(missing)["error"]["message"].get<std::string>(), "no such directory"));
+  const ProcessResult notc = Waste({"plan", dir_.string(), "--json"});
+  EXPECT_EQ(notc.exit_code, 1);
+  EXPECT_EQ(OneObject(notc)["error"]["message"],
+            "not a waste container: " + dir_.string() + " (no manifest.json)");
+}
+
+TEST_F(CliHabits, TokenizeEmptyTextAndNoTokenizer) {
+  const ProcessResult empty = Waste({"tokenize", kDemo, "", "--json"});
+  ASSERT_EQ(empty.exit_code, 0) << Describe(empty);
+  EXPECT_EQ(OneObject(empty)["ids"], json::array());
+  // A container without its tokenizer: the message says to use --ids.
+  const fs::path bare = dir_ / "bare";
+  fs::create_directories(bare);
+  for (const auto& e : fs::directory_iterator(kDemo)) {
+    const std::string f = e.path().filename().string();
+    if (f == "tokenizer.model" || f == "specials.json" || f == "chat.json" || f == "usage.waste")
+      continue;
+    fs::copy_file(e.path(), bare / f);
+  }
+  const ProcessResult r = Waste({"tokenize", bare.string(), "hello"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "--ids")) << Describe(r);
+}
+
+TEST_F(CliHabits, QuietKeepsTheModelsTextOnly) {
+  const ProcessResult loud = Waste({"run", kDemo, "--raw", "abc", "-n", "8"});
+  const ProcessResult quiet = Waste({"run", kDemo, "--raw", "abc", "-n", "8", "-q"});
+  ASSERT_EQ(quiet.exit_code, 0) << Describe(quiet);
+  EXPECT_EQ(quiet.err, "");
+  // Without -q the raw prompt is echoed first; -q leaves only the model's text.
+  ASSERT_EQ(loud.out.rfind("abc", 0), 0u) << Describe(loud);
+  EXPECT_EQ(quiet.out, loud.out.substr(3));
+  EXPECT_GT(quiet.out.size(), 1u);
+}
+
+TEST_F(CliHabits, EveryRunReportsItsTimings) {
+  const ProcessResult r = Waste({"run", kDemo, "hello", "-n", "5"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (const char* part : {"[load ", " s | prompt ", " tok/s | first token ", " tokens, ",
+                           " | experts ", " hit / ", " read]"}) {
+    EXPECT_TRUE(Contains(r.err, part)) << part << "\n" << Describe(r);
+  }
+  const json j = OneObject(Waste({"run", kDemo, "hello", "-n", "5", "--json"}));
+  for (const char* key : {"prompt_tokens", "ids", "text", "finish", "tokens", "seconds", "tok_per_s",
+                          "experts_hit", "experts_missed", "bytes_read", "seed", "load_s",
+                          "prompt_s", "prompt_tok_per_s", "first_token_s", "generate_s",
+                          "hit_rate", "total_bytes_read"}) {
+    EXPECT_TRUE(j.contains(key)) << key << "\n" << j.dump();
+  }
+}
+
+TEST_F(CliHabits, RandomSeedByDefaultAndSeedReproduces) {
+  std::vector<std::string> base = {"run", kDemo, "--raw", "once upon", "-n", "12", "--json",
+                                   "--temp", "1.5"};
+  const json a = OneObject(Waste(base));
+  const json b = OneObject(Waste(base));
+  EXPECT_NE(a["seed"], b["seed"]);
+  std::vector<std::string> seeded = base;
+  seeded.insert(seeded.end(), {"--seed", a["seed"].dump()});
+  EXPECT_EQ(OneObject(Waste(seeded))["ids"], a["ids"]);
+  const ProcessResult v = Waste({"run", kDemo, "x", "-n", "2", "--temp", "1", "-s", "42", "-v"});
+  EXPECT_TRUE(Contains(v.err, "waste: seed 42")) << Describe(v);
+}
+
+TEST_F(CliHabits, SamplingOptionsChangeTheOutputGreedyStaysPut) {
+  std::vector<std::string> base = {"run", kDemo, "--raw", "the the the", "-n", "12", "--json"};
+  const json greedy = OneObject(Waste(base));
+  // Banning the token greedy picks first changes the first token.
+  const int first = greedy["ids"][0].get<int>();
+  std::vector<std::string> ban = base;
+  ban.insert(ban.end(), {"--logit-bias", std::to_string(first) + "=-inf"});
+  const json banned = OneObject(Waste(ban));
+  EXPECT_NE(banned["ids"][0].get<int>(), first);
+  // Greedy repeats itself within 60 tokens; a huge presence penalty over a
+  // 64-token window forbids any repeat.
+  auto distinct = [](const json& ids) {
+    std::vector<int> v = ids.get<std::vector<int>>();
+    std::sort(v.begin(), v.end());
+    return static_cast<size_t>(std::unique(v.begin(), v.end()) - v.begin());
+  };
+  std::vector<std::string> long_run = {"run", kDemo, "--raw", "the the the", "-n", "60",
+                                       "--ignore-eos", "--json"};
+  const json plain60 = OneObject(Waste(long_run));
+  ASSERT_LT(distinct(plain60["ids"]), 60u) << "greedy no longer repeats on the demo container";
+  long_run.insert(long_run.end(), {"--presence-penalty", "1000", "--repeat-last-n", "64"});
+  EXPECT_EQ(distinct(OneObject(Waste(long_run))["ids"]), 60u);
+  // Neutral values leave greedy bit-identical.
+  std::vector<std::string> neutral = base;
+  neutral.insert(neutral.end(), {"--repeat-penalty", "1", "--min-p", "0", "--top-k", "0"});
+  EXPECT_EQ(OneObject(Waste(neutral))["ids"], greedy["ids"]);
+  // Several --stop strings all apply.
+  const std::string text = greedy["text"].get<std::string>();
+  ASSERT_GE(text.size(), 4u);
+  const json stopped = OneObject(Waste({"run", kDemo, "--raw", "the the the", "-n", "12", "--json",
+                                        "--stop", "\x01never\x01", "--stop", text.substr(2, 2)}));
+  EXPECT_EQ(stopped["finish"], "stop");
+  EXPECT_EQ(stopped["text"], text.substr(0, 2));
+}
+
+// A prompt long enough that its prefill is still running when the signal
+// lands; the run must stop within a chunk, print the statistics (or one
+// JSON object with "finish": "cancelled") and exit 128 + the signal.
+void CheckSignalStopsRun(int sig, int code, bool json_out, const fs::path& dir) {
+  std::string prompt;
+  for (int i = 0; i < 400; ++i) prompt += "the quick brown fox jumps over the lazy dog. ";
+  const std::string file = (dir / "long.txt").string();
+  std::ofstream(file) << prompt;
+  std::vector<std::string> args = {kWaste, "run", kDemo, "--raw", "-f", file, "--ctx", "32768",
+                                   "-n", "100000", "--ignore-eos"};
+  if (json_out) args.push_back("--json");
+  std::unique_ptr<Subprocess> p = Subprocess::Spawn(args);
+  ASSERT_NE(p, nullptr);
+  p->CloseStdin();
+  // The budget note comes once the model is open (the handlers are in
+  // place by then); the prompt alone then takes seconds.
+  Subprocess* proc = p.get();
+  ASSERT_TRUE(proc->ReadUntil(
+      [proc](const std::string&) { return Contains(proc->result().err, "waste: no --budget"); }, 120))
+      << Describe(p->result());
+  ::usleep(100 * 1000);
+  p->Signal(sig);
+  ASSERT_TRUE(p->Wait(60)) << Describe(p->result());
+  const ProcessResult& r = p->result();
+  EXPECT_EQ(r.exit_code, code) << Describe(r);
+  if (json_out) {
+    EXPECT_EQ(OneObject(r)["finish"], "cancelled");
+  } else {
+    EXPECT_TRUE(Contains(r.err, "waste: cancelled")) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "[load ")) << Describe(r);
+  }
+}
+
+TEST_F(CliHabits, CtrlCStopsRunWithStatistics) { CheckSignalStopsRun(SIGINT, 130, false, dir_); }
+TEST_F(CliHabits, CtrlCStopsRunWithOneJsonObject) { CheckSignalStopsRun(SIGINT, 130, true, dir_); }
+TEST_F(CliHabits, SigtermStopsRunToo) { CheckSignalStopsRun(SIGTERM, 143, false, dir_); }
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST_F(CliHabits, ChatCommandsExitHelpUnknownAndMultiLine) {
+  const ProcessResult r = Waste({"chat", kDemo, "-n", "4"},
+                                "/frobnicate\n/stast\n//not a command\nfirst \\\nsecond\n"
+                                "\"\"\"\npasted\nblock\n\"\"\"\n/bye\nnever read\n");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "(unknown command /frobnicate")) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "(unknown command /stast; did you mean /stats?")) << Describe(r);
+  // Continuation prompts for the '\' line and the """ block.
+  EXPECT_TRUE(Contains(r.out, "> ... ")) << Describe(r);
+  // Three replies (the // line, the joined line, the block), each with a stats line.
+  size_t stats = 0;
+  for (const std::string& l : Lines(r.err)) stats += l.rfind("[prompt ", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(stats, 3u) << Describe(r);
+  for (const char* leave : {"/exit", "/quit"}) {
+    const ProcessResult q = Waste({"chat", kDemo}, std::string(leave) + "\nhello\n");
+    EXPECT_EQ(q.exit_code, 0);
+    EXPECT_EQ(q.err.find("[prompt "), std::string::npos) << leave << Describe(q);
+  }
+  // /timings turns the per-reply line off.
+  const ProcessResult t = Waste({"chat", kDemo, "-n", "3"}, "/timings\nhello\n");
+  EXPECT_EQ(t.err.find("[prompt "), std::string::npos) << Describe(t);
+}
+
+TEST_F(CliHabits, ChatDropsTheOldestTurnsWhenTheContextIsFull) {
+  std::string input;
+  for (int i = 0; i < 8; ++i) input += "tell me more about the number " + std::to_string(i) + "\n";
+  input += "/stats\n";
+  const ProcessResult r = Waste({"chat", kDemo, "--ctx", "96", "-n", "8"}, input);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "waste: the context (--ctx 96) was full: dropped the ")) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "oldest dropped")) << Describe(r);
+  // Every line got a reply: no failure message.
+  EXPECT_FALSE(Contains(r.err, "invalid argument")) << Describe(r);
+}
+
+TEST_F(CliHabits, BenchRowsRepsAndFormats) {
+  const ProcessResult md = Waste({"bench", kDemo, "-n", "4", "--reps", "2"});
+  ASSERT_EQ(md.exit_code, 0) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "| model | budget | threads | test | t/s |")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "| pp ")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "| tg 4 | ")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, " ± ")) << Describe(md);
+  const ProcessResult csv = Waste({"bench", kDemo, "-n", "4", "-o", "csv", "-p", "16"});
+  ASSERT_EQ(csv.exit_code, 0) << Describe(csv);
+  const std::vector<std::string> rows = Lines(csv.out);
+  ASSERT_EQ(rows.size(), 3u) << Describe(csv);
+  EXPECT_EQ(rows[0], "model,budget,threads,reps,test,tok_per_s,stddev");
+  EXPECT_TRUE(Contains(rows[1], ",pp 16,")) << rows[1];
+  const json j = OneObject(Waste({"bench", kDemo, "-n", "4", "--reps", "3", "--json"}));
+  EXPECT_EQ(j["reps"], 3);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][1]["samples"].size(), 3u);
+  for (const char* key : {"tokens", "tok_per_s", "prefill_tok_s", "decode_tok_s", "hit_rate"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+}
+
+TEST_F(CliHabits, ContextTooSmallNamesCtxAndThePromptLength) {
+  const ProcessResult r = Waste({"run", kDemo, "--raw", "one two three four five six", "--ctx", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "the prompt is ") && Contains(r.err, "context holds 4") &&
+              Contains(r.err, "raise --ctx"))
+      << Describe(r);
+}
+
+TEST_F(CliHabits, SmallCacheHint) {
+  const json plan = OneObject(Waste({"plan", kDemo, "--json"}));
+  const std::string floor = std::to_string(plan["floor_bytes"].get<uint64_t>()) + "B";
+  const ProcessResult r = Waste({"run", kDemo, "hi", "-n", "2", "--budget", floor});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "smaller than one token's working set")) << Describe(r);
+  const ProcessResult ok = Waste({"run", kDemo, "hi", "-n", "2"});
+  EXPECT_FALSE(Contains(ok.err, "working set")) << Describe(ok);
+  EXPECT_FALSE(Contains(ok.err, "MODEL")) << Describe(ok);
+}
+
+}  // namespace
+}  // namespace waste::test
