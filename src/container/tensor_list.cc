@@ -97,7 +97,7 @@ void AddFfn(const ModelConfig& c, int layer, const std::string& p, std::vector<T
 const char* KindText(TensorKind k) {
   switch (k) {
     case TensorKind::kMatrix: return "matrix";
-    case TensorKind::kVector: return "1-D F32 vector of exactly";
+    case TensorKind::kVector: return "F32 vector (1-D or one row) of exactly";
     case TensorKind::kExactData: return "F32 data of exactly";
     case TensorKind::kData: return "F32 data of at least";
     case TensorKind::kOptionalData: return "optional F32 data of at least";
@@ -192,11 +192,17 @@ Status ValidateRequiredTensors(const Manifest& m) {
           return refuse(Describe(*t));
         }
         break;
-      case TensorKind::kVector:
-        if (t->fmt != TensorFmt::kF32 || t->shape.size() != 1 || n != spec.elements()) {
+      case TensorKind::kVector: {
+        // 1-D, or one row [1, n]: the reference stores the AttnRes
+        // projections (a Linear from H to 1) as [1, H]. A column [n, 1] or
+        // any other matrix is refused (docs/HARDENING.md).
+        const bool one_row = t->shape.size() == 2 && t->shape[0] == 1;
+        if (t->fmt != TensorFmt::kF32 || (t->shape.size() != 1 && !one_row) ||
+            n != spec.elements()) {
           return refuse(Describe(*t));
         }
         break;
+      }
       case TensorKind::kExactData:
         if (t->fmt != TensorFmt::kF32 || n != spec.elements() || t->shape.empty() ||
             t->shape.back() != spec.shape.back()) {
