@@ -89,7 +89,7 @@ TEST_F(HardeningCli, SaveOntoAFifoIsRefusedAndTheFifoStays) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   ProcessResult r = Waste({"chat", model_, "-n", "2"}, "hi\n/save " + fifo + "\n/quit\n");
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_TRUE(Has(r.out, "(save failed: I/O error: ")) << Describe(r);
+  EXPECT_TRUE(Has(r.out, "(save failed: ")) << Describe(r);
   EXPECT_TRUE(Has(r.out, "FIFO")) << Describe(r);
   EXPECT_TRUE(fs::is_fifo(fifo));
 }

@@ -405,8 +405,8 @@ TEST(Hardening, FloorAboveUsableRamNamesBoth) {
   auto r = ResolveBudget(p, 0);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), Errc::kRamBudget);
-  EXPECT_TRUE(Has(r.error().message(), "400.00 GB")) << r.error().message();
-  EXPECT_TRUE(Has(r.error().message(), "16.00 GB")) << r.error().message();
+  EXPECT_TRUE(Has(r.error().message(), "400.00 GiB")) << r.error().message();
+  EXPECT_TRUE(Has(r.error().message(), "16.00 GiB")) << r.error().message();
 
   // Rounded sizes that print equal come with exact bytes.
   MemPlan q;
