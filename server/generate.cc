@@ -8,15 +8,6 @@
 namespace waste::server {
 namespace {
 
-// The server's paths read one Status: a callback that returned false is
-// kCancelled (they tell a stop string from a disconnect themselves).
-Status AsStatus(const Result<FinishReason>& finished) {
-  if (!finished) return finished.error();
-  if (*finished == FinishReason::kCancelled) return Status(Errc::kCancelled, "cancelled by callback");
-  return Status::Ok();
-}
-
-
 using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t0) {
