@@ -47,8 +47,12 @@ TEST(RenderGolden, EveryCaseMatchesTheReference) {
     }
     ChatFormat format = FormatFor(c, *engine);
     ServeLimits limits;
-    const Json& server = c["server"];
-    limits.ctx_max = server["ctx_max"].is_number() ? server["ctx_max"].get<uint32_t>() : 4096;
+    // operator[] on a const json with a missing key is undefined: look first.
+    static const Json kNoServer = Json::object();
+    const Json& server = c.contains("server") ? c.at("server") : kNoServer;
+    limits.ctx_max = server.contains("ctx_max") && server.at("ctx_max").is_number()
+                         ? server.at("ctx_max").get<uint32_t>()
+                         : 4096;
     limits.default_max_tokens = server.value("default_max_tokens", 4096);
     PreparedChat out;
     auto err = PrepareChat(c["request"], format, *engine, limits, &out);
