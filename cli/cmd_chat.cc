@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -40,6 +41,7 @@ constexpr ChatCommandDoc kChatCommands[] = {
     {"/timings", "", "statistics line after each reply on or off"},
     {"/save", "FILE", "save the conversation state to FILE"},
     {"/load", "FILE", "continue a conversation saved with /save"},
+    {"/load --force", "FILE", "... even one saved from another container of the same shape"},
     {"/image", "FILE", "attach an image (needs a vision tower)"},
 };
 
@@ -206,12 +208,27 @@ int ChatCommand(const Options& o) {
         Status s = engine->SaveState(arg);
         Say(s.ok() ? "(saved to " + arg + ")" : "(save failed: " + FileFailure(arg, s, false) + ")");
       } else if (cmd == "/load") {
-        Status s = engine->LoadState(arg);
+        // A state names the container it was saved from; one from another
+        // container of the same shape is refused unless forced (the user
+        // may know that the weights match, e.g. a re-conversion).
+        constexpr std::string_view kForce = "--force";
+        const bool force = arg.rfind(kForce, 0) == 0 &&
+                           (arg.size() == kForce.size() || arg[kForce.size()] == ' ');
+        if (force) arg = SplitCommand(arg).second;
+        if (arg.empty()) {
+          Say("(/load --force needs a FILE)");
+          continue;
+        }
+        Status s = engine->LoadState(arg, /*any_container=*/force);
         if (s.ok()) {
           turns.clear();  // the loaded state's turns are not ours to drop
           Say("(loaded " + arg + " — continuing that conversation)");
         } else {
-          Say("(load failed: " + FileFailure(arg, s, true) + ")");
+          std::string why = FileFailure(arg, s, true);
+          if (!force && why.find("another container") != std::string::npos) {
+            why += " — `/load --force " + arg + "` loads it anyway";
+          }
+          Say("(load failed: " + why + ")");
         }
       } else if (cmd == "/image") {
         if (!engine->has_vision()) {
@@ -225,7 +242,9 @@ int ChatCommand(const Options& o) {
         }
       } else {
         std::vector<std::string> names;
-        for (const ChatCommandDoc& c : kChatCommands) names.push_back(c.name);
+        for (const ChatCommandDoc& c : kChatCommands) {
+          if (std::string_view(c.name).find(' ') == std::string_view::npos) names.push_back(c.name);
+        }
         for (const char* alias : {"/quit", "/bye"}) names.push_back(alias);
         std::string close = Closest(cmd, names);
         Say("(unknown command " + cmd + (close.empty() ? "" : "; did you mean " + close + "?") +

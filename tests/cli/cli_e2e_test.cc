@@ -377,6 +377,40 @@ TEST_F(CliE2E, ChatScriptedSessionSaveThenLoadContinuesIdentically) {
   }
 }
 
+// A state saved from another container of the same shape is refused with
+// the way to force it named; `/load --force` loads it.
+TEST_F(CliE2E, ChatLoadForceTakesAStateFromAnotherContainer) {
+  const std::string state = (dir_ / "other.state").string();
+  const fs::path copy = dir_ / "same-shape";
+  fs::create_directories(copy);
+  for (const auto& e : fs::directory_iterator(kDemo)) {
+    const std::string name = e.path().filename().string();
+    if (name == "usage.waste" || name == "manifest.json") continue;
+    fs::create_symlink(fs::absolute(e.path()), copy / name);
+  }
+  // Another manifest (one more byte): another fingerprint, the same weights.
+  std::ifstream in(kDemo + "/manifest.json", std::ios::binary);
+  std::ostringstream manifest;
+  manifest << in.rdbuf() << "\n";
+  std::ofstream(copy / "manifest.json", std::ios::binary) << manifest.str();
+
+  const ProcessResult a = Waste({"chat", kDemo, "-n", "4"}, "hello there\n/save " + state + "\n");
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  ASSERT_TRUE(fs::exists(state));
+  const ProcessResult b =
+      Waste({"chat", copy.string(), "-n", "4"},
+            "/load " + state + "\n/load --force\n/load --force " + state + "\nhello\n");
+  ASSERT_EQ(b.exit_code, 0) << Describe(b);
+  const std::vector<std::string> rb = Replies(b.out);
+  ASSERT_EQ(rb.size(), 6u) << Describe(b);
+  EXPECT_TRUE(Contains(rb[1], "(load failed: ") && Contains(rb[1], "another container") &&
+              Contains(rb[1], "`/load --force " + state + "` loads it anyway"))
+      << rb[1];
+  EXPECT_EQ(rb[2], "(/load --force needs a FILE)");
+  EXPECT_EQ(rb[3], "(loaded " + state + " — continuing that conversation)");
+  EXPECT_FALSE(rb[4].empty());
+}
+
 TEST_F(CliE2E, ChatReportsSaveAndLoadFailuresAndCarriesOn) {
   const std::string missing = (dir_ / "missing.state").string();
   const std::string unwritable = (dir_ / "no-such-dir" / "x.state").string();
