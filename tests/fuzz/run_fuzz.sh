@@ -6,10 +6,12 @@
 #               [--binary PATH] [--fixtures DIR]
 # Targets: container (default; manifest, trunk index, record headers),
 # rank_file (tokenizer.model), specials (specials.json), chat_template
-# (chat.json), hotlist (usage.waste), session_state (session files).
+# (chat.json), hotlist (usage.waste), session_state (session files), image
+# (the image decoder and stb_image, seeded with tests/data/images).
 # --budget caps build + run (default 55 s, for the 60 s ctest limit).
 # --binary skips the build (a CMake build with -DWASTE_BUILD_FUZZ=ON makes
-# one). Exit 0 = no finding, 77 = skipped (no clang or no libFuzzer), other =
+# one). Exit 0 = no finding, 77 = skipped (no clang, no libFuzzer, or for
+# image no stb_image.h), other =
 # the fuzzer found something (the crashing input is left in the build dir).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,8 +57,26 @@ case "$target" in
     target_sources=("$here/hotlist_fuzz.cc" "$root/src/streaming/hotlist_file.cc") ;;
   session_state)
     target_sources=("$here/session_state_fuzz.cc" "$root/src/model/session_state.cc") ;;
+  image)
+    target_sources=("$here/image_fuzz.cc" "$root/src/vision/image_decode.cc"
+                    "$root/src/vision/decoder_guards.cc" "$root/src/vision/stb_image_impl.cc") ;;
   *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
 esac
+# Per-target compile flags and fuzzer options.
+extra_flags=()
+fuzz_options=()
+if [ "$target" = image ]; then
+  stb_flags=$(pkg-config --cflags stb 2>/dev/null)
+  if [ -z "$stb_flags" ] && [ -f /usr/include/stb/stb_image.h ]; then stb_flags="-I/usr/include/stb"; fi
+  if [ -z "$stb_flags" ]; then
+    echo "SKIP: stb_image.h not found (install libstb-dev)"
+    exit 77
+  fi
+  # shellcheck disable=SC2206  # pkg-config output is a word list
+  extra_flags=($stb_flags -w)  # -w: stb's own warnings are not ours to fix
+  # An allocation beyond one image at the pixel limit is a bug.
+  fuzz_options=(-malloc_limit_mb=1024)
+fi
 
 if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   cxx=${CLANGXX:-clang++}
@@ -73,7 +93,7 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   binary="$build/${target}_fuzz"
   sources=("${target_sources[@]}" "${base_sources[@]}")
   flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-         -fno-sanitize-recover=undefined -I"$root/include" -I"$root/src")
+         -fno-sanitize-recover=undefined -I"$root/include" -I"$root/src" "${extra_flags[@]}")
   mkdir -p "$build/obj"
   newest_header=$(ls -t "$root"/src/*/*.h "$root"/include/waste/*.h | head -n 1)
   stale=()
@@ -162,9 +182,13 @@ case "$target" in
       head -c $((3 * (32 + 72) * 4)) /dev/zero
       head -c $((4 + 16 * 4)) /dev/zero
     } > "$seeds/empty.state" ;;
+  image)
+    for f in "$root"/tests/data/images/*; do
+      case "$f" in *.png|*.jpg|*.gif|*.bmp|*.tga) cp "$f" "$seeds/" ;; esac
+    done ;;
 esac
 
 cd "$build" || exit 2
-"$binary" "$corpus" "$seeds" "${dict[@]}" -max_total_time="$seconds" \
+"$binary" "$corpus" "$seeds" "${dict[@]}" "${fuzz_options[@]}" -max_total_time="$seconds" \
   -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 2>&1 | tail -n 25
 exit "${PIPESTATUS[0]}"
