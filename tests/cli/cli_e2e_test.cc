@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "per_test_dir.h"
 #include "subprocess.h"
 
 namespace waste::test {
@@ -40,19 +41,6 @@ ProcessResult Waste(std::vector<std::string> args, std::string_view input = {},
                     double timeout_s = 180) {
   args.insert(args.begin(), kWaste);
   return RunProcess(args, input, timeout_s);
-}
-
-std::string Describe(const ProcessResult& r) {
-  std::ostringstream s;
-  s << "exit " << r.exit_code << " signal " << r.term_signal << (r.timed_out ? " TIMED OUT" : "")
-    << "\n--- stdout ---\n"
-    << r.out << "\n--- stderr ---\n"
-    << r.err;
-  return s.str();
-}
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
 }
 
 // stdout of a --json command: exactly one object on one line.
@@ -115,23 +103,15 @@ int SpecialId(const std::string& text) {
   return -1;
 }
 
-class CliE2E : public ::testing::Test {
+class CliE2E : public PerTestDir {
  protected:
+  CliE2E() : PerTestDir("waste_cli_e2e") {}
   void SetUp() override {
     ASSERT_TRUE(fs::exists(kWaste)) << kWaste;
     ASSERT_TRUE(fs::exists(kDemo + "/manifest.json"))
         << kDemo << ": build the waste_synthetic_container target";
     ASSERT_TRUE(fs::exists(kDemo + "/chat.json")) << "the demo container has no chat.json";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("waste_cli_e2e_" + std::to_string(getpid()) + "_" + info->name());
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    PerTestDir::SetUp();
   }
 
   // A copy of the demo container; `chat_json` replaces its chat.json
@@ -147,8 +127,6 @@ class CliE2E : public ::testing::Test {
     if (!chat_json.empty()) std::ofstream(to / "chat.json") << chat_json;
     return to.string();
   }
-
-  fs::path dir_;
 };
 
 // --- run --------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "per_test_dir.h"
 #include "subprocess.h"
 
 namespace waste::test {
@@ -31,18 +32,6 @@ ProcessResult Waste(std::vector<std::string> args, std::string_view input = {}) 
   return RunProcess(args, input, 180);
 }
 
-std::string Describe(const ProcessResult& r) {
-  std::ostringstream s;
-  s << "exit " << r.exit_code << " signal " << r.term_signal << "\n--- stdout ---\n"
-    << r.out << "\n--- stderr ---\n"
-    << r.err;
-  return s.str();
-}
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
-
 // stdout must be exactly one JSON object on one line.
 json OneObject(const ProcessResult& r) {
   EXPECT_TRUE(!r.out.empty() && r.out.back() == '\n' &&
@@ -53,22 +42,13 @@ json OneObject(const ProcessResult& r) {
   return j;
 }
 
-class CliHabits : public ::testing::Test {
+class CliHabits : public PerTestDir {
  protected:
+  CliHabits() : PerTestDir("waste_cli_habits") {}
   void SetUp() override {
     ASSERT_TRUE(fs::exists(kDemo + "/manifest.json")) << kDemo;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("waste_cli_habits_" + std::to_string(getpid()) + "_" + info->name());
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-    fs::create_directories(dir_);
+    PerTestDir::SetUp();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
 };
 
 TEST_F(CliHabits, AliasesAttachedValuesAndJoinedWordsMeanTheSame) {

@@ -32,13 +32,6 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string Describe(const ProcessResult& r) {
-  std::ostringstream s;
-  s << "exit " << r.exit_code << " signal " << r.term_signal << (r.timed_out ? " TIMED OUT" : "")
-    << "\n--- stdout ---\n" << r.out << "\n--- stderr ---\n" << r.err;
-  return s.str();
-}
-
 ProcessResult Waste(std::vector<std::string> args, std::string_view input = {},
                     double timeout_s = 60) {
   args.insert(args.begin(), kWaste);

@@ -217,4 +217,10 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, std::string_view 
   return p->result();
 }
 
+std::string Describe(const ProcessResult& r) {
+  std::string s = "exit " + std::to_string(r.exit_code) + " signal " + std::to_string(r.term_signal);
+  if (r.timed_out) s += " TIMED OUT";
+  return s + "\n--- stdout ---\n" + r.out + "\n--- stderr ---\n" + r.err;
+}
+
 }  // namespace waste::test

@@ -67,4 +67,11 @@ class Subprocess {
 ProcessResult RunProcess(const std::vector<std::string>& argv, std::string_view input = {},
                          double timeout_s = 120, const std::vector<std::string>& env = {});
 
+// Exit status, signal and both streams, for a failed assertion's message.
+std::string Describe(const ProcessResult& r);
+
+inline bool Contains(std::string_view s, std::string_view what) {
+  return s.find(what) != std::string_view::npos;
+}
+
 }  // namespace waste::test
