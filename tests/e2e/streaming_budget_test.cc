@@ -41,11 +41,12 @@ using testing::TestPrompt;
 // (the budget itself is never fully touched); 64 MiB stated.
 constexpr uint64_t kAllowance = uint64_t{64} << 20;
 
-uint64_t BudgetUnderTest(uint32_t sessions) {
+// The floor plus `above_floor`: at +30 MiB about 45 slots for 448 records,
+// so nearly every access streams; at the floor itself, top_k + 1 slots.
+uint64_t BudgetUnderTest(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20) {
   Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
   EXPECT_TRUE(plan.has_value());
-  // About 45 slots for 448 records: nearly every access streams.
-  return plan->floor_bytes + (uint64_t{30} << 20);
+  return plan->floor_bytes + above_floor;
 }
 
 // Peak RSS of this process. VmHWM belongs to the current address space
@@ -104,10 +105,10 @@ TEST(StreamingBudget, ChildWorkload) {
     << "\n";
 }
 
-void CheckPeakRss(uint32_t sessions) {
+void CheckPeakRss(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20) {
   TempDir tmp;
   const std::string out = tmp / "child.txt";
-  const uint64_t budget = BudgetUnderTest(sessions);
+  const uint64_t budget = BudgetUnderTest(sessions, above_floor);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -135,6 +136,13 @@ void CheckPeakRss(uint32_t sessions) {
   EXPECT_GT(misses, 4 * slots);  // the experts really exceeded the cache
   EXPECT_LE(peak, budget + kAllowance);
   EXPECT_LE(before, kAllowance);
+  // What the process grew by from before open to its peak — the engine's
+  // whole part, planned or not (tokenizer tables, thread stacks, reader
+  // queues) — stays within the budget. The process's own image (`before`,
+  // about 4 MiB here) is not the engine's: counted with it, a run at the
+  // floor was seen up to ~100 KB over the budget (issue #19 item 8), the
+  // engine's part 4.3-4.6 MiB under it (12 runs).
+  EXPECT_LE(peak - before, budget);
   // Every session's state is held and counted.
   Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
   ASSERT_TRUE(plan.has_value());
@@ -142,6 +150,9 @@ void CheckPeakRss(uint32_t sessions) {
 }
 
 TEST(StreamingBudget, PeakRssStaysUnderTheBudget) { CheckPeakRss(1); }
+
+// At the floor itself: the smallest cache the engine accepts.
+TEST(StreamingBudget, PeakRssStaysUnderTheBudgetAtTheFloor) { CheckPeakRss(1, 0); }
 
 // Two sessions on one model: the budget reserves both sessions' state and
 // scratch (the cache gets that much less) and the peak still holds.
