@@ -135,6 +135,9 @@ Status CollectSplits(const Context& c, const Json& pt, const std::string& field,
     }
     // HF's default for use_regex is true: GPT-2's pattern, isolated.
     if (pt.value("use_regex", true)) {
+      if (splits->size() >= kMaxSplits) {
+        return Refuse(c, field, fmt::format("more than {} Split rules", kMaxSplits));
+      }
       splits->push_back(Json{{"pattern", kGpt2Pattern}, {"behavior", "Isolated"}, {"invert", false}});
     }
     *byte_level = true;

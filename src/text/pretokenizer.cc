@@ -95,6 +95,7 @@ uint32_t MatchLimitFor(size_t bytes) {
 Result<std::shared_ptr<const PreTokenizer>> PreTokenizer::FromRules(const std::vector<SplitRule>& rules,
                                                                     std::string_view name) {
   std::shared_ptr<PreTokenizer> self(new PreTokenizer(), [](PreTokenizer* p) { delete p; });
+  self->by_rules_ = true;
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = std::string(name) + " split " + std::to_string(i) + " pattern '" +
                               rules[i].pattern + "'";
@@ -175,7 +176,7 @@ void PreTokenizer::SplitImpl(std::string_view text, void* ctx, SinkFn sink) cons
   while (!text.empty()) {
     const size_t valid = utf8::ValidPrefixLength(text);
     if (valid > 0) {
-      if (rules_.empty()) {
+      if (!by_rules_) {
         SplitValid(text.substr(0, valid), ctx, sink);
       } else {
         SplitByRules(text.substr(0, valid), ctx, sink);

@@ -81,6 +81,7 @@ class PreTokenizer {
 
   void* code_ = nullptr;  // pcre2_code_8*; null when rules_ is used
   bool jit_ = false;
+  bool by_rules_ = false;  // FromRules: rules_ (possibly none) replace code_
   std::vector<CompiledRule> rules_;
 };
 

@@ -149,8 +149,8 @@ Result<PreTokenizerFile> ParsePreTokenizerFile(std::string_view content, std::st
     out.bos_id = static_cast<int>(b.get<int64_t>());
   }
   const auto splits = doc.find("splits");
-  if (splits == doc.end() || !splits->is_array() || splits->empty() || splits->size() > 64) {
-    return FormatError(file + ": \"splits\" must be an array of 1 to 64 rules");
+  if (splits == doc.end() || !splits->is_array() || splits->size() > 64) {
+    return FormatError(file + ": \"splits\" must be an array of at most 64 rules");
   }
   static const std::pair<const char*, SplitBehavior> kBehaviors[] = {
       {"Removed", SplitBehavior::kRemoved},

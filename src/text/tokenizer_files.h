@@ -30,7 +30,7 @@ Result<std::vector<RankedToken>> ParseRankFile(std::string_view content, std::st
 Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::string_view name);
 
 // pretokenizer.json: {"splits": [{"pattern", "behavior", "invert"}...],
-// "bos_id"?} (docs/FORMAT.md). 1..64 rules, patterns 1..65536 bytes,
+// "bos_id"?} (docs/FORMAT.md). 0..64 rules (none: each text is one piece), patterns 1..65536 bytes,
 // behaviour one of Hugging Face's names; unknown keys are refused so a
 // newer file is never half-understood. bos_id is -1 when absent.
 struct PreTokenizerFile {

@@ -63,6 +63,7 @@ const std::vector<std::string> kCases = {
     "Привет, мир! مرحبا",
     "x\xc2\x85y \xe3\x80\x80z",
     "'s 're don't I'M",
+    "foo.bar_baz(x) #include <stdio.h> Hello,World ...and",
     "<｜User｜>hi<｜Assistant｜><think>ok</think>",
     "<｜begin▁of▁sentence｜>text<｜end▁of▁sentence｜>",
     "",
@@ -203,6 +204,12 @@ TEST(HfTokenizer, SplitBehavioursByHand) {
     (*pre)->Split("a-b--c", [&](std::string_view p) { got.emplace_back(p); });
     EXPECT_EQ(got, c.pieces) << static_cast<int>(c.behavior) << " invert " << c.invert;
   }
+  // No rules: every valid run is one piece.
+  auto none = PreTokenizer::FromRules({}, "test");
+  ASSERT_TRUE(none);
+  std::vector<std::string> whole;
+  (*none)->Split("ab 12 cd", [&](std::string_view p) { whole.emplace_back(p); });
+  EXPECT_EQ(whole, std::vector<std::string>{"ab 12 cd"});
   // Rules run in order, each over the previous one's pieces; \s is Unicode
   // White_Space (U+0085 included); invalid UTF-8 is a piece of its own.
   auto pre = PreTokenizer::FromRules({SplitRule{"\\p{N}{1,3}", SplitBehavior::kIsolated, false},
@@ -280,7 +287,7 @@ TEST(HfTokenizer, BrokenSidecarIsRefusedAtOpen) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"splits\": [", "not valid JSON"},
       {"[]", "expected an object"},
-      {"{\"splits\": []}", "1 to 64 rules"},
+      {"{\"bos_id\": 0}", "\"splits\" must be an array"},
       {"{\"splits\": [{\"pattern\": \"a\", \"behavior\": \"Isolated\"}], \"extra\": 1}", "unknown key \"extra\""},
       {"{\"splits\": [{\"pattern\": \"a\", \"behavior\": \"Split\"}]}", "split 0: \"behavior\""},
       {"{\"splits\": [{\"pattern\": \"\", \"behavior\": \"Isolated\"}]}", "\"pattern\" must be"},
