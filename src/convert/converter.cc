@@ -143,6 +143,13 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   WASTE_ASSIGN_OR_RETURN(format::RecordLayout layout,
                          format::ComputeRecordLayout(cfg.moe_inter, cfg.expert_in(), cfg.quant));
   WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, o.trunk8));
+  // A tokenizer.json that cannot be converted fails now, not after the layers.
+  if (!platform::PathExists(JoinPath(ckpt->dir(), "tiktoken.model")) &&
+      !platform::PathExists(JoinPath(ckpt->dir(), "tokenizer.model")) &&
+      platform::PathExists(JoinPath(ckpt->dir(), "tokenizer.json"))) {
+    Result<convert::HfTokenizerFiles> tok = convert::LoadHfTokenizer(ckpt->dir());
+    if (!tok) return tok.error();
+  }
 
   std::vector<int> todo = o.layers.empty() ? model.moe_layers : o.layers;
   std::sort(todo.begin(), todo.end());

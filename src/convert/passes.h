@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "convert/source_model.h"
 #include "format/format.h"
@@ -94,6 +95,11 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
 // vision.json: whatever the checkpoint provides. Returns the names written.
 Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const SourceModel& model,
                                                const std::string& out_dir);
+
+// <src>/tokenizer.json converted (tokenizer.model, specials.json,
+// pretokenizer.json). Also run before the first layer, so a tokenizer that
+// cannot be converted is refused before hours of work, not after.
+Result<HfTokenizerFiles> LoadHfTokenizer(const std::string& src);
 
 std::string JoinPath(const std::string& dir, const std::string& name);
 

@@ -1,5 +1,6 @@
 // The small files: tokenizer.model (a byte copy of the release's tiktoken
-// ranks), specials.json (every added token, raw UTF-8, sorted by id),
+// ranks, or converted from a Hugging Face tokenizer.json together with
+// pretokenizer.json), specials.json (every added token, raw UTF-8, sorted by id),
 // chat_template.jinja (the release's template as text, unwrapped from its
 // JSON container when needed), chat.json (the family's turn markers, only
 // when every marker is one of the checkpoint's special tokens) and, for K3
@@ -12,8 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/hf_tokenizer.h"
 #include "convert/passes.h"
 #include "platform/platform.h"
+#include "waste/files.h"
 
 namespace waste::convert {
 namespace {
@@ -73,6 +76,21 @@ bool MarkersAreSpecials(const OJson& chat, const std::vector<std::string>& speci
 
 }  // namespace
 
+Result<HfTokenizerFiles> LoadHfTokenizer(const std::string& src) {
+  const std::string path = JoinPath(src, "tokenizer.json");
+  WASTE_ASSIGN_OR_RETURN(std::string text, platform::ReadRegularFile(path, kMaxTokenizerBytes, "tokenizer.json"));
+  // config.json's bos_token_id (DeepSeek: 0) is the BOS the release prepends.
+  int bos_id = -1;
+  if (auto cfg = platform::ReadRegularFile(JoinPath(src, "config.json"), kMaxSidecarBytes, "config")) {
+    const OJson j = OJson::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) {
+      const int64_t b = j["bos_token_id"].get<int64_t>();
+      if (b >= 0 && b < 0x7FFFFFFF) bos_id = static_cast<int>(b);
+    }
+  }
+  return ConvertHfTokenizer(text, path, bos_id);
+}
+
 Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const SourceModel& model,
                                                const std::string& out_dir) {
   std::vector<std::string> written;
@@ -85,6 +103,22 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
     written.push_back("tokenizer.model");
     break;
   }
+  // No tiktoken ranks: a byte-level BPE tokenizer.json (DeepSeek-V3/R1)
+  // becomes ranks, specials and the release's own pre-tokenizer rules.
+  bool specials_from_hf = false;
+  const std::string hf_path = JoinPath(src, "tokenizer.json");
+  if (written.empty() && platform::PathExists(hf_path)) {
+    WASTE_ASSIGN_OR_RETURN(HfTokenizerFiles hf, LoadHfTokenizer(src));
+    WASTE_TRY(Put(out_dir, "tokenizer.model", hf.rank_file));
+    WASTE_TRY(Put(out_dir, "pretokenizer.json", hf.pretokenizer_json));
+    written.push_back("tokenizer.model");
+    written.push_back("pretokenizer.json");
+    if (!hf.specials_json.empty()) {
+      WASTE_TRY(Put(out_dir, "specials.json", hf.specials_json));
+      written.push_back("specials.json");
+    }
+    specials_from_hf = true;
+  }
 
   std::vector<std::string> special_texts;
   std::string chat_template;
@@ -93,7 +127,8 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
     WASTE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(tc_path));
     try {
       OJson tc = OJson::parse(text);
-      if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
+      // tokenizer.json's added tokens win: they are the ids its ranks leave out.
+      if (!specials_from_hf && tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
         std::map<long long, std::string> by_id;
         for (auto it = tc["added_tokens_decoder"].begin(); it != tc["added_tokens_decoder"].end(); ++it) {
           const long long id = std::stoll(it.key());

@@ -3,8 +3,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "text/utf8.h"
 
@@ -46,7 +49,80 @@ struct MatchState {
   MatchState& operator=(const MatchState&) = delete;
 };
 
+// A Split rule's pattern as PCRE2 should read it: \s and \S become Unicode
+// White_Space, what they mean to Hugging Face's regex engine (PCRE2's own
+// \s leaves out U+0085). Escaped backslashes and \Q...\E stay verbatim.
+std::string TranslateRulePattern(std::string_view p) {
+  std::string out;
+  out.reserve(p.size() + 16);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != '\\' || i + 1 >= p.size()) {
+      out += p[i];
+      continue;
+    }
+    const char next = p[i + 1];
+    if (next == 'Q') {  // quoted: copy through \E (or the end)
+      const size_t end = p.find("\\E", i + 2);
+      const size_t stop = end == std::string_view::npos ? p.size() : end + 2;
+      out.append(p.substr(i, stop - i));
+      i = stop - 1;
+      continue;
+    }
+#if PCRE2_MAJOR > 10 || (PCRE2_MAJOR == 10 && PCRE2_MINOR >= 40)
+    if (next == 's' || next == 'S') {
+      out += next == 's' ? "\\p{White_Space}" : "\\P{White_Space}";
+      ++i;
+      continue;
+    }
+#endif
+    out += p[i];
+    out += next;
+    ++i;
+  }
+  return out;
+}
+
+// PCRE2's default match limit (10 million steps) refuses a linear pattern
+// on a multi-megabyte piece; this grows with the piece while still bounding
+// a pattern that backtracks catastrophically.
+uint32_t MatchLimitFor(size_t bytes) {
+  const uint64_t limit = 10'000'000ULL + 64ULL * bytes;
+  return static_cast<uint32_t>(std::min<uint64_t>(limit, UINT32_MAX));
+}
+
 }  // namespace
+
+Result<std::shared_ptr<const PreTokenizer>> PreTokenizer::FromRules(const std::vector<SplitRule>& rules,
+                                                                    std::string_view name) {
+  std::shared_ptr<PreTokenizer> self(new PreTokenizer(), [](PreTokenizer* p) { delete p; });
+  self->by_rules_ = true;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string where = std::string(name) + " split " + std::to_string(i) + " pattern '" +
+                              rules[i].pattern + "'";
+    const std::string pattern = TranslateRulePattern(rules[i].pattern);
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                     PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    if (code == nullptr) {
+      PCRE2_UCHAR text[256];
+      pcre2_get_error_message(error, text, sizeof(text));
+      return FormatError(where + " does not compile (offset " + std::to_string(offset) +
+                         "): " + reinterpret_cast<const char*>(text));
+    }
+    CompiledRule r;
+    r.code = code;
+    r.behavior = rules[i].behavior;
+    r.invert = rules[i].invert;
+    self->rules_.push_back(r);  // owned from here: freed by the destructor
+    uint32_t min_length = 0;
+    if (pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, &min_length) != 0 || min_length == 0) {
+      return FormatError(where + " can match the empty string (refused: such splits are ambiguous)");
+    }
+    self->rules_.back().jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  }
+  return std::shared_ptr<const PreTokenizer>(std::move(self));
+}
 
 std::string PreTokenizer::PatternForPcre2() {
   const std::string han = kHan;
@@ -91,13 +167,20 @@ Result<const PreTokenizer*> PreTokenizer::Get() {
   return instance;
 }
 
-PreTokenizer::~PreTokenizer() { pcre2_code_free(Code(code_)); }
+PreTokenizer::~PreTokenizer() {
+  pcre2_code_free(Code(code_));
+  for (CompiledRule& r : rules_) pcre2_code_free(Code(r.code));
+}
 
 void PreTokenizer::SplitImpl(std::string_view text, void* ctx, SinkFn sink) const {
   while (!text.empty()) {
     const size_t valid = utf8::ValidPrefixLength(text);
     if (valid > 0) {
-      SplitValid(text.substr(0, valid), ctx, sink);
+      if (!by_rules_) {
+        SplitValid(text.substr(0, valid), ctx, sink);
+      } else {
+        SplitByRules(text.substr(0, valid), ctx, sink);
+      }
       text.remove_prefix(valid);
     }
     size_t bad = 0;
@@ -140,6 +223,109 @@ void PreTokenizer::SplitValid(std::string_view run, void* ctx, SinkFn sink) cons
     }
     sink(ctx, run.substr(start, end - start));
     pos = end;
+  }
+}
+
+}  // namespace waste
+
+namespace waste {
+
+void PreTokenizer::SplitByRules(std::string_view run, void* ctx, SinkFn sink) const {
+  std::vector<std::string_view> pieces{run};
+  std::vector<std::string_view> next;
+  for (const CompiledRule& rule : rules_) {
+    next.clear();
+    for (std::string_view piece : pieces) ApplyRule(rule, piece, &next);
+    pieces.swap(next);
+  }
+  for (std::string_view piece : pieces) sink(ctx, piece);
+}
+
+// Hugging Face's Split on one piece: the piece is cut into alternating
+// matched / unmatched spans (the regex sees only this piece), `invert`
+// swaps the two kinds, the behaviour decides what becomes a piece, and
+// empty pieces are dropped.
+void PreTokenizer::ApplyRule(const CompiledRule& rule, std::string_view piece,
+                             std::vector<std::string_view>* out) const {
+  struct Span {
+    size_t start, end;
+    bool match;
+  };
+  thread_local MatchState state;
+  thread_local std::vector<Span> spans;
+  spans.clear();
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
+  if (state.context != nullptr) pcre2_set_match_limit(state.context, MatchLimitFor(piece.size()));
+  size_t pos = 0;
+  while (pos < piece.size() && state.data != nullptr) {
+    int rc = PCRE2_ERROR_NOMATCH;
+    if (rule.jit) {
+      rc = pcre2_jit_match(Code(rule.code), subject, piece.size(), pos, 0, state.data, state.context);
+    }
+    if (!rule.jit || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      rc = pcre2_match(Code(rule.code), subject, piece.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                       state.data, state.context);
+    }
+    // No match, or a limit hit: the rest is one unmatched span.
+    if (rc < 0) break;
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
+    const size_t start = ovector[0];
+    const size_t end = ovector[1];
+    if (end <= start || start < pos) break;  // cannot happen: empty matches are refused at open
+    if (start > pos) spans.push_back({pos, start, false});
+    spans.push_back({start, end, true});
+    pos = end;
+  }
+  if (pos < piece.size()) spans.push_back({pos, piece.size(), false});
+  if (rule.invert) {
+    for (Span& s : spans) s.match = !s.match;
+  }
+  // The fold of Hugging Face's NormalizedString::split, span by span.
+  thread_local std::vector<std::pair<Span, bool>> kept;  // span, remove
+  kept.clear();
+  bool previous_match = false;
+  switch (rule.behavior) {
+    case SplitBehavior::kIsolated:
+      for (const Span& s : spans) kept.push_back({s, false});
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Span& s : spans) kept.push_back({s, s.match});
+      break;
+    case SplitBehavior::kContiguous:
+      for (const Span& s : spans) {
+        if (s.match == previous_match && !kept.empty()) {
+          kept.back().first.end = s.end;
+        } else {
+          kept.push_back({s, false});
+        }
+        previous_match = s.match;
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const Span& s : spans) {
+        if (s.match && !previous_match && !kept.empty()) {
+          kept.back().first.end = s.end;
+        } else {
+          kept.push_back({s, false});
+        }
+        previous_match = s.match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (size_t i = spans.size(); i-- > 0;) {
+        const Span& s = spans[i];
+        if (s.match && !previous_match && !kept.empty()) {
+          kept.back().first.start = s.start;
+        } else {
+          kept.push_back({s, false});
+        }
+        previous_match = s.match;
+      }
+      std::reverse(kept.begin(), kept.end());
+      break;
+  }
+  for (const auto& [s, remove] : kept) {
+    if (!remove && s.end > s.start) out->push_back(piece.substr(s.start, s.end - s.start));
   }
 }
 

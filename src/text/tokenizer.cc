@@ -30,14 +30,31 @@ Result<Tokenizer> Tokenizer::Load(const std::string& container_dir) {
   } else if (!missing) {
     return specials_text.error();
   }
-  Result<Tokenizer> tok = FromParts(std::move(tokens), std::move(specials));
+  PreTokenizerFile rules;
+  const std::string rules_path = dir + "/pretokenizer.json";
+  Result<std::string> rules_text = ReadWholeFile(rules_path, kMaxSidecarBytes, "pretokenizer", &missing);
+  if (rules_text) {
+    WASTE_ASSIGN_OR_RETURN(rules, ParsePreTokenizerFile(*rules_text, rules_path));
+  } else if (!missing) {
+    return rules_text.error();
+  }
+  Result<Tokenizer> tok = FromParts(std::move(tokens), std::move(specials),
+                                    rules_text ? &rules : nullptr, rules_path);
   if (!tok) return Status(tok.error().code(), dir + ": " + tok.error().message());
   return tok;
 }
 
 Result<Tokenizer> Tokenizer::FromParts(std::vector<RankedToken> ranks,
-                                       std::vector<SpecialToken> specials) {
-  WASTE_ASSIGN_OR_RETURN(const PreTokenizer* pretokenizer, PreTokenizer::Get());
+                                       std::vector<SpecialToken> specials,
+                                       const PreTokenizerFile* rules, std::string_view rules_name) {
+  std::shared_ptr<const PreTokenizer> own;
+  const PreTokenizer* pretokenizer = nullptr;
+  if (rules != nullptr) {
+    WASTE_ASSIGN_OR_RETURN(own, PreTokenizer::FromRules(rules->splits, rules_name));
+    pretokenizer = own.get();
+  } else {
+    WASTE_ASSIGN_OR_RETURN(pretokenizer, PreTokenizer::Get());
+  }
   const int rank_lines = static_cast<int>(ranks.size());
   WASTE_ASSIGN_OR_RETURN(BytePairEncoder bpe, BytePairEncoder::Build(std::move(ranks)));
   for (const SpecialToken& s : specials) {
@@ -46,8 +63,14 @@ Result<Tokenizer> Tokenizer::FromParts(std::vector<RankedToken> ranks,
                          ", which is already the rank of a token");
     }
   }
+  if (rules != nullptr && rules->bos_id >= 0 &&
+      std::none_of(specials.begin(), specials.end(), [&](const SpecialToken& s) { return s.id == rules->bos_id; })) {
+    return FormatError(std::string(rules_name) + ": bos_id " + std::to_string(rules->bos_id) +
+                       " is not one of the special tokens");
+  }
   Tokenizer tok(std::move(bpe), std::move(specials), pretokenizer);
-  tok.bos_id_ = rank_lines;
+  tok.own_pretokenizer_ = std::move(own);
+  tok.bos_id_ = rules != nullptr && rules->bos_id >= 0 ? rules->bos_id : rank_lines;
   tok.eos_id_ = rank_lines + 2;
   return tok;
 }

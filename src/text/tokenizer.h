@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,12 +24,16 @@ namespace waste {
 class Tokenizer {
  public:
   // Reads <dir>/tokenizer.model (else <dir>/tiktoken.model) and, when
-  // present, <dir>/specials.json. kUnsupported when neither rank file
-  // exists; kFormat for malformed content; kIo when a file cannot be read.
+  // present, <dir>/specials.json and <dir>/pretokenizer.json (its Split
+  // rules replace the Kimi pattern; its bos_id the positional BOS).
+  // kUnsupported when neither rank file exists; kFormat for malformed
+  // content; kIo when a file cannot be read.
   static Result<Tokenizer> Load(const std::string& container_dir);
-  // The same from parsed parts (tests, tools).
+  // The same from parsed parts (tests, tools). `rules` null: Kimi's pattern.
   static Result<Tokenizer> FromParts(std::vector<RankedToken> ranks,
-                                     std::vector<SpecialToken> specials);
+                                     std::vector<SpecialToken> specials,
+                                     const PreTokenizerFile* rules = nullptr,
+                                     std::string_view rules_name = "pretokenizer.json");
 
   // Token ids of `text`. markup=false: every byte goes through
   // pre-tokenization + BPE, so text that looks like a control token stays
@@ -45,7 +50,7 @@ class Tokenizer {
   // The bytes of one id: a special's text, a rank's bytes, else empty.
   std::string_view Piece(int id) const;
 
-  // BOS = number of rank lines; EOS = BOS + 2 unless set_eos_id overrode it
+  // BOS = pretokenizer.json's bos_id, else the number of rank lines; EOS = BOS + 2 unless set_eos_id overrode it
   // (the manifest's eos_token_id when > 0).
   int bos_id() const { return bos_id_; }
   int eos_id() const { return eos_id_; }
@@ -69,6 +74,7 @@ class Tokenizer {
   // Special indices by first byte, longest text first.
   std::array<std::vector<uint32_t>, 256> special_by_first_byte_;
   const PreTokenizer* pretokenizer_ = nullptr;
+  std::shared_ptr<const PreTokenizer> own_pretokenizer_;  // set with Split rules
   int bos_id_ = 0;
   int eos_id_ = 0;
   int vocab_size_ = 0;

@@ -130,6 +130,71 @@ Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::s
   return specials;
 }
 
+Result<PreTokenizerFile> ParsePreTokenizerFile(std::string_view content, std::string_view name) {
+  const nlohmann::json doc = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  const std::string file(name);
+  if (doc.is_discarded()) return FormatError(file + ": not valid JSON");
+  if (!doc.is_object()) return FormatError(file + ": expected an object with \"splits\"");
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() != "splits" && it.key() != "bos_id") {
+      return FormatError(file + ": unknown key \"" + it.key() + "\"");
+    }
+  }
+  PreTokenizerFile out;
+  if (doc.contains("bos_id")) {
+    const nlohmann::json& b = doc["bos_id"];
+    if (!b.is_number_integer() || b.get<int64_t>() < 0 || b.get<int64_t>() >= std::numeric_limits<int>::max()) {
+      return FormatError(file + ": \"bos_id\" is not an integer in [0, 2^31 - 1)");
+    }
+    out.bos_id = static_cast<int>(b.get<int64_t>());
+  }
+  const auto splits = doc.find("splits");
+  if (splits == doc.end() || !splits->is_array() || splits->size() > 64) {
+    return FormatError(file + ": \"splits\" must be an array of at most 64 rules");
+  }
+  static const std::pair<const char*, SplitBehavior> kBehaviors[] = {
+      {"Removed", SplitBehavior::kRemoved},
+      {"Isolated", SplitBehavior::kIsolated},
+      {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+      {"MergedWithNext", SplitBehavior::kMergedWithNext},
+      {"Contiguous", SplitBehavior::kContiguous}};
+  for (size_t i = 0; i < splits->size(); ++i) {
+    const nlohmann::json& e = (*splits)[i];
+    const std::string where = file + " split " + std::to_string(i);
+    if (!e.is_object()) return FormatError(where + ": not an object");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key() != "pattern" && it.key() != "behavior" && it.key() != "invert") {
+        return FormatError(where + ": unknown key \"" + it.key() + "\"");
+      }
+    }
+    SplitRule rule;
+    const auto pattern = e.find("pattern");
+    if (pattern == e.end() || !pattern->is_string() || pattern->get_ref<const std::string&>().empty() ||
+        pattern->get_ref<const std::string&>().size() > 65536) {
+      return FormatError(where + ": \"pattern\" must be a string of 1 to 65536 bytes");
+    }
+    rule.pattern = pattern->get<std::string>();
+    const auto behavior = e.find("behavior");
+    bool known = false;
+    if (behavior != e.end() && behavior->is_string()) {
+      for (const auto& [text, value] : kBehaviors) {
+        if (*behavior == text) rule.behavior = value, known = true;
+      }
+    }
+    if (!known) {
+      return FormatError(where + ": \"behavior\" must be one of Removed, Isolated, MergedWithPrevious, "
+                                 "MergedWithNext, Contiguous");
+    }
+    const auto invert = e.find("invert");
+    if (invert != e.end()) {
+      if (!invert->is_boolean()) return FormatError(where + ": \"invert\" must be true or false");
+      rule.invert = invert->get<bool>();
+    }
+    out.splits.push_back(std::move(rule));
+  }
+  return out;
+}
+
 Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes,
                                   std::string_view what, bool* missing) {
   return platform::ReadRegularFile(path, max_bytes, what, missing);

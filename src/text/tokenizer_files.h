@@ -1,6 +1,7 @@
 // Readers for the tokenizer's container files (FORMAT.md §9.1–9.2):
 // tokenizer.model / tiktoken.model (one "<base64> <rank>" line per token)
-// and specials.json (a JSON array of {"id", "text"}). The bytes are
+// and specials.json (a JSON array of {"id", "text"}), and the optional
+// pretokenizer.json (Split rules converted from a Hugging Face tokenizer). The bytes are
 // untrusted: every malformed line or entry is a kFormat error naming the
 // file and the line or entry, never skipped silently.
 #pragma once
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "text/bpe.h"
+#include "text/pretokenizer.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -26,6 +28,16 @@ Result<std::vector<RankedToken>> ParseRankFile(std::string_view content, std::st
 // Parses specials.json (real JSON: escapes are decoded). Ids must be in
 // [0, 2^31 - 1); texts non-empty; neither may repeat.
 Result<std::vector<SpecialToken>> ParseSpecials(std::string_view content, std::string_view name);
+
+// pretokenizer.json: {"splits": [{"pattern", "behavior", "invert"}...],
+// "bos_id"?} (docs/FORMAT.md). 0..64 rules (none: each text is one piece), patterns 1..65536 bytes,
+// behaviour one of Hugging Face's names; unknown keys are refused so a
+// newer file is never half-understood. bos_id is -1 when absent.
+struct PreTokenizerFile {
+  std::vector<SplitRule> splits;
+  int bos_id = -1;
+};
+Result<PreTokenizerFile> ParsePreTokenizerFile(std::string_view content, std::string_view name);
 
 // Reads a whole regular file of at most `max_bytes` (waste/files.h). kIo
 // when it cannot be read; `missing` is set (and the result is an error)

@@ -201,7 +201,53 @@ TEST(ConvertE2E, CliVerifyExitStatusSaysWhetherSound) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("crc"), std::string::npos) << bad.out;
 }
+// DeepSeek-V3/R1 ship only a Hugging Face tokenizer.json: converted, the
+// container tokenizes through `waste tokenize` with the release's ids
+// (tools/hf_tokenizer_ref.py reads the same tokenizer.json on its own).
+TEST(ConvertE2E, DeepSeekTokenizerJsonTokenizesThroughTheCli) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "deepseek-v3-tiny", gen::CheckpointDType::kFp8, false,
+                                         R"({"bos_token_id": 0, "eos_token_id": 1})", 1024);
+  std::filesystem::copy_file(std::string(WASTE_SOURCE_DIR) + "/tests/data/deepseek_tokenizer.json",
+                             src + "/tokenizer.json");
+  auto rep = ConvertNow(src, dir / "out", 2);
+  ASSERT_TRUE(rep) << rep.error().message();
+  for (const char* f : {"tokenizer.model", "specials.json", "pretokenizer.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / ("out/" + std::string(f)))) << f;
+  }
+  const std::string text = "<｜User｜>深度求索 1234567 😀 don't\n  x<｜Assistant｜>";
+  std::string cases = nlohmann::json(std::vector<std::string>{text}).dump();
+  std::ofstream(dir / "cases.json") << cases;
+  for (bool plain : {false, true}) {
+    const std::string cmd = std::string(WASTE_PYTHON) + " " + WASTE_SOURCE_DIR + "/tools/hf_tokenizer_ref.py " +
+                            src + "/tokenizer.json " + (dir / "cases.json") + (plain ? " --plain" : "");
+    test::ProcessResult ref = test::RunProcess({"/bin/sh", "-c", cmd});
+    if (ref.exit_code != 0) GTEST_SKIP() << "tools/hf_tokenizer_ref.py cannot run: " << ref.err;
+    const std::vector<int> expected = nlohmann::json::parse(ref.out)[0].get<std::vector<int>>();
+    std::vector<std::string> args = {WASTE_CLI_BINARY, "tokenize", dir / "out", text, "--json"};
+    if (plain) args.push_back("--plain");
+    test::ProcessResult p = test::RunProcess(args);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(nlohmann::json::parse(p.out)["ids"].get<std::vector<int>>(), expected) << (plain ? "plain" : "markup");
+  }
+}
+
+// A tokenizer.json that cannot be converted stops the conversion before
+// any layer is encoded, naming the file and the field.
 #endif
+
+TEST(ConvertE2E, BrokenTokenizerJsonStopsBeforeTheLayers) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "deepseek-v3-tiny", gen::CheckpointDType::kFp8, false);
+  nlohmann::json tok = nlohmann::json::parse(Slurp(std::string(WASTE_SOURCE_DIR) + "/tests/data/deepseek_tokenizer.json"));
+  tok["pre_tokenizer"]["pretokenizers"][0]["type"] = "Digits";
+  std::ofstream(src + "/tokenizer.json") << tok.dump();
+  auto r = ConvertNow(src, dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("tokenizer.json: pre_tokenizer.pretokenizers[0].type"), std::string::npos)
+      << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/experts-L1.bin"));
+}
 
 TEST(ConvertE2E, DeepSeekFp8AndK3Mxfp4Convert) {
   for (auto [preset, dtype] : {std::pair{"deepseek-v3-tiny", gen::CheckpointDType::kFp8},

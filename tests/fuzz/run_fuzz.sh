@@ -6,8 +6,10 @@
 #               [--binary PATH] [--fixtures DIR]
 # Targets: container (default; manifest, trunk index, record headers),
 # rank_file (tokenizer.model), specials (specials.json), chat_template
-# (chat.json), hotlist (usage.waste), session_state (session files), image
-# (the image decoder and stb_image, seeded with tests/data/images).
+# (chat.json), hotlist (usage.waste), session_state (session files),
+# pretokenizer (pretokenizer.json: parse, compile, split), hf_tokenizer
+# (tokenizer.json as waste convert reads it), image (the image decoder and
+# stb_image, seeded with tests/data/images).
 # --budget caps build + run (default 55 s, for the 60 s ctest limit).
 # --binary skips the build (a CMake build with -DWASTE_BUILD_FUZZ=ON makes
 # one). Exit 0 = no finding, 77 = skipped (no clang, no libFuzzer, or for
@@ -51,6 +53,12 @@ case "$target" in
       "$root/src/vision/vision_plan.cc" "$root/src/vision/vision_config.cc") ;;
   rank_file|specials)
     target_sources=("$here/${target}_fuzz.cc" "$root/src/text/tokenizer_files.cc") ;;
+  pretokenizer)
+    target_sources=("$here/pretokenizer_fuzz.cc" "$root/src/text/tokenizer_files.cc"
+                    "$root/src/text/pretokenizer.cc" "$root/src/text/utf8.cc") ;;
+  hf_tokenizer)
+    target_sources=("$here/hf_tokenizer_fuzz.cc" "$root/src/convert/hf_tokenizer.cc"
+                    "$root/src/text/tokenizer_files.cc" "$root/src/text/pretokenizer.cc" "$root/src/text/utf8.cc") ;;
   chat_template)
     target_sources=("$here/chat_template_fuzz.cc" "$root/src/text/chat_template.cc") ;;
   hotlist)
@@ -122,7 +130,7 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
       echo "FAIL: could not build the fuzzer" >&2
       exit 1
     fi
-    if ! "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" -lfmt -lz -lpthread \
+    if ! "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" -lfmt -lz -lpcre2-8 -lpthread \
         -o "$binary"; then
       echo "FAIL: could not link the fuzzer" >&2
       exit 1
@@ -165,6 +173,11 @@ case "$target" in
       [ -f "$f" ] && n=$((n + 1)) && cp "$f" "$seeds/specials-$n.json"
     done
     printf '[{"id":300,"text":"[BOS]"},{"id":301,"text":"<|im_end|>"}]' > "$seeds/builtin.json" ;;
+  pretokenizer)
+    printf '{"splits": [{"pattern": "\\\\p{N}{1,3}", "behavior": "Isolated", "invert": false}, {"pattern": "\\\\s+(?!\\\\S)|\\\\s+", "behavior": "MergedWithNext", "invert": true}], "bos_id": 0}' \
+      > "$seeds/builtin.json" ;;
+  hf_tokenizer)
+    cp "$root/tests/data/deepseek_tokenizer.json" "$seeds/deepseek.json" ;;
   chat_template)
     printf '{"system":["<|sys|>","<|end|>"],"user":["<|user|>","<|end|>"],"assistant":["<|asst|>","<|end|>"],"open":"<|asst|>"}' \
       > "$seeds/chat.json" ;;
