@@ -147,6 +147,11 @@ TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
         if (j->contains("data")) for (Json& m : (*j)["data"]) m.erase("created");
         j->erase("created");
       }
+      // Our addition (prefix reuse): how many prompt tokens were restored.
+      if (got.contains("usage")) {
+        EXPECT_TRUE(got["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+        got["usage"].erase("prompt_tokens_details");
+      }
       EXPECT_EQ(Dump(got, JsonStyle::kSpaced), Dump(want, JsonStyle::kSpaced));
     }
     ++checked;
@@ -273,6 +278,48 @@ TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(ParseBody(bad->body)["error"]["param"], "response_format");
   EXPECT_NE(bad->body.find("pattern"), std::string::npos);
+}
+
+// Prefix reuse end to end: a request sent twice and a follow-up turn give
+// exactly the replies of a prefill from scratch (forced by sending another
+// conversation in between: with one slot it evicts the first), and usage
+// says how many prompt tokens were restored.
+TEST_F(HttpTest, PrefixReuseChangesNoReply) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto chat = [&](const Json& messages) {
+    Json req = {{"messages", messages}, {"max_tokens", 10}, {"temperature", 0}};
+    auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r ? r->status : 0, 200) << (r ? r->body : "");
+    return r ? ParseBody(r->body) : Json();
+  };
+  auto cached = [](const Json& reply) {
+    return reply["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+  };
+  Json turn1 = Json::array({{{"role", "system"}, {"content", std::string(120, 's') + " be brief"}},
+                            {{"role", "user"}, {"content", "What is a prefix? Say it in one line."}}});
+  Json other = Json::array({{{"role", "user"}, {"content", std::string(150, 'q')}}});
+
+  Json first = chat(turn1);
+  EXPECT_EQ(cached(first), 0);
+  Json again = chat(turn1);
+  EXPECT_GT(cached(again), 0);
+  EXPECT_EQ(again["choices"], first["choices"]);
+  EXPECT_EQ(again["usage"]["prompt_tokens"], first["usage"]["prompt_tokens"]);
+
+  Json turn2 = turn1;
+  turn2.push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
+  turn2.push_back({{"role", "user"}, {"content", "And a suffix?"}});
+  Json follow = chat(turn2);
+  EXPECT_GT(cached(follow), 0);
+  EXPECT_LT(cached(follow), follow["usage"]["prompt_tokens"].get<int>());
+  EXPECT_EQ(cached(chat(other)), 0);  // evicts the conversation
+  Json scratch = chat(turn2);
+  EXPECT_EQ(cached(scratch), 0);
+  EXPECT_EQ(scratch["choices"], follow["choices"]);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens"], follow["usage"]["prompt_tokens"]);
+  EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
 }  // namespace
