@@ -322,5 +322,45 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
+// A forced tool call is constrained by the tool's parameter schema: even a
+// random-weight model calls the named tool with arguments that validate.
+TEST_F(HttpTest, ForcedToolCallArgumentsFollowTheSchema) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const std::string schema =
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+          "days": {"type": "integer"}}, "required": ["city", "days"], "additionalProperties": false})";
+  Json tools = Json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"parameters", ParseBody(schema)}}}},
+       {{"type", "function"},
+        {"function", {{"name", "other_tool"}, {"parameters", {{"type", "object"}}}}}}});
+  auto g = Grammar::FromJsonSchema(schema);
+  ASSERT_TRUE(g.has_value());
+  for (bool thinking : {false, true}) {
+    for (int seed : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(seed) + (thinking ? " thinking" : ""));
+      Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
+                  {"tools", tools},
+                  {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                  {"thinking", thinking},
+                  {"max_tokens", 160},
+                  {"temperature", 1.0},
+                  {"seed", seed}};
+      auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      Json reply = ParseBody(r->body);
+      const Json& calls = reply["choices"][0]["message"]["tool_calls"];
+      ASSERT_TRUE(calls.is_array() && calls.size() == 1) << r->body;
+      EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+      std::string args = calls[0]["function"]["arguments"].get<std::string>();
+      GrammarMatcher m(*g, nullptr);
+      EXPECT_TRUE(m.AcceptText(args) && m.CanEnd()) << args;
+      EXPECT_EQ(reply["choices"][0]["finish_reason"], "tool_calls") << r->body;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace waste::server
