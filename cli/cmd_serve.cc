@@ -143,6 +143,11 @@ int ServeMain(const std::vector<std::string>& args) {
               info.arch.c_str(), info.layers, info.experts, info.ctx_tokens);
   std::printf("quantization: %s\n", info.quantization.c_str());
   std::printf("%s\n", (*server)->FormatDescription().c_str());
+  if (vision) {
+    std::printf("vision: image_url parts accepted (base64 data: URLs%s)\n",
+                so.allow_local_images ? " and server paths" : "");
+  }
+  std::printf("prefix reuse: %d conversation slot%s\n", so.parallel, so.parallel == 1 ? "" : "s");
   std::string shown = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   std::printf("listening on http://%s:%d\n", shown.c_str(), *port);
   std::fflush(stdout);
