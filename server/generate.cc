@@ -115,7 +115,14 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     params.constraint = constraint.get();
   }
   auto t0 = Clock::now();
-  Result<SessionPool::Run> run = pool.Prepare(ids);
+  // Prefill stops within a chunk when the client goes away.
+  auto gone = [&] {
+    if (cancel.load()) r.cancelled = true;
+    return r.cancelled;
+  };
+  params.on_prefill = [&](int, int) { return !gone(); };
+  Result<SessionPool::Run> run = pool.Prepare(ids, gone);
+  if (!run && r.cancelled) return r;
   if (!run) return fail(EngineFailure(run.error(), nullptr));
   r.cached_tokens = run->cached_tokens;
   int delivered = 0;

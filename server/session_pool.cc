@@ -33,7 +33,8 @@ int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit) c
   return static_cast<int>(s.tokens.size());
 }
 
-Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids) {
+Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
+                                              const std::function<bool()>& cancelled) {
   if (ids.empty()) return ArgError("empty prompt");
   // Reusable positions: one token must stay for the logits, and nothing
   // from the first image pad on (see the header).
@@ -64,8 +65,13 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids) {
   }
   const size_t point = limit / kChunk * kChunk;
   if (point > from) {
-    Result<std::span<const float>> fed = session.Eval(ids.subspan(from, point - from));
-    if (!fed) return fed.error();
+    // Chunk by chunk (each starts on a multiple of 64, so the chunking and
+    // the bits are a single call's), so a client that leaves is noticed.
+    for (size_t at = from; at < point; at += kChunk) {
+      if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
+      Result<std::span<const float>> fed = session.Eval(ids.subspan(at, kChunk));
+      if (!fed) return fed.error();
+    }
     Result<SessionSnapshot> snap = session.Snapshot();
     if (!snap) return snap.error();
     slot.snapshot = std::move(*snap);

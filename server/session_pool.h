@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,8 +45,10 @@ class SessionPool {
   };
   // Picks the slot with the longest usable prefix (else the least recently
   // used), restores or resets it, prefills up to the new restore point and
-  // snapshots there. `ids` must outlive the returned span.
-  Result<Run> Prepare(std::span<const int> ids);
+  // snapshots there. `ids` must outlive the returned span. `cancelled`
+  // (optional) is asked after each 64-token chunk; true stops with
+  // kCancelled (the slot keeps its previous snapshot).
+  Result<Run> Prepare(std::span<const int> ids, const std::function<bool()>& cancelled = {});
 
   int slots() const { return static_cast<int>(slots_.size()); }
   uint64_t snapshot_bytes() const;

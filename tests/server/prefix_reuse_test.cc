@@ -100,6 +100,29 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   EXPECT_EQ(resumed.size(), 12u);
 }
 
+// A client that leaves during a long prefill stops it within a chunk, and
+// the slot keeps what it had (nothing half-fed is ever restored).
+TEST(PrefixReuse, CancelledPrefillStopsWithinAChunk) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 2;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine);
+  auto pool = SessionPool::Create(**engine, 1);
+  ASSERT_TRUE(pool);
+  const std::vector<int> ids = Ids(**engine, std::string(400, 'p'));
+  ASSERT_GT(ids.size(), 256u);
+  int asked = 0;
+  auto run = (*pool)->Prepare(ids, [&] { return ++asked > 2; });
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().code(), Errc::kCancelled);
+  EXPECT_EQ(asked, 3);  // two chunks fed, then stopped
+  EXPECT_EQ((*pool)->snapshot_bytes(), 0u);
+  auto again = (*pool)->Prepare(ids);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->cached_tokens, 0);
+}
+
 TEST(PrefixReuse, TooManySlotsForThePlanIsAnError) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   Config cfg;
