@@ -16,6 +16,7 @@
 #include "prompt_plan.h"
 #include "engine_setup.h"
 #include "generation.h"
+#include "grammar_option.h"
 #include "images.h"
 #include "piece_writer.h"
 #include "prompt.h"
@@ -36,6 +37,12 @@ int RunCommand(const Options& o) {
     PromptText p = ReadPrompt(o, "no prompt: give one as an argument, with --file, or on stdin");
     if (!p.ok) return UsageFailure(o, p.error);
     prompt = std::move(p.text);
+  }
+  // A bad grammar fails before the model opens.
+  Result<std::shared_ptr<const Grammar>> grammar = LoadGrammarOption(o);
+  if (!grammar.has_value()) {
+    ReportFailure("grammar", grammar.error(), grammar.error().message(), o);
+    return 1;
   }
   // --ids are fed as they are: no template.
   const std::optional<ChatTemplate> tmpl =
@@ -87,6 +94,19 @@ int RunCommand(const Options& o) {
   if (o.verbose && !o.json) std::fprintf(stderr, "waste: seed %llu\n", (unsigned long long)seed);
   GenerationTimer timer(!o.quiet && !o.json && StderrIsTerminal());
   timer.Watch(&params);
+  std::unique_ptr<BudgetedGrammar> constraint;
+  if (*grammar) {
+    // The output may end, once complete, with end of sequence or the
+    // template's end-of-turn token.
+    std::vector<int> end_ids;
+    if (engine->info().eos_id >= 0) end_ids.push_back(engine->info().eos_id);
+    for (const std::string& stop : StopFor(o, plan)) {
+      Result<std::vector<int>> id = engine->Tokenize(stop, /*markup=*/true, /*add_bos=*/false);
+      if (id.has_value() && id->size() == 1) end_ids.push_back((*id)[0]);
+    }
+    constraint = std::make_unique<BudgetedGrammar>(*engine, *grammar, end_ids, params.max_tokens);
+    params.constraint = constraint.get();
+  }
   const Stats before = engine->stats();
   const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
     timer.Token();
@@ -103,6 +123,9 @@ int RunCommand(const Options& o) {
                             : Status::Ok();
 
   const bool cancelled = Interrupted();
+  if (constraint && !constraint->complete() && !cancelled && !o.json) {
+    std::fprintf(stderr, "waste: warning: the output does not complete the grammar (raise -n)\n");
+  }
   const bool stopped_by_string = status.code() == Errc::kCancelled && stream.stopped();
   if (!status.ok() && !stopped_by_string && !cancelled) {
     ReportFailure("generate", status, DetailOf(status, *engine), o);
@@ -136,6 +159,7 @@ int RunCommand(const Options& o) {
     j["experts_missed"] = tally.miss;
     j["bytes_read"] = tally.bytes;
     j["seed"] = seed;
+    if (constraint) j["grammar_complete"] = constraint->complete();
     AddTimings(timings, &j);
     std::printf("%s\n", DumpJson(j).c_str());
   } else if (!o.quiet) {

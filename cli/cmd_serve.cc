@@ -63,7 +63,9 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--max-tokens", so.default_max_tokens, "completion cap when a request sets none (default 4096)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{0xffffffff}));
   app.add_flag("--no-thinking", so.no_thinking, "answer without the think channel unless a request asks");
-  app.add_flag("--vision", vision, "accept images (no engine in this build has a vision tower)");
+  app.add_flag("--vision", vision, "load the vision tower and accept images in requests");
+  app.add_flag("--allow-local-images", so.allow_local_images,
+               "let image parts name files on the server (off: base64 data: URLs only)");
   app.add_option("--parallel", so.parallel, "conversation sessions kept for prefix reuse (default 1)")
       ->check(CLI::Range(1, 64));
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
@@ -90,10 +92,6 @@ int ServeMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
     return 2;
   }
-  if (vision) {
-    std::fprintf(stderr, "--vision: no engine in this build has a vision tower\n");
-    return 2;
-  }
   if (plan) {
     Options o;
     o.command = Command::kPlan;
@@ -118,6 +116,11 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.cache_policy = cache == "lru" ? CachePolicy::kLru : CachePolicy::kLfru;
   cfg.usage_path = usage;
   cfg.exclusive_open = exclusive;
+  cfg.vision = vision;
+  // Each slot is a session, and each keeps one snapshot of at most a
+  // session's state: the plan reserves room for both.
+  cfg.max_sessions = static_cast<uint32_t>(2 * so.parallel);
+  so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);
   if (!engine) {
@@ -140,6 +143,11 @@ int ServeMain(const std::vector<std::string>& args) {
               info.arch.c_str(), info.layers, info.experts, info.ctx_tokens);
   std::printf("quantization: %s\n", info.quantization.c_str());
   std::printf("%s\n", (*server)->FormatDescription().c_str());
+  if (vision) {
+    std::printf("vision: image_url parts accepted (base64 data: URLs%s)\n",
+                so.allow_local_images ? " and server paths" : "");
+  }
+  std::printf("prefix reuse: %d conversation slot%s\n", so.parallel, so.parallel == 1 ? "" : "s");
   std::string shown = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   std::printf("listening on http://%s:%d\n", shown.c_str(), *port);
   std::fflush(stdout);

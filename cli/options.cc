@@ -236,6 +236,10 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     } else {
       return false;
     }
+  } else if (name == "--grammar") {
+    o->grammar_file = v;
+  } else if (name == "--json-schema") {
+    o->json_schema_file = v;
   } else if (name == "--logits-out") {
     o->logits_out = v;
   } else if (name == "--ids") {
@@ -311,6 +315,9 @@ std::string RangeCheck(const Options& o) {
   if (o.threads < 0) return "--threads must be >= 0";
   if (!(o.min_p >= 0.0f && o.min_p <= 1.0f)) return "--min-p must be in [0, 1]";
   if (!(o.repeat_penalty > 0.0f)) return "--repeat-penalty must be > 0 (1 = off)";
+  if (!o.grammar_file.empty() && !o.json_schema_file.empty()) {
+    return "--grammar and --json-schema exclude each other";
+  }
   return "";
 }
 
@@ -450,6 +457,11 @@ const std::vector<OptionSpec>& OptionTable() {
        "read experts through the page cache (default: bypass it)", kOpens},
       {"--usage", nullptr, "PATH", "hotlist file (default MODEL/usage.waste)", kOpens},
       {"--cache", nullptr, "lru|lfru", "expert cache replacement policy (default lfru)", kOpens},
+      {"--grammar", nullptr, "FILE",
+       "constrain the output to a GBNF grammar (docs/SERVER.md, constrained decoding)",
+       Bit(Command::kRun)},
+      {"--json-schema", nullptr, "FILE", "constrain the output to one JSON value matching a schema",
+       Bit(Command::kRun)},
       {"--logits-out", nullptr, "FILE", "write the full logits as raw little-endian f32",
        Bit(Command::kEval)},
       {"--ids", nullptr, "\"1 2 3\"", "use these token ids as the prompt (no tokenizer needed)",

@@ -70,6 +70,8 @@ struct Options {
   std::string usage_path;
   CachePolicy cache_policy = CachePolicy::kLfru;
   std::string logits_out;
+  std::string grammar_file;      // run --grammar (GBNF)
+  std::string json_schema_file;  // run --json-schema
   std::vector<int> ids;
   bool ids_given = false;
   uint32_t prompt_tokens = 0;  // bench: 0 = the fixed prompt as is

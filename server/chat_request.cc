@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "image_input.h"
+
 namespace waste::server {
 namespace {
 
@@ -30,8 +32,6 @@ std::optional<ApiError> NumberIn(const Json& body, const char* name, double lo, 
   *out = static_cast<float>(d);
   return std::nullopt;
 }
-
-bool IsImagePart(const std::string& type) { return type == "image" || type == "image_url"; }
 
 ApiError VisionDisabled() {
   return BadRequest(
@@ -120,7 +120,7 @@ std::optional<ApiError> ParseStream(const Json& body, bool* stream, bool* includ
   return std::nullopt;
 }
 
-std::optional<ApiError> ValidateMessages(const Json& body) {
+std::optional<ApiError> ValidateMessages(const Json& body, bool vision) {
   auto it = body.find("messages");
   if (it == body.end()) return BadRequest("'messages' is a required property", "messages");
   if (!it->is_array() || it->empty()) {
@@ -151,7 +151,10 @@ std::optional<ApiError> ValidateMessages(const Json& body) {
           if (type == part.end() || !type->is_string() || type->get_ref<const std::string&>().empty()) {
             return BadRequest(pat + ".type must be a non-empty string", pat + ".type");
           }
-          if (IsImagePart(type->get<std::string>())) return VisionDisabled();
+          if (IsImagePart(type->get<std::string>())) {
+            if (!vision) return VisionDisabled();
+            continue;  // its reference is checked by CollectImages
+          }
           auto text = part.find("text");
           if (text == part.end() || !text->is_string()) {
             return BadRequest(pat + ".text must be a string", pat + ".text");

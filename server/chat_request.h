@@ -30,8 +30,8 @@ std::optional<ApiError> ParseStream(const Json& body, bool* stream, bool* includ
 
 // §3.3.5: every message an object with a known role, content a string,
 // array of typed parts or null, tool_calls only on assistants and well
-// formed. Also refuses image parts (this build has no vision tower).
-std::optional<ApiError> ValidateMessages(const Json& body);
+// formed. Image parts are refused (vision_disabled) unless `vision`.
+std::optional<ApiError> ValidateMessages(const Json& body, bool vision = false);
 
 // Thinking resolution (reasoning_effort / thinking_effort / reasoning.effort
 // and `thinking`). `effort` is set for low/high/max.

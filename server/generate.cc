@@ -22,20 +22,74 @@ Status AsStatus(const Result<FinishReason>& finished) {
   return Status::Ok();
 }
 
-ApiError EngineFailure(const Status& st, const Engine& engine) {
-  std::string detail = st.message().empty() ? engine.error_detail() : st.message();
+ApiError EngineFailure(const Status& st, const Session* session) {
+  std::string detail = st.message().empty() && session ? session->error_detail() : st.message();
   std::string msg = std::string("generate: ") + ErrcText(st.code());
   if (!detail.empty()) msg += " (" + detail + ")";
   return ApiError{500, "engine_error", msg, std::nullopt, std::nullopt};
 }
 
+// The request's images encoded and queued on the model (the tower runs
+// here, on the engine thread), and the prompt with each pad expanded to its
+// image's rows. The header was probed before queueing; a body that fails
+// to decode is still the request's fault (400), anything else the engine's.
+std::optional<ApiError> AttachImages(Engine& engine, const PreparedChat& chat,
+                                     std::vector<int>* ids) {
+  engine.ClearImages();  // nothing a failed request queued may leak into this one
+  if (chat.images.empty()) {
+    *ids = chat.ids;
+    return std::nullopt;
+  }
+  for (const ImageInput& img : chat.images) {
+    Result<int> rows = engine.AddImageBytes(img.bytes, img.where);
+    if (!rows) {
+      engine.ClearImages();
+      if (rows.error().code() == Errc::kIo) {
+        return BadRequest("the image in " + img.where + " cannot be used: " +
+                              rows.error().message(),
+                          "image_url", "invalid_image");
+      }
+      return ApiError{500, "engine_error", "image: " + rows.error().ToString(), std::nullopt,
+                      std::nullopt};
+    }
+  }
+  Result<std::vector<int>> expanded = engine.ExpandImagePads(chat.ids);
+  if (!expanded) {
+    engine.ClearImages();
+    return ApiError{500, "engine_error", "image: " + expanded.error().ToString(), std::nullopt,
+                    std::nullopt};
+  }
+  *ids = std::move(*expanded);
+  return std::nullopt;
+}
+
 }  // namespace
 
-GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const ChatFormat& format,
-                            const ReplyHeader& header, const EventSink& sink,
-                            const std::atomic<bool>& cancel) {
+// usage with the prompt tokens restored from a snapshot (OpenAI's field).
+Json UsageWithCache(const GenerateResult& r) {
+  Json u = Usage(r.prompt_tokens, r.completion_tokens);
+  u["prompt_tokens_details"] = {{"cached_tokens", r.cached_tokens}};
+  return u;
+}
+
+GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedChat& chat,
+                            const ChatFormat& format, const ReplyHeader& header,
+                            const EventSink& sink, const std::atomic<bool>& cancel) {
   GenerateResult r;
-  r.prompt_tokens = static_cast<int>(chat.ids.size());
+  r.prompt_tokens = chat.prompt_tokens > 0 ? chat.prompt_tokens : static_cast<int>(chat.ids.size());
+  // A failure before the first token: the blocking reply's status, or (the
+  // event-stream headers are out) an error event.
+  auto fail = [&](const ApiError& e) {
+    if (!sink) {
+      r.error = e;
+      return r;
+    }
+    sink("data: " + ErrorBody(e) + "\n\n");
+    sink("data: [DONE]\n\n");
+    return r;
+  };
+  std::vector<int> ids;
+  if (auto e = AttachImages(engine, chat, &ids)) return fail(*e);
   ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
                            ? ReplyParser(format.markers, chat.prompt.think_channel)
                            : ReplyParser(format.stop_id);
@@ -60,11 +114,20 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
     constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens);
     params.constraint = constraint.get();
   }
-  engine.ResetState();
   auto t0 = Clock::now();
+  // Prefill stops within a chunk when the client goes away.
+  auto gone = [&] {
+    if (cancel.load()) r.cancelled = true;
+    return r.cancelled;
+  };
+  params.on_prefill = [&](int, int) { return !gone(); };
+  Result<SessionPool::Run> run = pool.Prepare(ids, gone);
+  if (!run && r.cancelled) return r;
+  if (!run) return fail(EngineFailure(run.error(), nullptr));
+  r.cached_tokens = run->cached_tokens;
   int delivered = 0;
   bool turn_stopped = false;
-  Status st = AsStatus(engine.Generate(chat.ids, params, [&](const TokenEvent& ev) {
+  Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     bool more = turn.OnToken(ev.token, ev.piece, &deltas);
     flush();
@@ -79,23 +142,14 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
   r.completion_tokens = turn.completion_tokens();
   bool failed = !st.ok() && !(st.code() == Errc::kCancelled && (turn_stopped || r.cancelled));
   if (r.cancelled) return r;
-  if (failed) {
-    ApiError e = EngineFailure(st, engine);
-    if (!sink) {
-      r.error = e;
-      return r;
-    }
-    // After the headers an error can only be an event (never a second
-    // HTTP response inside the body).
-    sink("data: " + ErrorBody(e) + "\n\n");
-    sink("data: [DONE]\n\n");
-    return r;
-  }
+  // After the headers an error can only be an event (never a second HTTP
+  // response inside the body).
+  if (failed) return fail(EngineFailure(st, run->session));
   turn.Finish(&deltas);
   bool ran_to_max = st.ok() && delivered == chat.params.max_tokens;
   std::string finish = turn.FinishReason(ran_to_max);
-  Json usage = Usage(r.prompt_tokens, r.completion_tokens);
-  Json waste = WasteCounters(engine.stats(), r.total_ms);
+  Json usage = UsageWithCache(r);
+  Json waste = WasteCounters(engine.model().stats(), r.total_ms);
   if (!sink) {
     r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
     return r;
@@ -108,7 +162,7 @@ GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const Chat
   return r;
 }
 
-GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
+GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const PreparedCompletion& req,
                                   const ChatFormat& format, const ReplyHeader& header,
                                   const std::atomic<bool>& cancel) {
   GenerateResult r;
@@ -116,10 +170,16 @@ GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
   std::string text;
   bool stop_hit = false;
   int delivered = 0;
-  engine.ResetState();
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
-  Status st = AsStatus(engine.Generate(req.ids, req.params, [&](const TokenEvent& ev) {
+  engine.ClearImages();
+  Result<SessionPool::Run> run = pool.Prepare(req.ids);
+  if (!run) {
+    r.error = EngineFailure(run.error(), nullptr);
+    return r;
+  }
+  r.cached_tokens = run->cached_tokens;
+  Status st = AsStatus(run->session->Generate(run->rest, req.params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     // The piece of a terminating stop or end-of-sequence token is not text.
     bool terminator = ev.token == format.stop_id || ev.token == eos;
@@ -141,7 +201,7 @@ GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
   r.completion_tokens = delivered;
   if (r.cancelled) return r;
   if (!st.ok() && !(st.code() == Errc::kCancelled && stop_hit)) {
-    r.error = EngineFailure(st, engine);
+    r.error = EngineFailure(st, run->session);
     return r;
   }
   bool ran_to_max = st.ok() && delivered == req.params.max_tokens;
@@ -153,7 +213,7 @@ GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
                                       {"text", SanitizeUtf8(text)},
                                       {"logprobs", nullptr},
                                       {"finish_reason", ran_to_max ? "length" : "stop"}}})},
-            {"usage", Usage(r.prompt_tokens, r.completion_tokens)}};
+            {"usage", UsageWithCache(r)}};
   return r;
 }
 

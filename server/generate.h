@@ -1,5 +1,5 @@
 // Running one prepared request on the engine (on the worker thread):
-// reset the conversation, generate, feed every token through a ChatTurn,
+// pick a session slot (reusing a prompt prefix), generate, feed every token through a ChatTurn,
 // and hand out either the blocking body or the stream's SSE events.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include "api_error.h"
 #include "openai_shapes.h"
 #include "prepare.h"
+#include "session_pool.h"
 
 namespace waste::server {
 
@@ -23,17 +24,19 @@ struct GenerateResult {
   Json body;                      // blocking: the response object
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;          // prompt tokens restored from a snapshot
   double prefill_ms = 0;          // time to first token
   double total_ms = 0;
   bool cancelled = false;         // the client went away
 };
 
-// `sink` null = blocking. `cancel` is polled once per token.
-GenerateResult GenerateChat(Engine& engine, const PreparedChat& chat, const ChatFormat& format,
-                            const ReplyHeader& header, const EventSink& sink,
-                            const std::atomic<bool>& cancel);
+// `sink` null = blocking. `cancel` is polled once per token. The prompt
+// runs on the pool's best slot (prefix reuse, session_pool.h).
+GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedChat& chat,
+                            const ChatFormat& format, const ReplyHeader& header,
+                            const EventSink& sink, const std::atomic<bool>& cancel);
 
-GenerateResult GenerateCompletion(Engine& engine, const PreparedCompletion& req,
+GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const PreparedCompletion& req,
                                   const ChatFormat& format, const ReplyHeader& header,
                                   const std::atomic<bool>& cancel);
 

@@ -13,6 +13,7 @@
 #include "generate.h"
 #include "metrics.h"
 #include "prepare.h"
+#include "session_pool.h"
 #include "web_page.h"
 
 namespace waste::server {
@@ -71,6 +72,7 @@ struct HttpServer::Impl {
   ChatFormat format;
   ServeLimits limits;
   Metrics metrics;
+  std::unique_ptr<SessionPool> pool;  // used on the worker thread only
   std::unique_ptr<EngineWorker> worker;
   httplib::Server http;
   int64_t started_unix = UnixNow();
@@ -189,8 +191,8 @@ struct HttpServer::Impl {
       auto future = done->get_future();
       static const std::atomic<bool> kNever{false};
       bool queued = worker->Submit([this, chat, header, done](Engine& e) {
-        GenerateResult r = GenerateChat(e, *chat, format, header, nullptr, kNever);
-        metrics.CountGeneration(r, e.stats());
+        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, kNever);
+        metrics.CountGeneration(r, e.model().stats());
         done->set_value(std::move(r));
       });
       if (!queued) return Busy(res);
@@ -202,9 +204,9 @@ struct HttpServer::Impl {
     bool queued = worker->Submit([this, chat, header, channel](Engine& e) {
       if (!channel->cancel.load()) {
         GenerateResult r = GenerateChat(
-            e, *chat, format, header, [&](const std::string& ev) { return channel->Push(ev); },
+            e, *pool, *chat, format, header, [&](const std::string& ev) { return channel->Push(ev); },
             channel->cancel);
-        metrics.CountGeneration(r, e.stats());
+        metrics.CountGeneration(r, e.model().stats());
       }
       channel->Finish();
     });
@@ -249,8 +251,8 @@ struct HttpServer::Impl {
     auto future = done->get_future();
     static const std::atomic<bool> kNever{false};
     bool queued = worker->Submit([this, req, header, done](Engine& e) {
-      GenerateResult r = GenerateCompletion(e, *req, format, header, kNever);
-      metrics.CountGeneration(r, e.stats());
+      GenerateResult r = GenerateCompletion(e, *pool, *req, format, header, kNever);
+      metrics.CountGeneration(r, e.model().stats());
       done->set_value(std::move(r));
     });
     if (!queued) return Busy(res);
@@ -377,8 +379,21 @@ HttpServer::~HttpServer() {
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {
   auto impl = std::make_unique<Impl>(engine, options);
   impl->format = ResolveChatFormat(engine, options.container_dir, options.no_thinking);
+  if (options.vision) {
+    if (!engine.has_vision()) {
+      return UnsupportedError("--vision: this container has no vision tower (or it was opened without vision)");
+    }
+    if (impl->format.kind != ChatFormat::Kind::kXtml) {
+      return UnsupportedError("--vision: images need the K3 chat format (XTML markers in the tokenizer)");
+    }
+    impl->format.vision.enabled = true;
+    impl->format.vision.allow_local_paths = options.allow_local_images;
+  }
   impl->limits.ctx_max = engine.info().ctx_tokens;
   impl->limits.default_max_tokens = options.default_max_tokens;
+  auto pool = SessionPool::Create(engine, std::max(1, options.parallel));
+  if (!pool) return pool.error();
+  impl->pool = std::move(*pool);
   impl->worker = std::make_unique<EngineWorker>(engine, static_cast<size_t>(std::max(0, options.queue)));
   impl->Setup();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -22,12 +22,15 @@ struct ServeOptions {
   std::string api_key;                    // empty = no authentication
   uint64_t default_max_tokens = 4096;
   bool no_thinking = false;
-  int parallel = 1;                       // sessions kept (prefix reuse; see docs/SERVER.md)
+  int parallel = 1;                       // session slots for prefix reuse (docs/SERVER.md); the
+                                          // engine needs Config::max_sessions >= 2 x parallel
   int queue = 16;                         // requests that may wait for the engine
   size_t body_limit = 64u << 20;          // request body bytes
   std::string cors_origin;                // empty = no CORS headers
   int http_threads = 16;                  // connections served at once
   std::string container_dir;
+  bool vision = false;                    // accept image parts (the engine must have a tower)
+  bool allow_local_images = false;        // image parts may name server-side files
 };
 
 class HttpServer {

@@ -93,7 +93,15 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
                       "model", "unsupported_chat_format");
   }
   if (auto e = ParseStream(body, &out->stream, &out->include_usage)) return e;
-  if (format.kind == ChatFormat::Kind::kXtml) {
+  if (format.kind == ChatFormat::Kind::kXtml && format.vision.enabled) {
+    // Shapes first, then the images (their errors name the part), then the
+    // prompt with one media block per image.
+    if (auto e = ValidateMessages(body, /*vision=*/true)) return e;
+    if (auto e = CollectImages(body, format.vision, &out->images)) return e;
+    std::vector<std::string> blocks;
+    for (const ImageInput& img : out->images) blocks.push_back(MediaBlock(img.width, img.height));
+    if (auto e = RenderXtml(body, format.default_thinking, &out->prompt, &blocks)) return e;
+  } else if (format.kind == ChatFormat::Kind::kXtml) {
     if (auto e = RenderXtml(body, format.default_thinking, &out->prompt)) return e;
   } else {
     if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
@@ -105,8 +113,20 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   if (!ids) return EngineError("tokenize", ids.error());
   out->ids = std::move(*ids);
   if (out->ids.empty()) return BadRequest("the prompt is empty", "messages");
-  if (auto e = ContextCheck(out->ids.size(), limits)) return e;
-  FillParams(s, limits, out->ids.size(), &out->params);
+  // Each image's pad becomes its rows; the count needs no decode, so the
+  // context check still happens before the request waits. (A model without
+  // a tower only gets here in the golden tests, which force vision on over
+  // the tokenizer container: there each pad stays one position.)
+  size_t prompt_tokens = out->ids.size();
+  for (const ImageInput& img : out->images) {
+    if (!engine.has_vision()) continue;
+    Result<int> rows = engine.ImageTokens({img.width, img.height});
+    if (!rows) return EngineError("image", rows.error());
+    prompt_tokens += static_cast<size_t>(*rows) - 1;
+  }
+  if (auto e = ContextCheck(prompt_tokens, limits)) return e;
+  out->prompt_tokens = static_cast<int>(prompt_tokens);
+  FillParams(s, limits, prompt_tokens, &out->params);
   out->params.stop_tokens = {format.stop_id};
   out->stops = std::move(s.stops);
   return std::nullopt;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "image_input.h"
 #include "json_text.h"
 #include "render.h"
 #include "reply_parser.h"
@@ -28,6 +29,8 @@ struct ChatFormat {
   // The token trie constrained replies are matched against (XTML only;
   // markers and end-of-sequence never match as text).
   std::shared_ptr<const Vocabulary> vocab;
+  // Images in requests (XTML only): --vision on a model with a tower.
+  VisionOptions vision;
   std::string Name() const;
 };
 
@@ -49,6 +52,10 @@ struct PreparedChat {
   bool include_usage = false;
   // response_format json_object / json_schema: the reply grammar.
   std::shared_ptr<const Grammar> grammar;
+  // The request's images in prompt order; `ids` holds one media pad per
+  // image until the engine thread encodes them and expands the pads.
+  std::vector<ImageInput> images;
+  int prompt_tokens = 0;  // after pad expansion (what usage reports)
 };
 
 std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,

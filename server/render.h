@@ -32,8 +32,11 @@ struct RenderedPrompt {
 };
 
 // XTML (§ "K3 prompt format" in docs/SERVER.md). `default_thinking` is the
-// server's default when the request does not say.
-std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out);
+// server's default when the request does not say. `media_blocks` non-null
+// = images are accepted: one media block per image of the request, in
+// order, handed out to image parts and placeholders in order of appearance.
+std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out,
+                                   const std::vector<std::string>* media_blocks = nullptr);
 
 // chat.json: plain conversation only; tools, tool_choice, response_format,
 // reasoning and tool messages are refused naming the field.

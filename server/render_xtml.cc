@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chat_request.h"
+#include "image_input.h"
 #include "render.h"
 
 namespace waste::server {
@@ -33,7 +34,7 @@ std::string Trim(const std::string& s) {
 class Segments {
  public:
   explicit Segments(std::vector<PromptSegment>* out) : out_(out) {}
-  void Markup(const char* marker) { out_->push_back({SegmentMode::kMarkup, marker}); }
+  void Markup(const std::string& marker) { out_->push_back({SegmentMode::kMarkup, marker}); }
   void Text(const std::string& s) {
     if (!s.empty()) out_->push_back({SegmentMode::kPlain, s});
   }
@@ -76,14 +77,51 @@ const std::string* NonEmptyString(const Json& obj, const char* key) {
   return &it->get_ref<const std::string&>();
 }
 
-void RenderContent(const Json& m, Segments* s) {
+// The request's media blocks, handed out in order of appearance: each image
+// part takes the next, and so does each placeholder in message text once the
+// request has an image at all.
+struct MediaBlocks {
+  const std::vector<std::string>* blocks = nullptr;  // null: no images accepted
+  size_t next = 0;
+  bool overrun = false;  // more takers than images
+
+  void Take(Segments* s) {
+    if (!blocks || next >= blocks->size()) {
+      overrun = true;
+      return;
+    }
+    s->Markup((*blocks)[next++]);
+  }
+  // Text with every placeholder replaced by the next block (plain around).
+  void Text(const std::string& text, Segments* s) {
+    if (!blocks || blocks->empty()) {
+      s->Text(text);
+      return;
+    }
+    const std::string ph = kImagePlaceholder;
+    size_t from = 0;
+    for (size_t at; (at = text.find(ph, from)) != std::string::npos; from = at + ph.size()) {
+      s->Text(text.substr(from, at - from));
+      Take(s);
+    }
+    s->Text(text.substr(from));
+  }
+};
+
+void RenderContent(const Json& m, Segments* s, MediaBlocks* media) {
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) return;
   if (it->is_string()) {
-    s->Text(it->get<std::string>());
+    media->Text(it->get<std::string>(), s);
     return;
   }
-  for (const Json& part : *it) s->Text(part.at("text").get<std::string>());
+  for (const Json& part : *it) {
+    if (media->blocks && IsImagePart(part.at("type").get<std::string>())) {
+      media->Take(s);
+    } else {
+      media->Text(part.at("text").get<std::string>(), s);
+    }
+  }
 }
 
 std::string ToolDeclaration(const Json& tools, bool dynamic) {
@@ -198,8 +236,10 @@ void ReorderToolResults(Json* messages) {
 
 }  // namespace
 
-std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out) {
-  if (auto e = ValidateMessages(body)) return e;
+std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out,
+                                   const std::vector<std::string>* media_blocks) {
+  if (auto e = ValidateMessages(body, media_blocks != nullptr)) return e;
+  MediaBlocks media{media_blocks};
   std::string effort;
   if (auto e = ResolveThinking(body, default_thinking, &out->think_channel, &effort)) return e;
   bool thinking = out->think_channel;
@@ -283,7 +323,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
         s.Close("think");
       }
       s.Open("response");
-      RenderContent(m, &s);
+      RenderContent(m, &s, &media);
       s.Close("response");
       auto calls = m.find("tool_calls");
       if (calls != m.end() && calls->is_array() && !calls->empty()) {
@@ -317,7 +357,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
             "messages");
       }
       s.OpenMessage({{"role", "tool"}, {"tool", name}, {"index", std::to_string(tool_k)}});
-      RenderContent(m, &s);
+      RenderContent(m, &s, &media);
       s.CloseMessage();
     } else {
       auto dyn = m.find("tools");
@@ -328,7 +368,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
       Attrs attrs{{"role", role}};
       if (const std::string* name = NonEmptyString(m, "name")) attrs.emplace_back("name", *name);
       s.OpenMessage(attrs);
-      RenderContent(m, &s);
+      RenderContent(m, &s, &media);
       s.CloseMessage();
     }
   }
@@ -354,6 +394,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
                      kRaw + "\nThe JSON data must match the following schema:\n```json\n" +
                      Dump(out->schema, JsonStyle::kCompact, true) + "\n```");
   }
+  if (media.overrun) return BadRequest("More image placeholders than image prompts.", "messages");
   s.OpenMessage({{"role", "assistant"}});
   s.Open(thinking ? "think" : "response");
   return std::nullopt;

@@ -88,6 +88,8 @@ class WASTE_EXPORT Engine {
   // The prompt with its k-th media pad repeated as many times as the k-th
   // queued image has rows. kArg when pads and queued images differ in number.
   Result<std::vector<int>> ExpandImagePads(std::span<const int> ids) const noexcept;
+  // The rows an image of this stored size takes (no decode; Model::ImageTokens).
+  Result<int> ImageTokens(ImageDimensions size) const noexcept;
   int queued_images() const noexcept;
   void ClearImages() noexcept;          // ResetState() keeps the queue
 

@@ -121,6 +121,10 @@ class WASTE_EXPORT Model {
   Result<int> AddImage(const std::string& path) noexcept;
   Result<int> AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept;
   Result<std::vector<int>> ExpandImagePads(std::span<const int> ids) const noexcept;
+  // The rows (pad positions) an image of this stored size will take, without
+  // decoding or encoding it: lets a host check a prompt's length before it
+  // queues images (the server validates requests before they wait).
+  Result<int> ImageTokens(ImageDimensions size) const noexcept;
   int queued_images() const noexcept;
   void ClearImages() noexcept;
 

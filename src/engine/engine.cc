@@ -75,6 +75,9 @@ Result<int> Engine::AddImage(const std::string& path) noexcept { return model_->
 Result<int> Engine::AddImageBytes(std::span<const uint8_t> bytes, std::string_view name) noexcept {
   return model_->AddImageBytes(bytes, name);
 }
+Result<int> Engine::ImageTokens(ImageDimensions size) const noexcept {
+  return model_->ImageTokens(size);
+}
 Result<std::vector<int>> Engine::ExpandImagePads(std::span<const int> ids) const noexcept {
   return model_->ExpandImagePads(ids);
 }

@@ -18,6 +18,8 @@
 #include "streaming/expert_reader.h"
 #include "streaming/hotlist.h"
 #include "text/chat_template.h"
+#include "vision/preprocess.h"
+#include "vision/vision_context.h"
 #include "waste/model.h"
 
 namespace waste {
@@ -425,6 +427,13 @@ Result<std::vector<int>> Model::ExpandImagePads(std::span<const int> ids) const 
   } catch (const std::exception& e) {
     return OomError(e.what());
   }
+}
+
+Result<int> Model::ImageTokens(ImageDimensions size) const noexcept {
+  if (!core_->vision) return NoVision(*core_);
+  if (size.width <= 0 || size.height <= 0) return ArgError("image size must be positive");
+  const vision::VisionConfig& c = core_->vision->tower().config();
+  return vision::ChoosePatchGrid(size.width, size.height, c.max_patches).tokens();
 }
 
 int Model::queued_images() const noexcept {

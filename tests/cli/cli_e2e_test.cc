@@ -470,6 +470,46 @@ TEST_F(CliE2E, CtrlCAtThePromptLeaves) {
 
 // --- tokenize / detokenize --------------------------------------------------------------
 
+// run --grammar / --json-schema: the output is a sentence of the grammar
+// even from random weights (the -n budget closes it), and bad files fail
+// before the model opens, naming the file.
+TEST_F(CliE2E, RunGrammarAndJsonSchemaConstrainTheOutput) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("waste-cli-grammar-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string schema = dir + "/person.json", yn = dir + "/yn.gbnf", bad = dir + "/bad.gbnf";
+  std::ofstream(schema) << R"({"type": "object", "properties": {"name": {"type": "string",
+      "maxLength": 8}, "age": {"type": "integer"}}, "required": ["name", "age"],
+      "additionalProperties": false})";
+  std::ofstream(yn) << "root ::= \"yes\" | \"no\"\n";
+  std::ofstream(bad) << "root ::= [\n";
+  for (const char* seed : {"1", "2", "3"}) {
+    const ProcessResult r = Waste({"run", kDemo, "a person", "--json-schema", schema, "-n", "60",
+                                   "--temp", "1", "--seed", seed, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    const json j = JsonOf(r);
+    EXPECT_EQ(j["grammar_complete"], true) << Describe(r);
+    const json v = json::parse(j["text"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(v.is_object()) << Describe(r);
+    ASSERT_TRUE(v["name"].is_string()) << v.dump();
+    const std::string name = v["name"];  // maxLength counts characters
+    EXPECT_LE(std::count_if(name.begin(), name.end(), [](char c) { return (c & 0xC0) != 0x80; }), 8)
+        << v.dump();
+    EXPECT_TRUE(v["age"].is_number_integer()) << v.dump();
+    EXPECT_EQ(v.size(), 2u) << v.dump();
+  }
+  const ProcessResult a = Waste({"run", kDemo, "answer", "--grammar", yn, "-n", "8", "--temp", "1",
+                                 "--seed", "5", "-q"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  EXPECT_TRUE(a.out == "yes\n" || a.out == "no\n") << Describe(a);
+  const ProcessResult b = Waste({"run", kDemo, "x", "--grammar", bad});
+  EXPECT_EQ(b.exit_code, 1) << Describe(b);
+  EXPECT_TRUE(Contains(b.err, bad) && Contains(b.err, "line")) << Describe(b);
+  const ProcessResult both = Waste({"run", kDemo, "x", "--grammar", yn, "--json-schema", schema});
+  EXPECT_EQ(both.exit_code, 2) << Describe(both);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(CliE2E, TokenizeAndDetokenize) {
   const std::string text = kUser + "Hello world, hello again";
   const ProcessResult human = Waste({"tokenize", kDemo, text});

@@ -147,6 +147,11 @@ TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
         if (j->contains("data")) for (Json& m : (*j)["data"]) m.erase("created");
         j->erase("created");
       }
+      // Our addition (prefix reuse): how many prompt tokens were restored.
+      if (got.contains("usage")) {
+        EXPECT_TRUE(got["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+        got["usage"].erase("prompt_tokens_details");
+      }
       EXPECT_EQ(Dump(got, JsonStyle::kSpaced), Dump(want, JsonStyle::kSpaced));
     }
     ++checked;
@@ -273,6 +278,88 @@ TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(ParseBody(bad->body)["error"]["param"], "response_format");
   EXPECT_NE(bad->body.find("pattern"), std::string::npos);
+}
+
+// Prefix reuse end to end: a request sent twice and a follow-up turn give
+// exactly the replies of a prefill from scratch (forced by sending another
+// conversation in between: with one slot it evicts the first), and usage
+// says how many prompt tokens were restored.
+TEST_F(HttpTest, PrefixReuseChangesNoReply) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto chat = [&](const Json& messages) {
+    Json req = {{"messages", messages}, {"max_tokens", 10}, {"temperature", 0}};
+    auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r ? r->status : 0, 200) << (r ? r->body : "");
+    return r ? ParseBody(r->body) : Json();
+  };
+  auto cached = [](const Json& reply) {
+    return reply["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+  };
+  Json turn1 = Json::array({{{"role", "system"}, {"content", std::string(120, 's') + " be brief"}},
+                            {{"role", "user"}, {"content", "What is a prefix? Say it in one line."}}});
+  Json other = Json::array({{{"role", "user"}, {"content", std::string(150, 'q')}}});
+
+  Json first = chat(turn1);
+  EXPECT_EQ(cached(first), 0);
+  Json again = chat(turn1);
+  EXPECT_GT(cached(again), 0);
+  EXPECT_EQ(again["choices"], first["choices"]);
+  EXPECT_EQ(again["usage"]["prompt_tokens"], first["usage"]["prompt_tokens"]);
+
+  Json turn2 = turn1;
+  turn2.push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
+  turn2.push_back({{"role", "user"}, {"content", "And a suffix?"}});
+  Json follow = chat(turn2);
+  EXPECT_GT(cached(follow), 0);
+  EXPECT_LT(cached(follow), follow["usage"]["prompt_tokens"].get<int>());
+  EXPECT_EQ(cached(chat(other)), 0);  // evicts the conversation
+  Json scratch = chat(turn2);
+  EXPECT_EQ(cached(scratch), 0);
+  EXPECT_EQ(scratch["choices"], follow["choices"]);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens"], follow["usage"]["prompt_tokens"]);
+  EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
+}
+
+// A forced tool call is constrained by the tool's parameter schema: even a
+// random-weight model calls the named tool with arguments that validate.
+TEST_F(HttpTest, ForcedToolCallArgumentsFollowTheSchema) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const std::string schema =
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+          "days": {"type": "integer"}}, "required": ["city", "days"], "additionalProperties": false})";
+  Json tools = Json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"parameters", ParseBody(schema)}}}},
+       {{"type", "function"},
+        {"function", {{"name", "other_tool"}, {"parameters", {{"type", "object"}}}}}}});
+  auto g = Grammar::FromJsonSchema(schema);
+  ASSERT_TRUE(g.has_value());
+  for (bool thinking : {false, true}) {
+    for (int seed : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(seed) + (thinking ? " thinking" : ""));
+      Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
+                  {"tools", tools},
+                  {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                  {"thinking", thinking},
+                  {"max_tokens", 160},
+                  {"temperature", 1.0},
+                  {"seed", seed}};
+      auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      Json reply = ParseBody(r->body);
+      const Json& calls = reply["choices"][0]["message"]["tool_calls"];
+      ASSERT_TRUE(calls.is_array() && calls.size() == 1) << r->body;
+      EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+      std::string args = calls[0]["function"]["arguments"].get<std::string>();
+      GrammarMatcher m(*g, nullptr);
+      EXPECT_TRUE(m.AcceptText(args) && m.CanEnd()) << args;
+      EXPECT_EQ(reply["choices"][0]["finish_reason"], "tool_calls") << r->body;
+    }
+  }
 }
 
 }  // namespace

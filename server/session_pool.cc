@@ -1,0 +1,84 @@
+#include "session_pool.h"
+
+#include <algorithm>
+
+namespace waste::server {
+
+Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slots) {
+  std::unique_ptr<SessionPool> pool(new SessionPool(engine));
+  pool->slots_.resize(1);
+  pool->slots_[0].session = &engine.session();
+  for (int i = 1; i < slots; ++i) {
+    Result<std::unique_ptr<Session>> s = engine.model().NewSession();
+    if (!s) return s.error();
+    Slot slot;
+    slot.owned = std::move(*s);
+    slot.session = slot.owned.get();
+    pool->slots_.push_back(std::move(slot));
+  }
+  return pool;
+}
+
+uint64_t SessionPool::snapshot_bytes() const {
+  uint64_t n = 0;
+  for (const Slot& s : slots_) n += s.snapshot.empty() ? 0 : s.snapshot.bytes();
+  return n;
+}
+
+// The snapshot's length when its tokens start `ids` and it lies within
+// `limit`, else 0.
+int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit) const {
+  if (s.snapshot.empty() || s.tokens.empty() || s.tokens.size() > limit) return 0;
+  if (!std::equal(s.tokens.begin(), s.tokens.end(), ids.begin())) return 0;
+  return static_cast<int>(s.tokens.size());
+}
+
+Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
+                                              const std::function<bool()>& cancelled) {
+  if (ids.empty()) return ArgError("empty prompt");
+  // Reusable positions: one token must stay for the logits, and nothing
+  // from the first image pad on (see the header).
+  size_t limit = ids.size() - 1;
+  if (int pad = engine_.media_pad_id(); pad >= 0) {
+    limit = std::min<size_t>(limit, std::find(ids.begin(), ids.end(), pad) - ids.begin());
+  }
+  Slot* best = &slots_[0];
+  int best_len = Usable(slots_[0], ids, limit);
+  for (Slot& s : slots_) {
+    int len = Usable(s, ids, limit);
+    if (len > best_len || (len == best_len && best_len == 0 && s.last_used < best->last_used)) {
+      best = &s;
+      best_len = len;
+    }
+  }
+  Slot& slot = *best;
+  slot.last_used = ++clock_;
+  Session& session = *slot.session;
+  size_t from = 0;
+  if (best_len > 0 && session.Restore(slot.snapshot).ok()) {
+    from = static_cast<size_t>(best_len);
+  } else {
+    best_len = 0;
+    session.Reset();
+    slot.snapshot = SessionSnapshot();
+    slot.tokens.clear();
+  }
+  const size_t point = limit / kChunk * kChunk;
+  if (point > from) {
+    // Chunk by chunk (each starts on a multiple of 64, so the chunking and
+    // the bits are a single call's), so a client that leaves is noticed.
+    for (size_t at = from; at < point; at += kChunk) {
+      if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
+      Result<std::span<const float>> fed = session.Eval(ids.subspan(at, kChunk));
+      if (!fed) return fed.error();
+    }
+    Result<SessionSnapshot> snap = session.Snapshot();
+    if (!snap) return snap.error();
+    slot.snapshot = std::move(*snap);
+    slot.tokens.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(point));
+    from = point;
+  }
+  return Run{&session, best_len, ids.subspan(from)};
+}
+
+}  // namespace waste::server

@@ -1,0 +1,139 @@
+// Prefix reuse must not change a single bit: a prompt resumed from a slot's
+// snapshot gives exactly the logits (and so the tokens) of a fresh prefill
+// of the whole prompt. Checked on the tiny tokenizer container (random
+// weights; byte-level pieces, so prompts of a few hundred tokens are easy).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "golden_util.h"
+#include "session_pool.h"
+
+namespace waste::server {
+namespace {
+
+std::vector<int> Ids(Engine& e, const std::string& text) {
+  auto ids = e.Tokenize(text, false, false);
+  EXPECT_TRUE(ids);
+  return ids ? *ids : std::vector<int>{};
+}
+
+// Fresh prefill of `ids` on its own session: the last position's logits.
+std::vector<float> Fresh(Session& s, const std::vector<int>& ids) {
+  s.Reset();
+  auto l = s.Eval(ids);
+  EXPECT_TRUE(l);
+  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* cached) {
+  auto run = pool.Prepare(ids);
+  EXPECT_TRUE(run) << run.error().ToString();
+  if (!run) return {};
+  *cached = run->cached_tokens;
+  auto l = run->session->Eval(run->rest);
+  EXPECT_TRUE(l);
+  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && !a.empty() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 5;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine) << engine.error().ToString();
+  auto pool = SessionPool::Create(**engine, 2);
+  ASSERT_TRUE(pool) << pool.error().ToString();
+  auto ref_session = (*engine)->model().NewSession();
+  ASSERT_TRUE(ref_session);
+  Session& ref = **ref_session;
+
+  std::string turn1(150, 'a');
+  for (size_t i = 0; i < turn1.size(); ++i) turn1[i] = static_cast<char>('a' + (i * 7) % 26);
+  const std::vector<int> a = Ids(**engine, turn1);
+  ASSERT_GT(a.size(), 130u);
+  std::vector<int> b = a;  // the follow-up: the first prompt plus more
+  for (int id : Ids(**engine, " and then the next turn, which is longer than one chunk of "
+                              "sixty-four tokens so that a second restore point exists."))
+    b.push_back(id);
+  const std::vector<int> other = Ids(**engine, std::string(100, 'z'));
+
+  int cached = -1;
+  EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), Fresh(ref, a)));
+  EXPECT_EQ(cached, 0);
+  // The same prompt again: restored at the last multiple of 64 before its end.
+  EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), Fresh(ref, a)));
+  EXPECT_EQ(cached, static_cast<int>((a.size() - 1) / 64 * 64));
+  // Another conversation takes the second slot; the first stays.
+  EXPECT_TRUE(SameBits(Resumed(**pool, other, &cached), Fresh(ref, other)));
+  EXPECT_EQ(cached, 0);
+  // The follow-up resumes from the first conversation's snapshot.
+  EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
+  EXPECT_EQ(cached, static_cast<int>((a.size() - 1) / 64 * 64));
+  EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
+  EXPECT_EQ(cached, static_cast<int>((b.size() - 1) / 64 * 64));
+  EXPECT_GT((*pool)->snapshot_bytes(), 0u);
+
+  // And the sampled tokens after a resumed prompt equal the fresh ones.
+  auto run = (*pool)->Prepare(b);
+  ASSERT_TRUE(run);
+  GenParams p;
+  p.temperature = 0;
+  p.max_tokens = 12;
+  std::vector<int> resumed, fresh;
+  ASSERT_TRUE(run->session->Generate(run->rest, p, [&](const TokenEvent& ev) {
+    resumed.push_back(ev.token);
+    return true;
+  }));
+  ref.Reset();
+  ASSERT_TRUE(ref.Generate(b, p, [&](const TokenEvent& ev) {
+    fresh.push_back(ev.token);
+    return true;
+  }));
+  EXPECT_EQ(resumed, fresh);
+  EXPECT_EQ(resumed.size(), 12u);
+}
+
+// A client that leaves during a long prefill stops it within a chunk, and
+// the slot keeps what it had (nothing half-fed is ever restored).
+TEST(PrefixReuse, CancelledPrefillStopsWithinAChunk) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 2;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine);
+  auto pool = SessionPool::Create(**engine, 1);
+  ASSERT_TRUE(pool);
+  const std::vector<int> ids = Ids(**engine, std::string(400, 'p'));
+  ASSERT_GT(ids.size(), 256u);
+  int asked = 0;
+  auto run = (*pool)->Prepare(ids, [&] { return ++asked > 2; });
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().code(), Errc::kCancelled);
+  EXPECT_EQ(asked, 3);  // two chunks fed, then stopped
+  EXPECT_EQ((*pool)->snapshot_bytes(), 0u);
+  auto again = (*pool)->Prepare(ids);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->cached_tokens, 0);
+}
+
+TEST(PrefixReuse, TooManySlotsForThePlanIsAnError) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 2;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine);
+  EXPECT_TRUE(SessionPool::Create(**engine, 2));
+  auto too_many = SessionPool::Create(**engine, 4);
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error().code(), Errc::kRamBudget);
+}
+
+}  // namespace
+}  // namespace waste::server

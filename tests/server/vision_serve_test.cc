@@ -1,0 +1,294 @@
+// Images through `waste serve`: a K3-shaped container with a vision tower
+// of the suite's own (waste-gen --vision), served in-process over a real
+// socket. A chat request with image_url data URLs must generate exactly
+// the greedy tokens the library gives for the same prompt and images
+// (images added from their files, pads expanded, Generate at temperature
+// 0), and every bad image must be a 400 naming the field.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <thread>
+
+#include "chat_turn.h"
+#include "cli/subprocess.h"
+#include "http_server.h"
+#include "json_text.h"
+#include "prepare.h"
+#include "temp_dir.h"
+#include "waste/waste.h"
+
+namespace waste::server {
+namespace {
+
+const std::string kImages = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string Base64(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out.push_back(k[(n >> s) & 63]);
+  }
+  if (i + 1 == in.size()) {
+    uint32_t n = uint8_t(in[i]) << 16;
+    out += {k[(n >> 18) & 63], k[(n >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += {k[(n >> 18) & 63], k[(n >> 12) & 63], k[(n >> 6) & 63], '='};
+  }
+  return out;
+}
+
+std::string DataUrl(const std::string& file, const std::string& mime) {
+  return "data:" + mime + ";base64," + Base64(ReadFile(kImages + file));
+}
+
+// A 112x84 24-bit BMP with a colour gradient: large enough for several
+// image rows under the generated tower's patch budget (the test images in
+// tests/data are 23x17, one row each).
+std::string GradientBmp() {
+  const int w = 112, h = 84, stride = (w * 3 + 3) / 4 * 4;
+  std::string b(54 + static_cast<size_t>(stride) * h, '\0');
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>(v >> (8 * i));
+  };
+  b[0] = 'B';
+  b[1] = 'M';
+  put32(2, static_cast<uint32_t>(b.size()));
+  put32(10, 54);
+  put32(14, 40);
+  put32(18, w);
+  put32(22, h);
+  b[26] = 1;   // planes
+  b[28] = 24;  // bits per pixel
+  put32(34, static_cast<uint32_t>(stride) * h);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      size_t at = 54 + static_cast<size_t>(y) * stride + static_cast<size_t>(x) * 3;
+      b[at] = static_cast<char>(x * 2);
+      b[at + 1] = static_cast<char>(y * 3);
+      b[at + 2] = static_cast<char>((x * y) & 0xff);
+    }
+  }
+  return b;
+}
+
+Json ImagePart(const std::string& url) {
+  return {{"type", "image_url"}, {"image_url", {{"url", url}}}};
+}
+
+Json Request(Json content) {
+  return {{"messages", Json::array({{{"role", "user"}, {"content", std::move(content)}}})},
+          {"max_tokens", 12},
+          {"temperature", 0},
+          {"thinking", false}};
+}
+
+Json ParseBody(const std::string& s) {
+  Json j;
+  std::string err;
+  ParseJson(s, &j, &err);
+  return j;
+}
+
+// One generated vision container and two engines on it: one behind the
+// server, one for the library-side expectation.
+class VisionServe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new testing::TempDir();
+    dir_ = *tmp_ / "k3v";
+    auto g = test::Subprocess::Spawn({WASTE_GEN_BINARY, dir_, "--preset", "k3-tiny", "--tokenizer",
+                                      "--seed", "7", "--vision", "32,2,48,64,2,4,6,36", "-q"});
+    if (!g) return;
+    g->CloseStdin();
+    if (!g->Wait(120) || g->result().exit_code != 0) return;
+    Config cfg;
+    cfg.vision = true;
+    cfg.ctx_tokens = 1024;
+    auto a = Engine::Open(dir_, cfg);
+    auto b = Engine::Open(dir_, cfg);
+    if (!a || !b) return;
+    served_ = a->release();
+    library_ = b->release();
+  }
+  static void TearDownTestSuite() {
+    delete served_;
+    delete library_;
+    delete tmp_;
+  }
+  void SetUp() override {
+    ASSERT_NE(served_, nullptr) << "waste-gen or opening the vision container failed";
+    ASSERT_TRUE(served_->has_vision());
+  }
+
+  struct Server {
+    std::unique_ptr<HttpServer> http;
+    std::thread thread;
+    int port = -1;
+    ~Server() {
+      if (http) http->Stop();
+      if (thread.joinable()) thread.join();
+    }
+  };
+  std::unique_ptr<Server> Start(Engine* engine, bool vision) {
+    ServeOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.container_dir = dir_;
+    o.vision = vision;
+    auto s = std::make_unique<Server>();
+    auto h = HttpServer::Create(*engine, o);
+    EXPECT_TRUE(h) << h.error().ToString();
+    if (!h) return nullptr;
+    s->http = std::move(*h);
+    auto port = s->http->Bind();
+    s->port = port ? *port : -1;
+    s->thread = std::thread([p = s.get()] { (void)p->http->Serve(); });
+    return s;
+  }
+  Json Post(const Server& s, const Json& body, int* status) {
+    httplib::Client c("127.0.0.1", s.port);
+    c.set_read_timeout(120, 0);
+    auto res = c.Post("/v1/chat/completions", Dump(body, JsonStyle::kCompact), "application/json");
+    *status = res ? res->status : -1;
+    return res ? ParseBody(res->body) : Json();
+  }
+
+  static testing::TempDir* tmp_;
+  static std::string dir_;
+  static Engine* served_;
+  static Engine* library_;
+};
+testing::TempDir* VisionServe::tmp_ = nullptr;
+std::string VisionServe::dir_;
+Engine* VisionServe::served_ = nullptr;
+Engine* VisionServe::library_ = nullptr;
+
+TEST_F(VisionServe, SameGreedyTokensAsTheLibrary) {
+  auto server = Start(served_, true);
+  ASSERT_TRUE(server);
+  Json body = Request(Json::array({{{"type", "text"}, {"text", "Compare "}},
+                                   ImagePart("data:image/bmp;base64," + Base64(GradientBmp())),
+                                   {{"type", "text"}, {"text", " with "}},
+                                   ImagePart(DataUrl("baseline.jpg", "image/jpeg"))}));
+  int status = 0;
+  Json reply = Post(*server, body, &status);
+  ASSERT_EQ(status, 200) << Dump(reply, JsonStyle::kSpaced);
+
+  // The library: the same rendered prompt, images from their files.
+  ChatFormat format = ResolveChatFormat(*library_, dir_, false);
+  ASSERT_EQ(format.kind, ChatFormat::Kind::kXtml);
+  format.vision.enabled = true;
+  PreparedChat chat;
+  ServeLimits limits{1024, 4096};
+  ASSERT_FALSE(PrepareChat(body, format, *library_, limits, &chat));
+  ASSERT_EQ(chat.images.size(), 2u);
+  library_->ClearImages();
+  testing::TempDir files;
+  const std::string bmp = files / "gradient.bmp";
+  std::ofstream(bmp, std::ios::binary) << GradientBmp();
+  ASSERT_TRUE(library_->AddImage(bmp));
+  ASSERT_TRUE(library_->AddImage(kImages + "baseline.jpg"));
+  auto ids = library_->ExpandImagePads(chat.ids);
+  ASSERT_TRUE(ids) << ids.error().ToString();
+  EXPECT_GT(ids->size(), chat.ids.size());  // the pads became rows
+  EXPECT_EQ(static_cast<int>(ids->size()), chat.prompt_tokens);
+  library_->ResetState();
+  GenParams p = chat.params;
+  std::vector<int> tokens;
+  std::vector<std::string> pieces;
+  ASSERT_TRUE(library_->Generate(*ids, p, [&](const TokenEvent& ev) {
+    tokens.push_back(ev.token);
+    pieces.emplace_back(ev.piece);
+    return ev.token != format.stop_id;
+  }));
+  int eos = library_->info().eos_id == format.stop_id ? -1 : library_->info().eos_id;
+  ChatTurn turn(ReplyParser(format.markers, false), {}, eos);
+  std::vector<Json> deltas;
+  for (size_t i = 0; i < tokens.size(); ++i) turn.OnToken(tokens[i], pieces[i], &deltas);
+  turn.Finish(&deltas);
+
+  EXPECT_EQ(reply["usage"]["prompt_tokens"], static_cast<int>(ids->size()));
+  EXPECT_EQ(reply["usage"]["completion_tokens"], static_cast<int>(tokens.size()));
+  EXPECT_EQ(reply["choices"][0]["message"], turn.Message()) << "tokens differ from the library's";
+
+  // Images never leak into the next request: the same text without them
+  // has the short prompt.
+  Json plain = Request(Json::array({{{"type", "text"}, {"text", "Compare  with "}}}));
+  Json r2 = Post(*server, plain, &status);
+  ASSERT_EQ(status, 200);
+  EXPECT_LT(r2["usage"]["prompt_tokens"].get<int>(), static_cast<int>(ids->size()));
+}
+
+TEST_F(VisionServe, BadImagesAre400sNamingTheField) {
+  auto server = Start(served_, true);
+  ASSERT_TRUE(server);
+  struct Case {
+    const char* what;
+    Json content;
+    const char* param;
+    const char* code;       // nullptr: none
+    const char* message;    // a part of it
+  };
+  Json many = Json::array();
+  for (int i = 0; i < 33; ++i) many.push_back(ImagePart(DataUrl("rgb.png", "image/png")));
+  std::vector<Case> cases = {
+      {"remote", Json::array({ImagePart("https://example.com/cat.png")}), "image_url", nullptr,
+       "not fetched"},
+      {"bad base64", Json::array({ImagePart("data:image/png;base64,iVBO RK==")}), "image_url",
+       nullptr, "not valid base64"},
+      {"not base64", Json::array({ImagePart("data:image/png,abc")}), "image_url", nullptr,
+       "only base64"},
+      {"not an image", Json::array({ImagePart(DataUrl("not_an_image.txt", "image/png"))}),
+       "image_url", "invalid_image", "messages[0].content[0]"},
+      {"truncated", Json::array({ImagePart(DataUrl("truncated.png", "image/png"))}), "image_url",
+       "invalid_image", "messages[0].content[0]"},
+      {"over the pixel limit", Json::array({ImagePart(DataUrl("huge_header.png", "image/png"))}),
+       "image_url", "invalid_image", "pixel"},
+      {"no url", Json::array({{{"type", "image_url"}, {"image_url", Json::object()}}}),
+       "messages[0].content[0]", nullptr, "no url"},
+      {"local path", Json::array({ImagePart(kImages + "rgb.png")}), "image_url", nullptr,
+       "--allow-local-images"},
+      {"33 images", many, "messages", nullptr, "at most 32"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    int status = 0;
+    Json r = Post(*server, Request(c.content), &status);
+    EXPECT_EQ(status, 400) << Dump(r, JsonStyle::kSpaced);
+    const Json& e = r["error"];
+    EXPECT_EQ(e["type"], "invalid_request_error");
+    EXPECT_EQ(e["param"], c.param);
+    EXPECT_EQ(e["code"], c.code ? Json(c.code) : Json(nullptr));
+    EXPECT_NE(e["message"].get<std::string>().find(c.message), std::string::npos)
+        << e["message"];
+  }
+  // The server still answers after all of that.
+  int status = 0;
+  Post(*server, Request(Json::array({ImagePart(DataUrl("rgb.png", "image/png"))})), &status);
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(VisionServe, WithoutVisionImagesAreRefused) {
+  auto server = Start(library_, false);
+  ASSERT_TRUE(server);
+  int status = 0;
+  Json r = Post(*server, Request(Json::array({ImagePart(DataUrl("rgb.png", "image/png"))})), &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["code"], "vision_disabled");
+}
+
+}  // namespace
+}  // namespace waste::server
