@@ -23,7 +23,7 @@ void Add(std::vector<TensorSpec>& out, std::string name, TensorKind kind,
 }
 
 void AddKda(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>& out) {
-  const int64_t h = c.hidden, ck = c.kda_channels(), dk = c.kda_dim, hk = c.kda_heads;
+  const int64_t h = c.hidden, ck = c.kda_channels(), dk = c.kda.head_dim, hk = c.kda.heads;
   using K = TensorKind;
   Add(out, p + "self_attn.q_proj.weight", K::kMatrix, {ck, h});
   Add(out, p + "self_attn.k_proj.weight", K::kMatrix, {ck, h});
@@ -31,40 +31,40 @@ void AddKda(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>&
   Add(out, p + "self_attn.b_proj.weight", K::kMatrix, {hk, h});
   Add(out, p + "self_attn.f_a_proj.weight", K::kMatrix, {dk, h});
   Add(out, p + "self_attn.f_b_proj.weight", K::kMatrix, {ck, dk});
-  if (c.kda_full_rank_gate) {
+  if (c.kda.gate_rank == KdaGateRank::kFull) {
     Add(out, p + "self_attn.g_proj.weight", K::kMatrix, {ck, h});
   } else {
     Add(out, p + "self_attn.g_a_proj.weight", K::kMatrix, {dk, h});
     Add(out, p + "self_attn.g_b_proj.weight", K::kMatrix, {ck, dk});
   }
   Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, ck});
-  Add(out, p + "self_attn.q_conv1d.weight", K::kData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.k_conv1d.weight", K::kData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.v_conv1d.weight", K::kData, {ck, 1, c.conv_k});
+  Add(out, p + "self_attn.q_conv1d.weight", K::kData, {ck, 1, c.kda.conv_k});
+  Add(out, p + "self_attn.k_conv1d.weight", K::kData, {ck, 1, c.kda.conv_k});
+  Add(out, p + "self_attn.v_conv1d.weight", K::kData, {ck, 1, c.kda.conv_k});
   Add(out, p + "self_attn.A_log", K::kData, {1, 1, hk, 1});
   Add(out, p + "self_attn.dt_bias", K::kData, {ck});
   Add(out, p + "self_attn.o_norm.weight", K::kVector, {dk});
 }
 
 void AddMla(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>& out) {
-  const int64_t h = c.hidden, a = c.n_heads, dq = c.qk_head_dim();
+  const int64_t h = c.hidden, a = c.mla.n_heads, dq = c.qk_head_dim();
   using K = TensorKind;
-  if (c.q_lora_rank == 0) {
+  if (c.mla.query == QueryProjection::kFull) {
     Add(out, p + "self_attn.q_proj.weight", K::kMatrix, {a * dq, h});
   } else {
-    Add(out, p + "self_attn.q_a_proj.weight", K::kMatrix, {c.q_lora_rank, h});
-    Add(out, p + "self_attn.q_a_layernorm.weight", K::kVector, {c.q_lora_rank});
-    Add(out, p + "self_attn.q_b_proj.weight", K::kMatrix, {a * dq, c.q_lora_rank});
+    Add(out, p + "self_attn.q_a_proj.weight", K::kMatrix, {c.mla.q_lora_rank, h});
+    Add(out, p + "self_attn.q_a_layernorm.weight", K::kVector, {c.mla.q_lora_rank});
+    Add(out, p + "self_attn.q_b_proj.weight", K::kMatrix, {a * dq, c.mla.q_lora_rank});
   }
   Add(out, p + "self_attn.kv_a_proj_with_mqa.weight", K::kMatrix,
-      {c.kv_lora_rank + c.qk_rope, h});
-  Add(out, p + "self_attn.kv_a_layernorm.weight", K::kVector, {c.kv_lora_rank});
+      {c.mla.kv_lora_rank + c.mla.qk_rope, h});
+  Add(out, p + "self_attn.kv_a_layernorm.weight", K::kVector, {c.mla.kv_lora_rank});
   Add(out, p + "self_attn.kv_b_proj.weight", K::kMatrix,
-      {a * (c.qk_nope + c.v_head), c.kv_lora_rank});
-  if (c.mla_output_gate) {
-    Add(out, p + "self_attn.g_proj.weight", K::kMatrix, {a * c.v_head, h});
+      {a * (c.mla.qk_nope + c.mla.v_head), c.mla.kv_lora_rank});
+  if (c.mla.output_gate) {
+    Add(out, p + "self_attn.g_proj.weight", K::kMatrix, {a * c.mla.v_head, h});
   }
-  Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, a * c.v_head});
+  Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, a * c.mla.v_head});
 }
 
 void AddFfn(const ModelConfig& c, int layer, const std::string& p, std::vector<TensorSpec>& out) {
@@ -77,17 +77,17 @@ void AddFfn(const ModelConfig& c, int layer, const std::string& p, std::vector<T
     return;
   }
   const int64_t ssh = c.shared_inter();
-  Add(out, p + "block_sparse_moe.gate.weight", K::kMatrix, {c.n_experts, h});
-  Add(out, p + "block_sparse_moe.gate.e_score_correction_bias", K::kOptionalData, {c.n_experts});
+  Add(out, p + "block_sparse_moe.gate.weight", K::kMatrix, {c.moe.n_experts, h});
+  Add(out, p + "block_sparse_moe.gate.e_score_correction_bias", K::kOptionalData, {c.moe.n_experts});
   Add(out, p + "block_sparse_moe.shared_experts.gate_proj.weight", K::kMatrix, {ssh, h});
   Add(out, p + "block_sparse_moe.shared_experts.up_proj.weight", K::kMatrix, {ssh, h});
   Add(out, p + "block_sparse_moe.shared_experts.down_proj.weight", K::kMatrix, {h, ssh});
-  if (c.latent_dim > 0) {
+  if (c.moe.input == ExpertInput::kLatent) {
     Add(out, p + "block_sparse_moe.routed_expert_down_proj.weight", K::kMatrix,
-        {c.latent_dim, h});
-    Add(out, p + "block_sparse_moe.routed_expert_up_proj.weight", K::kMatrix, {h, c.latent_dim});
-    if (c.latent_norm) {
-      Add(out, p + "block_sparse_moe.routed_expert_norm.weight", K::kVector, {c.latent_dim});
+        {c.moe.latent_dim, h});
+    Add(out, p + "block_sparse_moe.routed_expert_up_proj.weight", K::kMatrix, {h, c.moe.latent_dim});
+    if (c.moe.latent_norm) {
+      Add(out, p + "block_sparse_moe.routed_expert_norm.weight", K::kVector, {c.moe.latent_dim});
     }
   }
 }
@@ -117,7 +117,7 @@ std::vector<TensorSpec> ModelTensors(const ModelConfig& c) {
     std::string p = fmt::format("model.layers.{}.", l);
     Add(out, p + "input_layernorm.weight", K::kVector, {h});
     Add(out, p + "post_attention_layernorm.weight", K::kVector, {h});
-    if (c.attn_res_block > 0) {
+    if (c.attn_res.enabled()) {
       Add(out, p + "self_attention_res_norm.weight", K::kVector, {h});
       Add(out, p + "self_attention_res_proj.weight", K::kVector, {h});
       Add(out, p + "mlp_res_norm.weight", K::kVector, {h});
@@ -131,7 +131,7 @@ std::vector<TensorSpec> ModelTensors(const ModelConfig& c) {
     AddFfn(c, l, p, out);
   }
   Add(out, "model.norm.weight", K::kVector, {h});
-  if (c.attn_res_block > 0) {
+  if (c.attn_res.enabled()) {
     Add(out, "model.output_attn_res_norm.weight", K::kVector, {h});
     Add(out, "model.output_attn_res_proj.weight", K::kVector, {h});
   }
@@ -208,7 +208,7 @@ Status ValidateRequiredTensors(const Manifest& m) {
     if (by_name.count(router) != 0) {
       return FormatError(fmt::format("{}: layer {} is dense (num_experts {}, first_k_dense_replace "
                                      "{}) but has a MoE router tensor",
-                                     router, l, c.n_experts, c.first_dense));
+                                     router, l, c.moe.n_experts, c.moe.first_dense));
     }
   }
   return Status::Ok();

@@ -156,7 +156,7 @@ static Result<std::unique_ptr<Engine::Impl>> OpenImpl(const std::string& dir, co
   const uint64_t cache_bytes =
       impl->budget.budget_bytes - impl->plan.floor_bytes + impl->plan.min_expert_cache;
   SlotLayout layout = PlanSlots(impl->container->max_record_bytes(), cache_bytes,
-                                static_cast<uint64_t>(std::max(1, cfg.top_k)) + 1);
+                                static_cast<uint64_t>(std::max(1, cfg.moe.top_k)) + 1);
   // A slot per record the container holds is all a cache can use.
   uint64_t records = 0;
   for (int l = 0; l < cfg.n_layers; ++l) {

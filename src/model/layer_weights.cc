@@ -60,7 +60,7 @@ Result<ModelWeights> ResolveWeights(const Container& container) {
   w.embed = r.Matrix(-1, "model.embed_tokens.weight");
   w.final_norm = r.Vector(-1, "model.norm.weight");
   w.lm_head = r.Matrix(-1, "lm_head.weight");
-  if (cfg.attn_res_block > 0) {
+  if (cfg.attn_res.enabled()) {
     w.out_res_norm = r.Vector(-1, "model.output_attn_res_norm.weight");
     w.out_res_proj = r.Vector(-1, "model.output_attn_res_proj.weight");
   }
@@ -82,7 +82,7 @@ Result<ModelWeights> ResolveWeights(const Container& container) {
       k.b_proj = r.Matrix(l, "self_attn.b_proj.weight");
       k.a_log = r.Vector(l, "self_attn.A_log");
       k.dt_bias = r.Vector(l, "self_attn.dt_bias");
-      if (cfg.kda_full_rank_gate) {
+      if (cfg.kda.gate_rank == KdaGateRank::kFull) {
         k.g_proj = r.Matrix(l, "self_attn.g_proj.weight");
       } else {
         k.g_a = r.Matrix(l, "self_attn.g_a_proj.weight");
@@ -92,7 +92,7 @@ Result<ModelWeights> ResolveWeights(const Container& container) {
       k.o_proj = r.Matrix(l, "self_attn.o_proj.weight");
     } else {
       MlaWeights& m = lw.mla;
-      if (cfg.q_lora_rank > 0) {
+      if (cfg.mla.query == QueryProjection::kLowRank) {
         m.q_a = r.Matrix(l, "self_attn.q_a_proj.weight");
         m.q_a_norm = r.Vector(l, "self_attn.q_a_layernorm.weight");
         m.q_b = r.Matrix(l, "self_attn.q_b_proj.weight");
@@ -102,7 +102,7 @@ Result<ModelWeights> ResolveWeights(const Container& container) {
       m.kv_a = r.Matrix(l, "self_attn.kv_a_proj_with_mqa.weight");
       m.kv_a_norm = r.Vector(l, "self_attn.kv_a_layernorm.weight");
       m.kv_b = r.Matrix(l, "self_attn.kv_b_proj.weight");
-      if (cfg.mla_output_gate) m.g_proj = r.Matrix(l, "self_attn.g_proj.weight");
+      if (cfg.mla.output_gate) m.g_proj = r.Matrix(l, "self_attn.g_proj.weight");
       m.o_proj = r.Matrix(l, "self_attn.o_proj.weight");
     }
     if (cfg.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) {
@@ -112,17 +112,17 @@ Result<ModelWeights> ResolveWeights(const Container& container) {
       m.shared.gate = r.Matrix(l, "block_sparse_moe.shared_experts.gate_proj.weight");
       m.shared.up = r.Matrix(l, "block_sparse_moe.shared_experts.up_proj.weight");
       m.shared.down = r.Matrix(l, "block_sparse_moe.shared_experts.down_proj.weight");
-      if (cfg.latent_dim > 0) {
+      if (cfg.moe.input == ExpertInput::kLatent) {
         m.latent_down = r.Matrix(l, "block_sparse_moe.routed_expert_down_proj.weight");
         m.latent_up = r.Matrix(l, "block_sparse_moe.routed_expert_up_proj.weight");
-        if (cfg.latent_norm) m.latent_norm = r.Vector(l, "block_sparse_moe.routed_expert_norm.weight");
+        if (cfg.moe.latent_norm) m.latent_norm = r.Vector(l, "block_sparse_moe.routed_expert_norm.weight");
       }
     } else {
       lw.dense.gate = r.Matrix(l, "mlp.gate_proj.weight");
       lw.dense.up = r.Matrix(l, "mlp.up_proj.weight");
       lw.dense.down = r.Matrix(l, "mlp.down_proj.weight");
     }
-    if (cfg.attn_res_block > 0) {
+    if (cfg.attn_res.enabled()) {
       lw.attn_res.attn_norm = r.Vector(l, "self_attention_res_norm.weight");
       lw.attn_res.attn_proj = r.Vector(l, "self_attention_res_proj.weight");
       lw.attn_res.mlp_norm = r.Vector(l, "mlp_res_norm.weight");

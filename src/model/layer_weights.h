@@ -22,7 +22,7 @@ struct KdaWeights {
 };
 
 struct MlaWeights {
-  const TensorView* q_proj = nullptr;                 // when q_lora_rank == 0
+  const TensorView* q_proj = nullptr;                 // when mla.query == kFull
   const TensorView *q_a = nullptr, *q_b = nullptr;
   const float* q_a_norm = nullptr;
   const TensorView* kv_a = nullptr;
