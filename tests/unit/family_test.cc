@@ -7,6 +7,7 @@
 #include <string>
 
 #include "container/container.h"
+#include "container/tensor_list.h"
 #include "model/config_parse.h"
 #include "model/families.h"
 #include "presets.h"
@@ -61,6 +62,20 @@ TEST(Family, EveryFamilyRoundTripsThroughItsPreset) {
     ExpectRoundTrip(*a);
   });
   EXPECT_GE(families, 4);
+}
+
+// One tensor list: every spec carries the slot weight resolution fills.
+TEST(Family, EveryTensorOfEveryPresetHasABinding) {
+  for (const std::string& name : gen::PresetNames()) {
+    Result<gen::Preset> p = gen::MakePreset(name);
+    ASSERT_TRUE(p.has_value());
+    Result<ModelConfig> c = ReadConfig(p->config, p->tensor_prefix);
+    ASSERT_TRUE(c.has_value()) << name << ": " << c.error().ToString();
+    for (const TensorSpec& spec : ModelTensors(*c)) {
+      EXPECT_NE(spec.bind, nullptr) << name << ": " << spec.name;
+      EXPECT_LT(spec.layer, c->n_layers) << spec.name;
+    }
+  }
 }
 
 TEST(Family, KnobsFollowTheConfig) {
