@@ -62,37 +62,22 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
 
   // Query, latent + rope key, output gate: one region (the low-rank query's
   // second half after its norm).
+  // g_proj is null without an output gate: Ops skips that job.
   if (n == 1) {
     if (w.q_proj != nullptr) {
-      if (gated) {
-        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
-      } else {
-        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}});
-      }
+      ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
     } else {
-      if (gated) {
-        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
-      } else {
-        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}});
-      }
+      ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
       RmsNorm(qa_.data(), w.q_a_norm, cfg_.rms_eps, qa_w, qa_.data());
       ops.MatVec(*w.q_b, qa_.data(), q_.data());
     }
   } else {
     if (w.q_proj != nullptr) {
-      if (gated) {
-        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row},
-                        {w.g_proj, x, hidden, gate_.data(), ow}});
-      } else {
-        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row}});
-      }
+      ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row},
+                      {w.g_proj, x, hidden, gate_.data(), ow}});
     } else {
-      if (gated) {
-        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row},
-                        {w.g_proj, x, hidden, gate_.data(), ow}});
-      } else {
-        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row}});
-      }
+      ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row},
+                      {w.g_proj, x, hidden, gate_.data(), ow}});
       for (size_t t = 0; t < n; ++t) {
         float* qa = qa_.data() + t * qa_w;
         RmsNorm(qa, w.q_a_norm, cfg_.rms_eps, qa_w, qa);
