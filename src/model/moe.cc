@@ -37,17 +37,17 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
   const size_t vd = static_cast<size_t>(c.quant.vec_dim);
   const size_t per_v = static_cast<size_t>(c.quant.stages * c.quant.entries);
   const size_t x = static_cast<size_t>(c.expert_in());
-  const size_t mid = static_cast<size_t>(c.moe_inter);
-  const size_t k = static_cast<size_t>(c.top_k);
+  const size_t mid = static_cast<size_t>(c.moe.inter);
+  const size_t k = static_cast<size_t>(c.moe.top_k);
   nv_in_ = x / vd;
   nv_mid_ = mid / vd;
   table_in_ = nv_in_ * per_v;
   table_mid_ = nv_mid_ * per_v;
   tau_in_ = (nv_in_ + kTauBlock - 1) / kTauBlock;
   tau_mid_ = (nv_mid_ + kTauBlock - 1) / kTauBlock;
-  logits_.resize(static_cast<size_t>(c.n_experts));
-  scores_.resize(static_cast<size_t>(c.n_experts));
-  xe_.resize(c.latent_dim > 0 ? max_tokens * x : 0);
+  logits_.resize(static_cast<size_t>(c.moe.n_experts));
+  scores_.resize(static_cast<size_t>(c.moe.n_experts));
+  xe_.resize(c.moe.input == ExpertInput::kLatent ? max_tokens * x : 0);
   y_.resize(max_tokens * x);
   d_.resize(std::max(x, static_cast<size_t>(c.hidden)));  // latent up-projection
   shared_out_.resize(max_tokens * static_cast<size_t>(c.hidden));
@@ -57,7 +57,7 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
     taus_.resize(2 * max_tokens * tau_in_);
   }
   outs_.resize(max_tokens * k * x);
-  route_scratch_.resize(max_tokens * 2 * static_cast<size_t>(c.n_experts));
+  route_scratch_.resize(max_tokens * 2 * static_cast<size_t>(c.moe.n_experts));
   chunk_routes_.resize(max_tokens);
   const size_t entries = static_cast<size_t>(c.quant.entries);
   book_floats_ = entries * vd;
@@ -76,7 +76,7 @@ uint64_t MoeLayer::scratch_bytes() const {
                shared_out_.size() + tables_.size() + taus_.size() + outs_.size() +
                route_scratch_.size();
   uint64_t b = f * sizeof(float) + qtables_.size() + shared_.scratch_bytes();
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   const uint64_t per_thread = (2 * kGroup * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
                               (six_bit_ ? kGroup * table_mid_ : 0);
   return b + per_thread * std::max<size_t>(1, scratch_.size());
@@ -84,7 +84,7 @@ uint64_t MoeLayer::scratch_bytes() const {
 
 void MoeLayer::RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Routing* r,
                          float* logits, float* scores) {
-  const int e_count = cfg_.n_experts, k = cfg_.top_k;
+  const int e_count = cfg_.moe.n_experts, k = cfg_.moe.top_k;
   ops.MatVec(*w.router, x, logits);
   for (int e = 0; e < e_count; ++e) {
     float s = Sigmoid(logits[e]);
@@ -109,12 +109,12 @@ void MoeLayer::RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Ro
     r->ids[static_cast<size_t>(j)] = best;
     r->weights[static_cast<size_t>(j)] = logits[best];
   }
-  if (cfg_.moe_renormalize && k > 1) {
+  if (cfg_.moe.renormalize && k > 1) {
     float sum = 0.0f;
     for (float v : r->weights) sum += v;
     for (float& v : r->weights) v = v / (sum + 1e-20f);
   }
-  for (float& v : r->weights) v *= cfg_.routed_scaling;
+  for (float& v : r->weights) v *= cfg_.moe.routed_scaling;
 }
 
 void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routing* r) {
@@ -123,7 +123,7 @@ void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routin
 
 void MoeLayer::Predict(const Ops& ops, const MoeWeights& w, const float* x, int count,
                        std::vector<int>* ids) {
-  const int e_count = cfg_.n_experts;
+  const int e_count = cfg_.moe.n_experts;
   ops.MatVec(*w.router, x, logits_.data());
   for (int e = 0; e < e_count; ++e) {
     scores_[static_cast<size_t>(e)] = Sigmoid(logits_[static_cast<size_t>(e)]) +
@@ -203,7 +203,7 @@ void MoeLayer::BuildInputTables(const Ops& ops, const float* x, size_t x_stride,
 }
 
 void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g0, Scratch& s) {
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const ExpertRecordView& rec = item.view;
   const int down_base = rec.codebook_id + 2 * cfg_.quant.stages;
@@ -406,8 +406,8 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
                               const float* x, size_t tokens, float* out) {
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const size_t h = static_cast<size_t>(cfg_.hidden);
-  const size_t ne = static_cast<size_t>(cfg_.n_experts);
-  const size_t topk = static_cast<size_t>(cfg_.top_k);
+  const size_t ne = static_cast<size_t>(cfg_.moe.n_experts);
+  const size_t topk = static_cast<size_t>(cfg_.moe.top_k);
   PrepareScratch(ops);
   {
     // Routing per token with the decode matvec (identical rule), tokens in
@@ -503,7 +503,7 @@ void MoeLayer::PrepareScratch(const Ops& ops) {
   planes_ = ops.k().vq8_planes && !six_bit_;
   const size_t threads = static_cast<size_t>(ops.threads());
   if (scratch_.size() >= threads) return;
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   scratch_.resize(threads);
   for (Scratch& s : scratch_) {
     s.g.resize(kGroup * mid);

@@ -2,7 +2,7 @@
 // with a selection-only correction bias, greedy top-k, renormalisation and
 // routed_scaling_factor; routed experts applied through lookup tables built
 // from the input (never dequantised); optional latent projection and norm
-// (K3); shared experts on the full input.
+// (latent MoE); shared experts on the full input.
 //
 // Parallel shape (docs/PERFORMANCE.md): the routed experts of a step are
 // independent work units run on the thread pool (one fork-join per window
