@@ -158,6 +158,36 @@ void ParseLayerKinds(const ConfigReader& r, ModelConfig& c) {
   }
 }
 
+// topk_group < n_group: how the groups are scored, and whether the kept
+// groups can hold top_k experts.
+Status ReadGroupRouting(const ConfigReader& r, const std::optional<std::string>& method,
+                        int64_t e, int64_t k, int64_t groups, int64_t topk_groups,
+                        RouteScope& scope, GroupScore& group_score) {
+  if (method && *method == "greedy") return Status::Ok();  // a plain top-k
+  if (method && *method == "group_limited_greedy") {
+    group_score = GroupScore::kMax;
+  } else if (method && *method != "noaux_tc") {
+    return UnsupportedError(fmt::format(
+        "{}: config.topk_method is \"{}\" with topk_group {} < n_group {}: waste routes by "
+        "noaux_tc, group_limited_greedy or greedy",
+        r.origin(), *method, topk_groups, groups));
+  }
+  const int64_t per_group = e / groups;
+  if (group_score == GroupScore::kTopTwoSum && per_group < 2) {
+    return FormatError(fmt::format("{}: manifest config: noaux_tc scores a group by its two best "
+                                   "experts, but num_experts {} / n_group {} leaves one expert "
+                                   "per group",
+                                   r.origin(), e, groups));
+  }
+  if (k > topk_groups * per_group) {
+    return FormatError(fmt::format("{}: manifest config: num_experts_per_token {} is more than the "
+                                   "{} experts of the topk_group {} groups kept",
+                                   r.origin(), k, topk_groups * per_group, topk_groups));
+  }
+  scope = RouteScope::kGroupLimited;
+  return Status::Ok();
+}
+
 Status ParseMoe(const ConfigReader& r, ModelConfig& c) {
   MoeConfig& m = c.moe;
   int64_t e = r.Int("num_experts", 0);
@@ -182,10 +212,14 @@ Status ParseMoe(const ConfigReader& r, ModelConfig& c) {
   double scaling = r.Num("routed_scaling_factor", 1.0);
   WASTE_TRY(r.Finite("routed_scaling_factor", scaling));
 
-  // Group-limited routing: kept as written; whether it can
-  // run is the family's check.
+  // Group-limited routing: n_group groups, the best topk_group
+  // kept, top_k chosen among their experts; topk_method says how a group is
+  // scored ("greedy" ignores the groups).
   int64_t groups = r.Int("n_group", 1);
   int64_t topk_groups = r.Int("topk_group", groups);
+  std::optional<std::string> method = json::String(r.Get("topk_method"));
+  RouteScope scope = RouteScope::kGlobal;
+  GroupScore group_score = GroupScore::kTopTwoSum;
   if (e > 0) {
     WASTE_TRY(r.Range("n_group", groups, 1, e));
     WASTE_TRY(r.Range("topk_group", topk_groups, 1, groups));
@@ -194,6 +228,8 @@ Status ParseMoe(const ConfigReader& r, ModelConfig& c) {
                                      "n_group {}",
                                      r.origin(), e, groups));
     }
+    if (topk_groups < groups) WASTE_TRY(ReadGroupRouting(r, method, e, k, groups, topk_groups,
+                                                        scope, group_score));
   } else {
     groups = topk_groups = 1;
   }
@@ -214,7 +250,8 @@ Status ParseMoe(const ConfigReader& r, ModelConfig& c) {
   m.latent_dim = static_cast<int>(lat);
   m.n_group = static_cast<int>(groups);
   m.topk_group = static_cast<int>(topk_groups);
-  m.route_scope = topk_groups < groups ? RouteScope::kGroupLimited : RouteScope::kGlobal;
+  m.route_scope = scope;
+  m.group_score = group_score;
   m.score = score && *score == "softmax" ? RouterScore::kSoftmax : RouterScore::kSigmoid;
   WASTE_ASSIGN_OR_RETURN(m.renormalize, r.Flag("moe_renormalize"));
   WASTE_ASSIGN_OR_RETURN(m.latent_norm, r.Flag("latent_moe_use_norm"));
@@ -339,7 +376,7 @@ Status ParseModelConfig(const Json& root, std::string_view origin, ModelConfig& 
   WASTE_TRY(ParseAttnRes(r, c));
   WASTE_TRY(ParseActivation(r, c));
   WASTE_TRY(ResolveRope(*eff, origin, c));
-  return family.check_supported(c, origin);
+  return family.check_supported != nullptr ? family.check_supported(c, origin) : Status::Ok();
 }
 
 int ModelConfig::n_kda_layers() const {

@@ -22,6 +22,10 @@ void WriteMoe(const MoeConfig& m, OJson& j) {
   j["latent_moe_use_norm"] = m.latent_norm;
   j["n_group"] = m.n_group;
   j["topk_group"] = m.topk_group;
+  // "greedy" is how fewer kept groups than groups routes globally.
+  j["topk_method"] = m.route_scope == RouteScope::kGlobal && m.topk_group < m.n_group ? "greedy"
+                     : m.group_score == GroupScore::kMax ? "group_limited_greedy"
+                                                          : "noaux_tc";
   j["moe_router_activation_func"] = m.score == RouterScore::kSoftmax ? "softmax" : "sigmoid";
 }
 

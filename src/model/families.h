@@ -40,7 +40,8 @@ struct Family {
   std::span<const ConfigAlias> aliases;
   FamilyDefaults defaults;
   // What the family's configs can ask for that the engine does not run:
-  // a clear UnsupportedError at open instead of a silently different model.
+  // a clear UnsupportedError at open instead of a silently different model
+  // (null = nothing refused).
   Status (*check_supported)(const ModelConfig& c, std::string_view origin);
   // waste-gen preset building a toy container of this family ("" = none).
   std::string_view generator_preset;

@@ -84,13 +84,16 @@ struct KdaConfig {
 // What the routed experts read: the hidden state, or a latent projection of
 // it (routed_expert_hidden_size) with an optional norm before the way up.
 enum class ExpertInput : uint8_t { kHidden, kLatent };
-// How the router picks top_k experts from the biased sigmoid scores:
-// globally, or a group-limited choice (n_group groups, the best
-// topk_group of them, then top_k inside those). Only kGlobal is implemented;
-// model/families.cc refuses containers that need the other at open.
+// How the router picks top_k experts from the biased scores: globally, or
+// a group-limited choice (n_group groups of consecutive ids, the best
+// topk_group of them kept, then top_k among their experts), as the
+// topk_method of the config says (model/moe_router.h).
 enum class RouteScope : uint8_t { kGlobal, kGroupLimited };
-// The router's score function (moe_router_activation_func / scoring_func).
-// Only kSigmoid is implemented; model/families.cc refuses kSoftmax at open.
+// A group's score in a group-limited choice: the sum of its two best biased
+// scores (topk_method noaux_tc) or its best one (group_limited_greedy).
+enum class GroupScore : uint8_t { kTopTwoSum, kMax };
+// The router's score function (moe_router_activation_func / scoring_func):
+// a sigmoid per expert, or a softmax over all experts.
 enum class RouterScore : uint8_t { kSigmoid, kSoftmax };
 
 // Mixture of experts (every layer whose FfnKind is kMoe).
@@ -107,6 +110,7 @@ struct MoeConfig {
   bool latent_norm = false;
   RouterScore score = RouterScore::kSigmoid;
   RouteScope route_scope = RouteScope::kGlobal;
+  GroupScore group_score = GroupScore::kTopTwoSum;  // used when kGroupLimited
   int n_group = 1;                   // as written; 1 when absent
   int topk_group = 1;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -202,6 +203,13 @@ const char* DefaultTracePath() { return WASTE_DEFAULT_TRACE; }
 
 Result<GenReport> Generate(const GenOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Preset preset, MakePreset(o.preset));
+  if (!o.override_json.empty()) {
+    try {
+      preset.config.merge_patch(OJson::parse(o.override_json));
+    } catch (const std::exception& e) {
+      return ArgError(fmt::format("--override: {}", e.what()));
+    }
+  }
   std::optional<VisionSpec> vision;
   if (!o.vision.empty()) {
     WASTE_ASSIGN_OR_RETURN(VisionSpec vs, ParseVisionSpec(o.vision));
