@@ -267,9 +267,9 @@ Result<std::unique_ptr<Container>> Container::Open(const std::string& dir,
     WASTE_TRY(ValidateTrunkIndex(m, impl.trunk_file.size()));
     WASTE_TRY(ValidateRequiredTensors(m));
 
-    if (m.config.n_experts > 0) {
+    if (m.config.moe.n_experts > 0) {
       WASTE_ASSIGN_OR_RETURN(impl.layout, format::ComputeRecordLayout(
-                                              m.config.moe_inter, m.config.expert_in(),
+                                              m.config.moe.inter, m.config.expert_in(),
                                               m.config.quant));
     }
     c->config_ = m.config;
@@ -394,8 +394,8 @@ Result<ExpertRecordView> Container::ParseRecord(int layer, int expert, const uin
   v.down = record + l.m[format::kDown].offset;
   const uint16_t* scales = reinterpret_cast<const uint16_t*>(record + l.scales_off);
   v.scale_gate = scales;
-  v.scale_up = scales + config_.moe_inter;
-  v.scale_down = scales + 2 * static_cast<size_t>(config_.moe_inter);
+  v.scale_up = scales + config_.moe.inter;
+  v.scale_down = scales + 2 * static_cast<size_t>(config_.moe.inter);
   v.codebook_id = b.codebook_base;
   return v;
 }

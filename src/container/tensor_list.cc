@@ -17,79 +17,139 @@ int64_t TensorSpec::elements() const {
 
 namespace {
 
-void Add(std::vector<TensorSpec>& out, std::string name, TensorKind kind,
-         std::vector<int64_t> shape) {
-  out.push_back(TensorSpec{std::move(name), kind, std::move(shape)});
+// A slot of ModelWeights holds a TensorView (matrices) or its F32 values.
+bool Store(const TensorView*& slot, const TensorView& t) {
+  slot = &t;
+  return true;
+}
+bool Store(const float*& slot, const TensorView& t) {
+  if (t.fmt != TensorFmt::kF32) return false;
+  slot = t.f32();
+  return true;
 }
 
-void AddKda(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>& out) {
-  const int64_t h = c.hidden, ck = c.kda_channels(), dk = c.kda_dim, hk = c.kda_heads;
-  using K = TensorKind;
-  Add(out, p + "self_attn.q_proj.weight", K::kMatrix, {ck, h});
-  Add(out, p + "self_attn.k_proj.weight", K::kMatrix, {ck, h});
-  Add(out, p + "self_attn.v_proj.weight", K::kMatrix, {ck, h});
-  Add(out, p + "self_attn.b_proj.weight", K::kMatrix, {hk, h});
-  Add(out, p + "self_attn.f_a_proj.weight", K::kMatrix, {dk, h});
-  Add(out, p + "self_attn.f_b_proj.weight", K::kMatrix, {ck, dk});
-  if (c.kda_full_rank_gate) {
-    Add(out, p + "self_attn.g_proj.weight", K::kMatrix, {ck, h});
+// Follows a chain of member pointers: Member<&A::b, &B::c>(a) is a.b.c.
+template <auto First, auto... Rest, typename Object>
+auto& Member(Object& o) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return o.*First;
   } else {
-    Add(out, p + "self_attn.g_a_proj.weight", K::kMatrix, {dk, h});
-    Add(out, p + "self_attn.g_b_proj.weight", K::kMatrix, {ck, dk});
+    return Member<Rest...>(o.*First);
   }
-  Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, ck});
+}
+template <auto... Path>
+bool LayerSlot(ModelWeights& w, int layer, const TensorView& t) {
+  return Store(Member<Path...>(w.layers[static_cast<size_t>(layer)]), t);
+}
+template <auto... Path>
+bool ModelSlot(ModelWeights& w, int, const TensorView& t) {
+  return Store(Member<Path...>(w), t);
+}
+
+using K = TensorKind;
+using L = LayerWeights;
+constexpr auto kKda = &L::kda;
+constexpr auto kMla = &L::mla;
+constexpr auto kMoe = &L::moe;
+constexpr auto kDense = &L::dense;
+constexpr auto kRes = &L::attn_res;
+using Kw = KdaWeights;
+using Mw = MlaWeights;
+using Ew = MoeWeights;
+using Fw = MlpWeights;
+
+// Appends the tensors of one layer (or of the whole model, layer -1).
+class Specs {
+ public:
+  Specs(std::vector<TensorSpec>& out, int layer)
+      : out_(out), layer_(layer),
+        prefix_(layer < 0 ? std::string() : fmt::format("model.layers.{}.", layer)) {}
+  void Add(std::string_view name, TensorKind kind, std::vector<int64_t> shape,
+           WeightBinding bind) {
+    out_.push_back(TensorSpec{prefix_ + std::string(name), kind, std::move(shape), layer_, bind});
+  }
+
+ private:
+  std::vector<TensorSpec>& out_;
+  int layer_;
+  std::string prefix_;
+};
+
+void AddKda(const ModelConfig& c, Specs& s) {
+  const int64_t h = c.hidden, ck = c.kda_channels(), dk = c.kda.head_dim, hk = c.kda.heads;
+  const int64_t kc = c.kda.conv_k;
+  s.Add("self_attn.q_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::q_proj>);
+  s.Add("self_attn.k_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::k_proj>);
+  s.Add("self_attn.v_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::v_proj>);
+  s.Add("self_attn.b_proj.weight", K::kMatrix, {hk, h}, LayerSlot<kKda, &Kw::b_proj>);
+  s.Add("self_attn.f_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::f_a>);
+  s.Add("self_attn.f_b_proj.weight", K::kMatrix, {ck, dk}, LayerSlot<kKda, &Kw::f_b>);
+  if (c.kda.gate_rank == KdaGateRank::kFull) {
+    s.Add("self_attn.g_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::g_proj>);
+  } else {
+    s.Add("self_attn.g_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::g_a>);
+    s.Add("self_attn.g_b_proj.weight", K::kMatrix, {ck, dk}, LayerSlot<kKda, &Kw::g_b>);
+  }
+  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, ck}, LayerSlot<kKda, &Kw::o_proj>);
   // The stored kernel must be the configured one: a smaller
   // short_conv_kernel_size would silently use part of it.
-  Add(out, p + "self_attn.q_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.k_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.v_conv1d.weight", K::kExactData, {ck, 1, c.conv_k});
-  Add(out, p + "self_attn.A_log", K::kData, {1, 1, hk, 1});
-  Add(out, p + "self_attn.dt_bias", K::kData, {ck});
-  Add(out, p + "self_attn.o_norm.weight", K::kVector, {dk});
+  s.Add("self_attn.q_conv1d.weight", K::kExactData, {ck, 1, kc}, LayerSlot<kKda, &Kw::q_conv>);
+  s.Add("self_attn.k_conv1d.weight", K::kExactData, {ck, 1, kc}, LayerSlot<kKda, &Kw::k_conv>);
+  s.Add("self_attn.v_conv1d.weight", K::kExactData, {ck, 1, kc}, LayerSlot<kKda, &Kw::v_conv>);
+  s.Add("self_attn.A_log", K::kData, {1, 1, hk, 1}, LayerSlot<kKda, &Kw::a_log>);
+  s.Add("self_attn.dt_bias", K::kData, {ck}, LayerSlot<kKda, &Kw::dt_bias>);
+  s.Add("self_attn.o_norm.weight", K::kVector, {dk}, LayerSlot<kKda, &Kw::o_norm>);
 }
 
-void AddMla(const ModelConfig& c, const std::string& p, std::vector<TensorSpec>& out) {
-  const int64_t h = c.hidden, a = c.n_heads, dq = c.qk_head_dim();
-  using K = TensorKind;
-  if (c.q_lora_rank == 0) {
-    Add(out, p + "self_attn.q_proj.weight", K::kMatrix, {a * dq, h});
+void AddMla(const ModelConfig& c, Specs& s) {
+  const MlaConfig& m = c.mla;
+  const int64_t h = c.hidden, a = m.n_heads, dq = m.qk_head_dim(), rq = m.q_lora_rank;
+  if (m.query == QueryProjection::kFull) {
+    s.Add("self_attn.q_proj.weight", K::kMatrix, {a * dq, h}, LayerSlot<kMla, &Mw::q_proj>);
   } else {
-    Add(out, p + "self_attn.q_a_proj.weight", K::kMatrix, {c.q_lora_rank, h});
-    Add(out, p + "self_attn.q_a_layernorm.weight", K::kVector, {c.q_lora_rank});
-    Add(out, p + "self_attn.q_b_proj.weight", K::kMatrix, {a * dq, c.q_lora_rank});
+    s.Add("self_attn.q_a_proj.weight", K::kMatrix, {rq, h}, LayerSlot<kMla, &Mw::q_a>);
+    s.Add("self_attn.q_a_layernorm.weight", K::kVector, {rq}, LayerSlot<kMla, &Mw::q_a_norm>);
+    s.Add("self_attn.q_b_proj.weight", K::kMatrix, {a * dq, rq}, LayerSlot<kMla, &Mw::q_b>);
   }
-  Add(out, p + "self_attn.kv_a_proj_with_mqa.weight", K::kMatrix,
-      {c.kv_lora_rank + c.qk_rope, h});
-  Add(out, p + "self_attn.kv_a_layernorm.weight", K::kVector, {c.kv_lora_rank});
-  Add(out, p + "self_attn.kv_b_proj.weight", K::kMatrix,
-      {a * (c.qk_nope + c.v_head), c.kv_lora_rank});
-  if (c.mla_output_gate) {
-    Add(out, p + "self_attn.g_proj.weight", K::kMatrix, {a * c.v_head, h});
+  s.Add("self_attn.kv_a_proj_with_mqa.weight", K::kMatrix, {m.kv_lora_rank + m.qk_rope, h},
+        LayerSlot<kMla, &Mw::kv_a>);
+  s.Add("self_attn.kv_a_layernorm.weight", K::kVector, {m.kv_lora_rank},
+        LayerSlot<kMla, &Mw::kv_a_norm>);
+  s.Add("self_attn.kv_b_proj.weight", K::kMatrix, {a * (m.qk_nope + m.v_head), m.kv_lora_rank},
+        LayerSlot<kMla, &Mw::kv_b>);
+  if (m.output_gate) {
+    s.Add("self_attn.g_proj.weight", K::kMatrix, {a * m.v_head, h}, LayerSlot<kMla, &Mw::g_proj>);
   }
-  Add(out, p + "self_attn.o_proj.weight", K::kMatrix, {h, a * c.v_head});
+  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, a * m.v_head}, LayerSlot<kMla, &Mw::o_proj>);
 }
 
-void AddFfn(const ModelConfig& c, int layer, const std::string& p, std::vector<TensorSpec>& out) {
-  const int64_t h = c.hidden;
-  using K = TensorKind;
+void AddFfn(const ModelConfig& c, int layer, Specs& s) {
+  const int64_t h = c.hidden, di = c.dense_inter;
   if (c.ffn_kind[layer] == FfnKind::kDense) {
-    Add(out, p + "mlp.gate_proj.weight", K::kMatrix, {c.dense_inter, h});
-    Add(out, p + "mlp.up_proj.weight", K::kMatrix, {c.dense_inter, h});
-    Add(out, p + "mlp.down_proj.weight", K::kMatrix, {h, c.dense_inter});
+    s.Add("mlp.gate_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::gate>);
+    s.Add("mlp.up_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::up>);
+    s.Add("mlp.down_proj.weight", K::kMatrix, {h, di}, LayerSlot<kDense, &Fw::down>);
     return;
   }
-  const int64_t ssh = c.shared_inter();
-  Add(out, p + "block_sparse_moe.gate.weight", K::kMatrix, {c.n_experts, h});
-  Add(out, p + "block_sparse_moe.gate.e_score_correction_bias", K::kOptionalData, {c.n_experts});
-  Add(out, p + "block_sparse_moe.shared_experts.gate_proj.weight", K::kMatrix, {ssh, h});
-  Add(out, p + "block_sparse_moe.shared_experts.up_proj.weight", K::kMatrix, {ssh, h});
-  Add(out, p + "block_sparse_moe.shared_experts.down_proj.weight", K::kMatrix, {h, ssh});
-  if (c.latent_dim > 0) {
-    Add(out, p + "block_sparse_moe.routed_expert_down_proj.weight", K::kMatrix,
-        {c.latent_dim, h});
-    Add(out, p + "block_sparse_moe.routed_expert_up_proj.weight", K::kMatrix, {h, c.latent_dim});
-    if (c.latent_norm) {
-      Add(out, p + "block_sparse_moe.routed_expert_norm.weight", K::kVector, {c.latent_dim});
+  const int64_t ssh = c.shared_inter(), e = c.moe.n_experts, lat = c.moe.latent_dim;
+  constexpr auto kShared = &Ew::shared;
+  s.Add("block_sparse_moe.gate.weight", K::kMatrix, {e, h}, LayerSlot<kMoe, &Ew::router>);
+  s.Add("block_sparse_moe.gate.e_score_correction_bias", K::kOptionalData, {e},
+        LayerSlot<kMoe, &Ew::router_bias>);
+  s.Add("block_sparse_moe.shared_experts.gate_proj.weight", K::kMatrix, {ssh, h},
+        LayerSlot<kMoe, kShared, &Fw::gate>);
+  s.Add("block_sparse_moe.shared_experts.up_proj.weight", K::kMatrix, {ssh, h},
+        LayerSlot<kMoe, kShared, &Fw::up>);
+  s.Add("block_sparse_moe.shared_experts.down_proj.weight", K::kMatrix, {h, ssh},
+        LayerSlot<kMoe, kShared, &Fw::down>);
+  if (c.moe.input == ExpertInput::kLatent) {
+    s.Add("block_sparse_moe.routed_expert_down_proj.weight", K::kMatrix, {lat, h},
+          LayerSlot<kMoe, &Ew::latent_down>);
+    s.Add("block_sparse_moe.routed_expert_up_proj.weight", K::kMatrix, {h, lat},
+          LayerSlot<kMoe, &Ew::latent_up>);
+    if (c.moe.latent_norm) {
+      s.Add("block_sparse_moe.routed_expert_norm.weight", K::kVector, {lat},
+            LayerSlot<kMoe, &Ew::latent_norm>);
     }
   }
 }
@@ -114,31 +174,33 @@ std::string Describe(const TensorInfo& t) {
 std::vector<TensorSpec> ModelTensors(const ModelConfig& c) {
   std::vector<TensorSpec> out;
   const int64_t h = c.hidden;
-  using K = TensorKind;
-  Add(out, "model.embed_tokens.weight", K::kMatrix, {c.vocab, h});
+  using W = ModelWeights;
+  Specs model(out, -1);
+  model.Add("model.embed_tokens.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::embed>);
   for (int l = 0; l < c.n_layers; ++l) {
-    std::string p = fmt::format("model.layers.{}.", l);
-    Add(out, p + "input_layernorm.weight", K::kVector, {h});
-    Add(out, p + "post_attention_layernorm.weight", K::kVector, {h});
-    if (c.attn_res_block > 0) {
-      Add(out, p + "self_attention_res_norm.weight", K::kVector, {h});
-      Add(out, p + "self_attention_res_proj.weight", K::kVector, {h});
-      Add(out, p + "mlp_res_norm.weight", K::kVector, {h});
-      Add(out, p + "mlp_res_proj.weight", K::kVector, {h});
+    Specs s(out, l);
+    s.Add("input_layernorm.weight", K::kVector, {h}, LayerSlot<&L::input_norm>);
+    s.Add("post_attention_layernorm.weight", K::kVector, {h}, LayerSlot<&L::post_attn_norm>);
+    if (c.attn_res.enabled()) {
+      using R = AttnResWeights;
+      s.Add("self_attention_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_norm>);
+      s.Add("self_attention_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_proj>);
+      s.Add("mlp_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_norm>);
+      s.Add("mlp_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_proj>);
     }
     if (c.attn_kind[l] == AttnKind::kKda) {
-      AddKda(c, p, out);
+      AddKda(c, s);
     } else {
-      AddMla(c, p, out);
+      AddMla(c, s);
     }
-    AddFfn(c, l, p, out);
+    AddFfn(c, l, s);
   }
-  Add(out, "model.norm.weight", K::kVector, {h});
-  if (c.attn_res_block > 0) {
-    Add(out, "model.output_attn_res_norm.weight", K::kVector, {h});
-    Add(out, "model.output_attn_res_proj.weight", K::kVector, {h});
+  model.Add("model.norm.weight", K::kVector, {h}, ModelSlot<&W::final_norm>);
+  if (c.attn_res.enabled()) {
+    model.Add("model.output_attn_res_norm.weight", K::kVector, {h}, ModelSlot<&W::out_res_norm>);
+    model.Add("model.output_attn_res_proj.weight", K::kVector, {h}, ModelSlot<&W::out_res_proj>);
   }
-  Add(out, "lm_head.weight", K::kMatrix, {c.vocab, h});
+  model.Add("lm_head.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::lm_head>);
   return out;
 }
 
@@ -225,7 +287,7 @@ Status ValidateRequiredTensors(const Manifest& m) {
     if (by_name.count(router) != 0) {
       return FormatError(fmt::format("{}: layer {} is dense (num_experts {}, first_k_dense_replace "
                                      "{}) but has a MoE router tensor",
-                                     router, l, c.n_experts, c.first_dense));
+                                     router, l, c.moe.n_experts, c.moe.first_dense));
     }
   }
   return Status::Ok();

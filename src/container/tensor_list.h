@@ -1,6 +1,8 @@
-// The one list of language-model tensors (FORMAT.md §4.8): name, kind and
-// canonical shape per layer kind, in model order. The reader validates the
-// trunk index against it; the writer and generator emit exactly it.
+// The one list of language-model tensors: name, kind, canonical shape and
+// the ModelWeights slot it fills, per layer kind, in model order. The
+// reader validates the trunk index against it, weight resolution
+// (model/layer_weights.cc) binds by walking it, the writer and generator
+// emit exactly it. Adding a tensor is one line in tensor_list.cc.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "container/container.h"
+#include "container/model_weights.h"
 #include "model/model_config.h"
 #include "waste/status.h"
 
@@ -21,10 +24,17 @@ enum class TensorKind : uint8_t {
   kOptionalData,  // like kData when present as F32; a quantized one is ignored
 };
 
+// Stores `t` in its slot of `w` (`layer` < 0: a whole-model tensor).
+// Returns false, storing nothing, when the slot holds F32 values and `t` is
+// quantized.
+using WeightBinding = bool (*)(ModelWeights& w, int layer, const TensorView& t);
+
 struct TensorSpec {
   std::string name;              // without the tensor prefix
   TensorKind kind = TensorKind::kMatrix;
   std::vector<int64_t> shape;    // as writers store it ([Ck, 1, Kc] for a conv)
+  int layer = -1;                // model.layers.{layer}., or -1
+  WeightBinding bind = nullptr;
   int64_t elements() const;
 };
 

@@ -68,11 +68,11 @@ ParamCounts CountParameters(const ModelConfig& c, const std::vector<TensorInfo>&
     trunk += n;
     if (t.name.ends_with("embed_tokens.weight")) embed += n;
   }
-  uint64_t per_expert = 3ull * static_cast<uint64_t>(c.expert_in()) * c.moe_inter;
-  uint64_t moe_layers = c.n_experts > 0 ? static_cast<uint64_t>(c.n_layers - c.first_dense) : 0;
+  uint64_t per_expert = 3ull * static_cast<uint64_t>(c.expert_in()) * c.moe.inter;
+  uint64_t moe_layers = c.moe.n_experts > 0 ? static_cast<uint64_t>(c.n_layers - c.moe.first_dense) : 0;
   ParamCounts p;
-  p.total = per_expert * c.n_experts * moe_layers + trunk;
-  p.active = per_expert * c.top_k * moe_layers + (trunk - embed);
+  p.total = per_expert * c.moe.n_experts * moe_layers + trunk;
+  p.active = per_expert * c.moe.top_k * moe_layers + (trunk - embed);
   return p;
 }
 

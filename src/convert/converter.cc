@@ -141,7 +141,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
                                    o.source_dir, fmt::join(cfg_moe, ","), fmt::join(model.moe_layers, ",")));
   }
   WASTE_ASSIGN_OR_RETURN(format::RecordLayout layout,
-                         format::ComputeRecordLayout(cfg.moe_inter, cfg.expert_in(), cfg.quant));
+                         format::ComputeRecordLayout(cfg.moe.inter, cfg.expert_in(), cfg.quant));
   WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, o.trunk8));
   // A tokenizer.json that cannot be converted fails now, not after the layers.
   if (!platform::PathExists(JoinPath(ckpt->dir(), "tiktoken.model")) &&

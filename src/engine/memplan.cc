@@ -29,11 +29,11 @@ std::string Size(uint64_t bytes) {
 uint64_t StateBytes(const ModelConfig& c, uint32_t ctx) {
   const uint64_t n_kda = static_cast<uint64_t>(c.n_kda_layers());
   const uint64_t n_mla = static_cast<uint64_t>(c.n_mla_layers());
-  const uint64_t hk = static_cast<uint64_t>(c.kda_heads), dk = static_cast<uint64_t>(c.kda_dim);
-  const uint64_t taps = c.conv_k > 0 ? static_cast<uint64_t>(c.conv_k - 1) : 0;
+  const uint64_t hk = static_cast<uint64_t>(c.kda.heads), dk = static_cast<uint64_t>(c.kda.head_dim);
+  const uint64_t taps = c.kda.conv_k > 0 ? static_cast<uint64_t>(c.kda.conv_k - 1) : 0;
   uint64_t kda = n_kda * hk * dk * dk * kF32            // recurrent state, one D x D per head
                  + n_kda * 3 * taps * hk * dk * kF32;   // q/k/v conv rings
-  uint64_t mla = n_mla * ctx * static_cast<uint64_t>(c.kv_lora_rank + c.qk_rope) * kF32;
+  uint64_t mla = n_mla * ctx * static_cast<uint64_t>(c.mla.kv_lora_rank + c.mla.qk_rope) * kF32;
   return kda + mla;
 }
 
@@ -42,18 +42,18 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
   const uint64_t h = static_cast<uint64_t>(c.hidden);
   const uint64_t v = static_cast<uint64_t>(c.vocab);
   const uint64_t x = static_cast<uint64_t>(c.expert_in());
-  const uint64_t im = static_cast<uint64_t>(c.moe_inter);
-  const uint64_t e = static_cast<uint64_t>(c.n_experts);
-  const uint64_t k = static_cast<uint64_t>(c.top_k);
-  const uint64_t heads = static_cast<uint64_t>(c.n_heads);
+  const uint64_t im = static_cast<uint64_t>(c.moe.inter);
+  const uint64_t e = static_cast<uint64_t>(c.moe.n_experts);
+  const uint64_t k = static_cast<uint64_t>(c.moe.top_k);
+  const uint64_t heads = static_cast<uint64_t>(c.mla.n_heads);
   const uint64_t ck = static_cast<uint64_t>(c.kda_channels());
-  const uint64_t dk = static_cast<uint64_t>(c.kda_dim);
-  const uint64_t hk = static_cast<uint64_t>(c.kda_heads);
-  const uint64_t rkv = static_cast<uint64_t>(c.kv_lora_rank);
-  const uint64_t rq = static_cast<uint64_t>(c.q_lora_rank);
-  const uint64_t dr = static_cast<uint64_t>(c.qk_rope);
+  const uint64_t dk = static_cast<uint64_t>(c.kda.head_dim);
+  const uint64_t hk = static_cast<uint64_t>(c.kda.heads);
+  const uint64_t rkv = static_cast<uint64_t>(c.mla.kv_lora_rank);
+  const uint64_t rq = static_cast<uint64_t>(c.mla.q_lora_rank);
+  const uint64_t dr = static_cast<uint64_t>(c.mla.qk_rope);
   const uint64_t dq = static_cast<uint64_t>(c.qk_head_dim());
-  const uint64_t dv = static_cast<uint64_t>(c.v_head);
+  const uint64_t dv = static_cast<uint64_t>(c.mla.v_head);
   const uint64_t ffn = std::max<uint64_t>(static_cast<uint64_t>(c.dense_inter),
                                           static_cast<uint64_t>(c.shared_inter()));
   uint64_t floats = 0;
@@ -62,9 +62,9 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
   // AttnRes partial sum; plus the last position's hidden state.
   floats += (4 * t + 1) * h;
   // AttnRes block history for every chunk token ((n_blocks + 4) x hidden).
-  if (c.attn_res_block > 0) {
-    uint64_t blocks = (static_cast<uint64_t>(c.n_layers) + c.attn_res_block - 1) /
-                          static_cast<uint64_t>(c.attn_res_block) + 1;
+  if (c.attn_res.enabled()) {
+    uint64_t blocks = (static_cast<uint64_t>(c.n_layers) + c.attn_res.block - 1) /
+                          static_cast<uint64_t>(c.attn_res.block) + 1;
     floats += t * (blocks + 4) * h + blocks + 1;
   }
   // Logits, and the sampler's probabilities and sort keys.
@@ -136,7 +136,7 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
       bank_bytes = std::max(bank_bytes, b.bytes);
       p.all_experts_bytes += b.bytes;
     }
-    const uint64_t k = static_cast<uint64_t>(c.top_k);
+    const uint64_t k = static_cast<uint64_t>(c.moe.top_k);
     const uint64_t layers = static_cast<uint64_t>(c.n_layers);
     p.min_expert_cache = p.record_bytes * k * 2;
     p.floor_bytes = p.trunk_bytes + p.state_bytes + p.scratch_bytes + p.min_expert_cache;

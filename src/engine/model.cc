@@ -130,7 +130,7 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   // sessions' state and scratch, in whole padded slots (ENGINE.md §4.2, §5.1).
   const uint64_t cache_bytes = m->budget.budget_bytes - m->plan.floor_bytes + m->plan.min_expert_cache;
   SlotLayout layout = PlanSlots(m->container->max_record_bytes(), cache_bytes,
-                                static_cast<uint64_t>(std::max(1, cfg.top_k)) + 1);
+                                static_cast<uint64_t>(std::max(1, cfg.moe.top_k)) + 1);
   // A slot per record the container holds is all a cache can use.
   uint64_t records = 0;
   for (int l = 0; l < cfg.n_layers; ++l) {

@@ -7,8 +7,8 @@ ModelInfo DescribeModel(const Container& container) {
   ModelInfo info;
   info.arch = c.arch;
   info.layers = c.n_layers;
-  info.experts = c.n_experts;
-  info.top_k = c.top_k;
+  info.experts = c.moe.n_experts;
+  info.top_k = c.moe.top_k;
   info.hidden = c.hidden;
   info.vocab = c.vocab;
   ParamCounts p = CountParameters(c, container.trunk_index());

@@ -15,7 +15,7 @@ int SessionSnapshot::position() const noexcept { return data_ ? data_->pos : 0; 
 uint64_t SessionSnapshot::bytes() const noexcept { return data_ ? data_->bytes : 0; }
 
 static size_t LatentRow(const ModelConfig& cfg) {
-  return static_cast<size_t>(cfg.kv_lora_rank + cfg.qk_rope);
+  return static_cast<size_t>(cfg.mla.kv_lora_rank + cfg.mla.qk_rope);
 }
 
 std::shared_ptr<const SnapshotData> TakeSnapshot(const ModelCore& model, SessionState& state) {

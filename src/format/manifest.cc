@@ -1,5 +1,5 @@
-// manifest.json -> Manifest (FORMAT.md §3): format version, config with every
-// bound of §3.7, expert_quant, the bank index and the trunk index. Pure: no
+// manifest.json -> Manifest: format version, expert_quant, the model config
+// (model/config_parse.cc), the bank index and the trunk index. Pure: no
 // other file is touched, so plan, open and the fuzzer share it.
 #include <fmt/format.h>
 
@@ -12,105 +12,17 @@
 #include "container/container.h"
 #include "format/format.h"
 #include "format/json_reader.h"
-#include "format/rope_config.h"
+#include "model/config_parse.h"
 
 namespace waste {
 namespace {
 
 using json::Json;
 
-constexpr int64_t k2p16 = int64_t{1} << 16;
-constexpr int64_t k2p20 = int64_t{1} << 20;
-constexpr int64_t k2p24 = int64_t{1} << 24;
-constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
-// Record headers store layer and expert ids as u16 (§6.2).
-constexpr int64_t kMaxExperts = 65536;
-constexpr int kMaxLayers = 128;
 // Documented in docs/HARDENING.md with the manifest size limit: together
 // they bound the memory parsing takes. Real models use a few thousand.
 constexpr size_t kMaxTrunkEntries = size_t{1} << 16;
 constexpr size_t kMaxBankFileName = 63;  // the reference keeps 63 bytes of a bank name
-
-Status OutOfRange(std::string_view origin, std::string_view key, int64_t v, int64_t lo,
-                  int64_t hi) {
-  // json::Integer saturates huge and non-finite values at +-2^62: print
-  // what the file says in words rather than the clamped number.
-  constexpr int64_t kSaturated = int64_t{1} << 62;
-  std::string shown = v >= kSaturated    ? std::string("a number of 2^62 or more")
-                      : v <= -kSaturated ? std::string("a number of -2^62 or less")
-                                         : std::to_string(v);
-  return FormatError(fmt::format("{}: manifest config is out of range: {} = {}, expected {}..{}",
-                                 origin, key, shown, lo, hi));
-}
-
-Status CheckRange(std::string_view origin, std::string_view key, int64_t v, int64_t lo,
-                  int64_t hi) {
-  if (v < lo || v > hi) return OutOfRange(origin, key, v, lo, hi);
-  return Status::Ok();
-}
-
-// Reads config keys with the reference's defaults; wrong types read as absent.
-class ConfigReader {
- public:
-  ConfigReader(const Json* cfg, std::string_view origin) : cfg_(cfg), origin_(origin) {}
-
-  const Json* Get(std::string_view key) const { return json::Member(cfg_, key); }
-  int64_t Int(std::string_view key, int64_t def) const {
-    return json::Integer(Get(key)).value_or(def);
-  }
-  // First of `keys` that holds a number (engine spelling first, then aliases).
-  int64_t IntAlias(std::initializer_list<std::string_view> keys, int64_t def) const {
-    for (std::string_view k : keys) {
-      if (auto v = json::Integer(Get(k))) return *v;
-    }
-    return def;
-  }
-  double Num(std::string_view key, double def) const {
-    return json::Number(Get(key)).value_or(def);
-  }
-  // Switches read BY VALUE (docs/FORMAT_NOTES.md): absent/null = off,
-  // true/false as written, anything else is refused.
-  Result<bool> Flag(const Json* obj, std::string_view key, std::string_view path) const {
-    const Json* v = json::Member(obj, key);
-    if (v == nullptr || v->is_null()) return false;
-    if (v->is_boolean()) return v->get<bool>();
-    return FormatError(fmt::format("{}: config.{} is {}, not true or false", origin_, path,
-                                   json::Brief(v)));
-  }
-  Result<bool> Flag(std::string_view key) const { return Flag(cfg_, key, key); }
-  // Present means a JSON boolean: null is refused too (mla_use_nope,
-  // FORMAT.md §3.6: present but not boolean => load refused).
-  Result<bool> StrictFlag(std::string_view key) const {
-    const Json* v = json::Member(cfg_, key);
-    if (v != nullptr && v->is_null()) {
-      return FormatError(fmt::format("{}: config.{} is null, not true or false", origin_, key));
-    }
-    return Flag(cfg_, key, key);
-  }
-
- private:
-  const Json* cfg_;
-  std::string_view origin_;
-};
-
-std::string ArchitectureName(const Json* config, const Json* effective) {
-  auto first = [](const Json* obj) -> std::optional<std::string> {
-    const Json* a = json::Member(obj, "architectures");
-    if (a == nullptr || !a->is_array() || a->empty()) return std::nullopt;
-    return json::String(&(*a)[0]);
-  };
-  if (auto s = first(json::Member(config, "_outer"))) return *s;
-  if (auto s = first(effective)) return *s;
-  if (auto s = first(config)) return *s;
-  return "";
-}
-
-std::string ArchFromArchitecture(const std::string& a) {
-  if (a.find("KimiK3") != std::string::npos) return "kimi-k3";
-  if (a.find("KimiLinear") != std::string::npos) return "kimi-linear";
-  if (!a.empty()) return a;
-  return "unknown";
-}
 
 Status ParseExpertQuant(const Json& root, std::string_view origin, Manifest& m) {
   const Json* q = json::Member(&root, "expert_quant");
@@ -154,179 +66,6 @@ Status ParseExpertQuant(const Json& root, std::string_view origin, Manifest& m) 
   return Status::Ok();
 }
 
-// §3.6 keys and §3.7 bounds into m.config.
-Status ParseConfig(const Json& root, std::string_view origin, Manifest& m) {
-  const Json* config = json::Member(&root, "config");
-  if (config == nullptr || !config->is_object()) {
-    return FormatError(fmt::format("{}: \"config\" is {}, expected the model config object",
-                                   origin, json::Brief(config)));
-  }
-  ModelConfig& c = m.config;
-  const Json* eff = config;
-  const Json* text = json::Member(config, "text_config");
-  if (text != nullptr && text->is_object()) {
-    // Raw HF multimodal config: the text model's keys live one level down
-    // and its tensors under "language_model." (§3.6, last row).
-    eff = text;
-    if (c.tensor_prefix.empty()) c.tensor_prefix = "language_model.";
-  }
-  c.architecture = ArchitectureName(config, eff);
-  c.arch = ArchFromArchitecture(c.architecture);
-
-  ConfigReader r(eff, origin);
-  int64_t nl = r.Int("num_hidden_layers", 0);
-  int64_t h = r.Int("hidden_size", 0);
-  int64_t v = r.Int("vocab_size", 0);
-  int64_t a = r.Int("num_attention_heads", 0);
-  // DeepSeek-V3 / Kimi-K2 spellings are accepted where the engine's own
-  // spelling is absent (the converter normally adds the engine's).
-  int64_t e = r.IntAlias({"num_experts", "n_routed_experts"}, 0);
-  int64_t k = r.IntAlias({"num_experts_per_token", "num_experts_per_tok"}, 0);
-  int64_t im = r.Int("moe_intermediate_size", 0);
-  int64_t id = r.Int("intermediate_size", 0);
-  int64_t ns = r.IntAlias({"num_shared_experts", "n_shared_experts"}, 0);
-  int64_t f = r.Int("first_k_dense_replace", 0);
-  int64_t rkv = r.Int("kv_lora_rank", 0);
-  int64_t rq = r.Int("q_lora_rank", 0);  // null reads as absent: 0 = plain q_proj
-  int64_t dn = r.Int("qk_nope_head_dim", 0);
-  int64_t dr = r.Int("qk_rope_head_dim", 0);
-  int64_t dv = r.Int("v_head_dim", 0);
-  int64_t lat = r.Int("routed_expert_hidden_size", 0);
-  int64_t arb = r.Int("attn_res_block_size", 0);
-  int64_t eos = r.Int("eos_token_id", 0);
-  double eps = r.Num("rms_norm_eps", 1e-5);
-
-  const Json* lin = r.Get("linear_attn_config");
-  int64_t hk = json::Integer(json::Member(lin, "num_heads")).value_or(0);
-  int64_t dk = json::Integer(json::Member(lin, "head_dim")).value_or(0);
-  int64_t kc = json::Integer(json::Member(lin, "short_conv_kernel_size")).value_or(4);
-
-  WASTE_TRY(CheckRange(origin, "num_hidden_layers", nl, 1, kMaxLayers));
-  WASTE_TRY(CheckRange(origin, "hidden_size", h, 1, k2p20));
-  WASTE_TRY(CheckRange(origin, "vocab_size", v, 1, k2p24));
-  WASTE_TRY(CheckRange(origin, "num_attention_heads", a, 1, k2p16));
-  if (!(eps > 0.0 && eps < 1.0)) {  // also refuses NaN
-    return FormatError(fmt::format("{}: manifest config is out of range: rms_norm_eps = {}, "
-                                   "expected 0 < eps < 1",
-                                   origin, eps));
-  }
-  WASTE_TRY(CheckRange(origin, "num_experts", e, 0, kMaxExperts));
-  if (e > 0) {
-    WASTE_TRY(CheckRange(origin, "num_experts_per_token", k, 1, std::min<int64_t>(e, 64)));
-    WASTE_TRY(CheckRange(origin, "moe_intermediate_size", im, 1, k2p20));
-  }
-  WASTE_TRY(CheckRange(origin, "moe_intermediate_size", im, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "intermediate_size", id, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "linear_attn_config.num_heads", hk, 0, k2p16));
-  WASTE_TRY(CheckRange(origin, "linear_attn_config.head_dim", dk, 0, k2p16));
-  WASTE_TRY(CheckRange(origin, "linear_attn_config.short_conv_kernel_size", kc, 0, 64));
-  WASTE_TRY(CheckRange(origin, "kv_lora_rank", rkv, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "q_lora_rank", rq, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "qk_nope_head_dim", dn, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "qk_rope_head_dim", dr, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "v_head_dim", dv, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "first_k_dense_replace", f, 0, nl));
-  WASTE_TRY(CheckRange(origin, "num_shared_experts", ns, 0, 64));
-  WASTE_TRY(CheckRange(origin, "routed_expert_hidden_size", lat, 0, k2p20));
-  WASTE_TRY(CheckRange(origin, "attn_res_block_size", arb, 0, nl));
-
-  // Layer kinds: 1-based kda_layers; values outside 1..128 are ignored.
-  c.n_layers = static_cast<int>(nl);
-  c.attn_kind.assign(c.n_layers, AttnKind::kMla);
-  const Json* kda = json::Member(lin, "kda_layers");
-  if (kda != nullptr && kda->is_array()) {
-    for (const Json& item : *kda) {
-      std::optional<int64_t> one_based = json::Integer(&item);
-      if (!one_based || *one_based < 1 || *one_based > kMaxLayers) continue;
-      if (*one_based <= nl) c.attn_kind[*one_based - 1] = AttnKind::kKda;
-    }
-  }
-  c.ffn_kind.assign(c.n_layers, FfnKind::kDense);
-  for (int l = 0; l < c.n_layers; ++l) {
-    if (e > 0 && l >= f) c.ffn_kind[l] = FfnKind::kMoe;
-  }
-  bool any_kda = std::count(c.attn_kind.begin(), c.attn_kind.end(), AttnKind::kKda) > 0;
-  bool any_mla = std::count(c.attn_kind.begin(), c.attn_kind.end(), AttnKind::kMla) > 0;
-  if (any_kda) {
-    WASTE_TRY(CheckRange(origin, "linear_attn_config.num_heads", hk, 1, k2p16));
-    WASTE_TRY(CheckRange(origin, "linear_attn_config.head_dim", dk, 1, k2p16));
-    WASTE_TRY(CheckRange(origin, "linear_attn_config.short_conv_kernel_size", kc, 1, 64));
-    WASTE_TRY(CheckRange(origin, "linear_attn_config.num_heads * head_dim", hk * dk, 1, kI32Max));
-  }
-  if (any_mla) {
-    WASTE_TRY(CheckRange(origin, "kv_lora_rank", rkv, 1, k2p20));
-    WASTE_TRY(CheckRange(origin, "qk_nope_head_dim + qk_rope_head_dim", dn + dr, 1, 2 * k2p20));
-    WASTE_TRY(CheckRange(origin, "v_head_dim", dv, 1, k2p20));
-    WASTE_TRY(CheckRange(origin, "num_attention_heads * (qk_nope + qk_rope)", a * (dn + dr), 1,
-                         kI32Max));
-    WASTE_TRY(CheckRange(origin, "num_attention_heads * v_head_dim", a * dv, 1, kI32Max));
-    WASTE_TRY(CheckRange(origin, "num_attention_heads * (qk_nope + v_head_dim)", a * (dn + dv), 1,
-                         kI32Max));
-  }
-  if (e == 0 || f > 0) WASTE_TRY(CheckRange(origin, "intermediate_size", id, 1, k2p20));
-  WASTE_TRY(CheckRange(origin, "moe_intermediate_size * max(num_shared_experts, 1)",
-                       im * std::max<int64_t>(ns, 1), 0, kI32Max));
-
-  c.hidden = static_cast<int>(h);
-  c.vocab = static_cast<int>(v);
-  c.n_heads = static_cast<int>(a);
-  c.n_experts = static_cast<int>(e);
-  c.top_k = static_cast<int>(e > 0 ? k : 0);
-  c.moe_inter = static_cast<int>(im);
-  c.dense_inter = static_cast<int>(id);
-  c.n_shared = static_cast<int>(ns);
-  c.first_dense = static_cast<int>(f);
-  c.q_lora_rank = static_cast<int>(rq);
-  c.kv_lora_rank = static_cast<int>(rkv);
-  c.qk_nope = static_cast<int>(dn);
-  c.qk_rope = static_cast<int>(dr);
-  c.v_head = static_cast<int>(dv);
-  c.kda_heads = static_cast<int>(hk);
-  c.kda_dim = static_cast<int>(dk);
-  c.conv_k = static_cast<int>(kc);
-  c.latent_dim = static_cast<int>(lat);
-  c.attn_res_block = static_cast<int>(arb);
-  c.rms_eps = static_cast<float>(eps);
-  c.eos_token_id = eos > 0 && eos <= kI32Max ? static_cast<int>(eos) : 0;
-
-  double scaling = r.Num("routed_scaling_factor", 1.0);
-  double beta = r.Num("activation_situ_beta", 1.0);
-  double lin_beta = r.Num("activation_situ_linear_beta", 0.0);
-  double lower = json::Number(json::Member(lin, "gate_lower_bound")).value_or(0.0);
-  for (auto [key, val] : {std::pair{"routed_scaling_factor", scaling},
-                          std::pair{"activation_situ_beta", beta},
-                          std::pair{"activation_situ_linear_beta", lin_beta},
-                          std::pair{"linear_attn_config.gate_lower_bound", lower}}) {
-    if (!std::isfinite(val) || std::fabs(val) > 1e6) {
-      return FormatError(fmt::format("{}: manifest config is out of range: {} = {}, expected a "
-                                     "finite number",
-                                     origin, key, val));
-    }
-  }
-  c.routed_scaling = static_cast<float>(scaling);
-  c.situ_beta = static_cast<float>(beta);
-  c.situ_linear_beta = static_cast<float>(lin_beta);
-  c.gate_lower_bound = static_cast<float>(lower);
-  std::optional<std::string> act = json::String(r.Get("hidden_act"));
-  c.act = act && *act == "situ" ? Activation::kSitu : Activation::kSilu;
-
-  // Switches (by value, see ConfigReader::Flag). norm_topk_prob is the HF
-  // spelling the converter maps onto moe_renormalize.
-  if (r.Get("moe_renormalize") != nullptr) {
-    WASTE_ASSIGN_OR_RETURN(c.moe_renormalize, r.Flag("moe_renormalize"));
-  } else {
-    WASTE_ASSIGN_OR_RETURN(c.moe_renormalize, r.Flag("norm_topk_prob"));
-  }
-  WASTE_ASSIGN_OR_RETURN(c.latent_norm, r.Flag("latent_moe_use_norm"));
-  WASTE_ASSIGN_OR_RETURN(c.mla_output_gate, r.Flag("mla_use_output_gate"));
-  WASTE_ASSIGN_OR_RETURN(c.mla_nope, r.StrictFlag("mla_use_nope"));
-  WASTE_ASSIGN_OR_RETURN(c.kda_full_rank_gate,
-                         r.Flag(lin, "use_full_rank_gate", "linear_attn_config.use_full_rank_gate"));
-
-  WASTE_TRY(ResolveRope(*eff, origin, c));
-  return Status::Ok();
-}
-
 Status ParseBanks(const Json& root, std::string_view origin, Manifest& m) {
   const ModelConfig& c = m.config;
   m.banks.assign(c.n_layers, BankInfo{});
@@ -337,8 +76,8 @@ Status ParseBanks(const Json& root, std::string_view origin, Manifest& m) {
                                    origin, json::Brief(layers)));
   }
   Result<format::RecordLayout> layout = FormatError("");
-  if (c.n_experts > 0) {
-    layout = format::ComputeRecordLayout(c.moe_inter, c.expert_in(), c.quant);
+  if (c.moe.n_experts > 0) {
+    layout = format::ComputeRecordLayout(c.moe.inter, c.expert_in(), c.quant);
     if (!layout) return FormatError(fmt::format("{}: {}", origin, layout.error().message()));
   }
   for (int l = 0; l < c.n_layers; ++l) {
@@ -350,7 +89,7 @@ Status ParseBanks(const Json& root, std::string_view origin, Manifest& m) {
         return FormatError(fmt::format(
             "{}: layers.\"{}\": layer {} is dense (num_experts {}, first_k_dense_replace {}) but "
             "has an expert bank entry",
-            origin, key, l, c.n_experts, c.first_dense));
+            origin, key, l, c.moe.n_experts, c.moe.first_dense));
       }
       continue;
     }
@@ -381,9 +120,9 @@ Status ParseBanks(const Json& root, std::string_view origin, Manifest& m) {
     int64_t experts = json::Integer(json::Member(entry, "experts")).value_or(0);
     int64_t bytes = json::Integer(json::Member(entry, "bytes")).value_or(0);
     int64_t base = json::Integer(json::Member(entry, "codebook_base")).value_or(0);
-    if (experts != c.n_experts) {
+    if (experts != c.moe.n_experts) {
       return FormatError(fmt::format("{}.experts = {}, expected num_experts {}", where, experts,
-                                     c.n_experts));
+                                     c.moe.n_experts));
     }
     if (bytes <= 0 || bytes % experts != 0 || bytes > (int64_t{1} << 50)) {
       return FormatError(fmt::format("{}.bytes = {}, expected a positive multiple of {} experts",
@@ -398,7 +137,7 @@ Status ParseBanks(const Json& root, std::string_view origin, Manifest& m) {
     if (record < layout->record_bytes) {
       return FormatError(fmt::format("{}: record size {} is smaller than the {} bytes one expert "
                                      "needs ([{}, {}] matrices, {} stages)",
-                                     where, record, layout->record_bytes, c.moe_inter,
+                                     where, record, layout->record_bytes, c.moe.inter,
                                      c.expert_in(), c.quant.stages));
     }
     if (base < 0 || base > std::numeric_limits<uint16_t>::max()) {
@@ -484,20 +223,6 @@ Status ParseTrunk(const Json& root, std::string_view origin, Manifest& m) {
   return Status::Ok();
 }
 
-}  // namespace
-
-int ModelConfig::n_kda_layers() const {
-  return static_cast<int>(std::count(attn_kind.begin(), attn_kind.end(), AttnKind::kKda));
-}
-int ModelConfig::n_mla_layers() const {
-  return static_cast<int>(std::count(attn_kind.begin(), attn_kind.end(), AttnKind::kMla));
-}
-int ModelConfig::n_moe_layers() const {
-  return static_cast<int>(std::count(ffn_kind.begin(), ffn_kind.end(), FfnKind::kMoe));
-}
-
-namespace {
-
 // format_version, tensor_prefix, expert_quant and config.
 Result<Manifest> ParseHead(const json::Json& root, std::string_view origin) {
   if (!root.is_object()) {
@@ -520,7 +245,7 @@ Result<Manifest> ParseHead(const json::Json& root, std::string_view origin) {
   std::optional<std::string> prefix = json::String(json::Member(&root, "tensor_prefix"));
   m.config.tensor_prefix = prefix.value_or("");
   WASTE_TRY(ParseExpertQuant(root, origin, m));
-  WASTE_TRY(ParseConfig(root, origin, m));
+  WASTE_TRY(ParseModelConfig(root, origin, m.config));
   return m;
 }
 

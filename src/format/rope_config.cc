@@ -22,8 +22,8 @@ void PlainRopeFrequencies(double base, int qk_rope, std::vector<float>& omega) {
 Status ResolveRope(const json::Json& config, std::string_view origin, ModelConfig& cfg) {
   RopeConfig& r = cfg.rope;
   r = RopeConfig{};
-  const int dr = cfg.qk_rope;
-  if (cfg.mla_nope || dr / 2 <= 0) return Status::Ok();  // no rotary at all
+  const int dr = cfg.mla.qk_rope;
+  if (cfg.mla.nope || dr / 2 <= 0) return Status::Ok();  // no rotary at all
 
   if (dr / 2 > kMaxRopePairs) {
     return FormatError(fmt::format(

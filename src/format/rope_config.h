@@ -10,7 +10,7 @@
 namespace waste {
 
 // Fills cfg.rope from `config` (the effective config object). Expects
-// cfg.mla_nope and cfg.qk_rope already set. Refusals carry the phrases the
+// cfg.mla.nope and cfg.mla.qk_rope already set. Refusals carry the phrases the
 // conformance suite looks for: "needs rotation", "carries no type",
 // "not implemented, only yarn", "not implemented" (mscale).
 Status ResolveRope(const json::Json& config, std::string_view origin, ModelConfig& cfg);

@@ -19,19 +19,19 @@ kernels::DequantFn DequantSlot(const kernels::KernelTable& k, TensorFmt fmt) {
 
 MlaLayer::MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_tokens)
     : cfg_(cfg), ctx_(ctx_tokens), max_tokens_(max_tokens < 1 ? 1 : max_tokens) {
-  const size_t heads = static_cast<size_t>(cfg.n_heads);
-  const size_t r = static_cast<size_t>(cfg.kv_lora_rank);
+  const size_t heads = static_cast<size_t>(cfg.mla.n_heads);
+  const size_t r = static_cast<size_t>(cfg.mla.kv_lora_rank);
   const size_t n = max_tokens_;
   q_.resize(n * heads * static_cast<size_t>(cfg.qk_head_dim()));
-  qa_.resize(n * static_cast<size_t>(cfg.q_lora_rank));
-  kv_.resize(n * (r + static_cast<size_t>(cfg.qk_rope)));
-  o_.resize(n * heads * static_cast<size_t>(cfg.v_head));
-  gate_.resize(cfg.mla_output_gate ? o_.size() : 0);
+  qa_.resize(n * static_cast<size_t>(cfg.mla.q_lora_rank));
+  kv_.resize(n * (r + static_cast<size_t>(cfg.mla.qk_rope)));
+  o_.resize(n * heads * static_cast<size_t>(cfg.mla.v_head));
+  gate_.resize(cfg.mla.output_gate ? o_.size() : 0);
 }
 
 uint64_t MlaLayer::scratch_bytes() const {
-  const size_t r = static_cast<size_t>(cfg_.kv_lora_rank);
-  const size_t per_thread = static_cast<size_t>(cfg_.qk_nope) * r + 2 * r + ctx_;
+  const size_t r = static_cast<size_t>(cfg_.mla.kv_lora_rank);
+  const size_t per_thread = static_cast<size_t>(cfg_.mla.qk_nope) * r + 2 * r + ctx_;
   const size_t threads = thread_scratch_.empty() ? 1 : thread_scratch_.size();
   return (q_.size() + qa_.size() + kv_.size() + o_.size() + gate_.size() + threads * per_thread) *
          sizeof(float);
@@ -51,48 +51,33 @@ void MlaLayer::Rotate(float* v, int pos) const {
 
 void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state, int pos0,
                        const float* x, size_t n, float* out) {
-  const int heads = cfg_.n_heads, dn = cfg_.qk_nope, dr = cfg_.qk_rope, dv = cfg_.v_head;
-  const int dq = dn + dr, r = cfg_.kv_lora_rank;
+  const int heads = cfg_.mla.n_heads, dn = cfg_.mla.qk_nope, dr = cfg_.mla.qk_rope, dv = cfg_.mla.v_head;
+  const int dq = dn + dr, r = cfg_.mla.kv_lora_rank;
   const size_t R = static_cast<size_t>(r);
   const size_t row = static_cast<size_t>(r + dr);
   const size_t hidden = static_cast<size_t>(cfg_.hidden);
   const size_t qw = static_cast<size_t>(heads * dq), ow = static_cast<size_t>(heads * dv);
-  const size_t qa_w = static_cast<size_t>(cfg_.q_lora_rank);
+  const size_t qa_w = static_cast<size_t>(cfg_.mla.q_lora_rank);
   const bool gated = w.g_proj != nullptr;
 
   // Query, latent + rope key, output gate: one region (the low-rank query's
   // second half after its norm).
+  // g_proj is null without an output gate: Ops skips that job.
   if (n == 1) {
     if (w.q_proj != nullptr) {
-      if (gated) {
-        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
-      } else {
-        ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}});
-      }
+      ops.MatVecs({{w.q_proj, x, q_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
     } else {
-      if (gated) {
-        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
-      } else {
-        ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}});
-      }
+      ops.MatVecs({{w.q_a, x, qa_.data()}, {w.kv_a, x, kv_.data()}, {w.g_proj, x, gate_.data()}});
       RmsNorm(qa_.data(), w.q_a_norm, cfg_.rms_eps, qa_w, qa_.data());
       ops.MatVec(*w.q_b, qa_.data(), q_.data());
     }
   } else {
     if (w.q_proj != nullptr) {
-      if (gated) {
-        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row},
-                        {w.g_proj, x, hidden, gate_.data(), ow}});
-      } else {
-        ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row}});
-      }
+      ops.MatMuls(n, {{w.q_proj, x, hidden, q_.data(), qw}, {w.kv_a, x, hidden, kv_.data(), row},
+                      {w.g_proj, x, hidden, gate_.data(), ow}});
     } else {
-      if (gated) {
-        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row},
-                        {w.g_proj, x, hidden, gate_.data(), ow}});
-      } else {
-        ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row}});
-      }
+      ops.MatMuls(n, {{w.q_a, x, hidden, qa_.data(), qa_w}, {w.kv_a, x, hidden, kv_.data(), row},
+                      {w.g_proj, x, hidden, gate_.data(), ow}});
       for (size_t t = 0; t < n; ++t) {
         float* qa = qa_.data() + t * qa_w;
         RmsNorm(qa, w.q_a_norm, cfg_.rms_eps, qa_w, qa);

@@ -22,9 +22,9 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
   x_.resize(kMaxChunk * h);
   xn_.resize(kMaxChunk * h);
   f_.resize(kMaxChunk * h);
-  if (cfg_.attn_res_block > 0) {
+  if (cfg_.attn_res.enabled()) {
     p_.resize(kMaxChunk * h);
-    max_blocks_ = static_cast<size_t>(cfg_.n_layers / cfg_.attn_res_block + 2);
+    max_blocks_ = static_cast<size_t>(cfg_.n_layers / cfg_.attn_res.block + 2);
     blocks_.resize(kMaxChunk * max_blocks_ * h);
     mix_s_.resize(max_blocks_ + 1);
   }
@@ -98,7 +98,7 @@ void Forward::Mix(size_t t, const float* p, const float* norm_w, const float* pr
 Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
-  const bool attn_res = cfg_.attn_res_block > 0;
+  const bool attn_res = cfg_.attn_res.enabled();
   {
     ScopedPhase phase(ops.profiler(), Phase::kEmbed);
     for (size_t t = 0; t < n; ++t) {
@@ -114,7 +114,7 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& lw = w_.layers[static_cast<size_t>(l)];
     const bool kda = cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda;
-    const bool close_block = attn_res && l % cfg_.attn_res_block == 0;
+    const bool close_block = attn_res && l % cfg_.attn_res.block == 0;
     // Attention over the chunk: per-token input (AttnRes mix, norm), then
     // the layer for all n tokens (projections batched; the recurrence /
     // causal attention still advances token by token inside), then the

@@ -4,7 +4,7 @@
 // steps token by token (the recurrence and the causal cache need it), the
 // channel mixers run over the whole chunk (batched matmuls, each distinct
 // expert read once). A chunk of one token is the decode step. Attention
-// Residuals (K3) keep a per-token block history inside the pass.
+// Residuals keep a per-token block history inside the pass.
 #pragma once
 
 #include <cstdint>

@@ -50,9 +50,9 @@ KdaLayer::KdaLayer(const ModelConfig& cfg, size_t max_tokens)
   g_.resize(n * c);
   gate_.resize(n * c);
   o_.resize(n * c);
-  low_.resize(n * static_cast<size_t>(cfg.kda_dim));
-  glow_.resize(n * static_cast<size_t>(cfg.kda_dim));
-  beta_.resize(n * static_cast<size_t>(cfg.kda_heads));
+  low_.resize(n * static_cast<size_t>(cfg.kda.head_dim));
+  glow_.resize(n * static_cast<size_t>(cfg.kda.head_dim));
+  beta_.resize(n * static_cast<size_t>(cfg.kda.heads));
 }
 
 uint64_t KdaLayer::scratch_bytes() const {
@@ -61,7 +61,7 @@ uint64_t KdaLayer::scratch_bytes() const {
 
 void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
                        size_t n, float* out) {
-  const int heads = cfg_.kda_heads, dim = cfg_.kda_dim, taps = cfg_.conv_k;
+  const int heads = cfg_.kda.heads, dim = cfg_.kda.head_dim, taps = cfg_.kda.conv_k;
   const int channels = heads * dim;
   const size_t C = static_cast<size_t>(channels), D = static_cast<size_t>(dim);
   const size_t H = static_cast<size_t>(heads);
@@ -97,7 +97,7 @@ void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state
 
   // Per head: short convs (rings advance token by token), decay gate in
   // log space, beta, L2 norms. Heads are independent.
-  const bool bounded = cfg_.gate_lower_bound < 0.0f;
+  const bool bounded = cfg_.kda.decay == KdaDecay::kBounded;
   const float q_extra = 1.0f / std::sqrt(static_cast<float>(dim));
   auto prepare = [&](size_t hb, size_t he) {
     const int c0 = static_cast<int>(hb * D), c1 = static_cast<int>(he * D);
@@ -111,7 +111,7 @@ void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state
         for (size_t j = 0; j < D; ++j) {
           const size_t c = h * D + j;
           const float z = gt[c] + w.dt_bias[c];
-          gt[c] = bounded ? cfg_.gate_lower_bound * Sigmoid(a * z) : -a * Softplus(z);
+          gt[c] = bounded ? cfg_.kda.gate_lower_bound * Sigmoid(a * z) : -a * Softplus(z);
         }
         float& b = beta_[t * H + h];
         b = Sigmoid(b);

@@ -1,4 +1,4 @@
-// KDA (Kimi Delta Attention) layer (MODEL.md §3): projections, short
+// KDA (delta attention) layer (MODEL.md §3): projections, short
 // causal conv over the ring state, low-rank decay gate, per-head beta,
 // L2-normalised q/k, decay-then-delta recurrence, gated output norm, o_proj.
 //

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/moe_router.h"
+
 namespace waste {
 namespace {
 
@@ -37,17 +39,17 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
   const size_t vd = static_cast<size_t>(c.quant.vec_dim);
   const size_t per_v = static_cast<size_t>(c.quant.stages * c.quant.entries);
   const size_t x = static_cast<size_t>(c.expert_in());
-  const size_t mid = static_cast<size_t>(c.moe_inter);
-  const size_t k = static_cast<size_t>(c.top_k);
+  const size_t mid = static_cast<size_t>(c.moe.inter);
+  const size_t k = static_cast<size_t>(c.moe.top_k);
   nv_in_ = x / vd;
   nv_mid_ = mid / vd;
   table_in_ = nv_in_ * per_v;
   table_mid_ = nv_mid_ * per_v;
   tau_in_ = (nv_in_ + kTauBlock - 1) / kTauBlock;
   tau_mid_ = (nv_mid_ + kTauBlock - 1) / kTauBlock;
-  logits_.resize(static_cast<size_t>(c.n_experts));
-  scores_.resize(static_cast<size_t>(c.n_experts));
-  xe_.resize(c.latent_dim > 0 ? max_tokens * x : 0);
+  logits_.resize(static_cast<size_t>(c.moe.n_experts));
+  scores_.resize(static_cast<size_t>(c.moe.n_experts));
+  xe_.resize(c.moe.input == ExpertInput::kLatent ? max_tokens * x : 0);
   y_.resize(max_tokens * x);
   d_.resize(std::max(x, static_cast<size_t>(c.hidden)));  // latent up-projection
   shared_out_.resize(max_tokens * static_cast<size_t>(c.hidden));
@@ -57,7 +59,9 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
     taus_.resize(2 * max_tokens * tau_in_);
   }
   outs_.resize(max_tokens * k * x);
-  route_scratch_.resize(max_tokens * 2 * static_cast<size_t>(c.n_experts));
+  group_scratch_.resize(RouterScratchFloats(c.moe));
+  route_stride_ = 2 * static_cast<size_t>(c.moe.n_experts) + RouterScratchFloats(c.moe);
+  route_scratch_.resize(max_tokens * route_stride_);
   chunk_routes_.resize(max_tokens);
   const size_t entries = static_cast<size_t>(c.quant.entries);
   book_floats_ = entries * vd;
@@ -72,78 +76,44 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
 }
 
 uint64_t MoeLayer::scratch_bytes() const {
-  uint64_t f = books_t_.size() + logits_.size() + scores_.size() + xe_.size() + y_.size() + d_.size() +
+  uint64_t f = books_t_.size() + logits_.size() + scores_.size() + group_scratch_.size() +
+               xe_.size() + y_.size() + d_.size() +
                shared_out_.size() + tables_.size() + taus_.size() + outs_.size() +
                route_scratch_.size();
   uint64_t b = f * sizeof(float) + qtables_.size() + shared_.scratch_bytes();
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   const uint64_t per_thread = (2 * kGroup * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
                               (six_bit_ ? kGroup * table_mid_ : 0);
   return b + per_thread * std::max<size_t>(1, scratch_.size());
 }
 
 void MoeLayer::RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Routing* r,
-                         float* logits, float* scores) {
-  const int e_count = cfg_.n_experts, k = cfg_.top_k;
+                         float* logits, float* scores, float* group_scratch) {
+  const MoeConfig& m = cfg_.moe;
+  const int k = m.top_k;
   ops.MatVec(*w.router, x, logits);
-  for (int e = 0; e < e_count; ++e) {
-    float s = Sigmoid(logits[e]);
-    logits[e] = s;  // unbiased score: the weight
-    scores[e] = s + (w.router_bias != nullptr ? w.router_bias[e] : 0.0f);
-  }
+  RouterScores(m, w.router_bias, logits, scores);  // logits become the unbiased scores
   r->ids.assign(static_cast<size_t>(k), -1);
   r->weights.assign(static_cast<size_t>(k), 0.0f);
-  // K rounds of greedy argmax over the biased score: strict '>' from -1e30,
-  // so ties go to the lowest id.
-  for (int j = 0; j < k; ++j) {
-    int best = -1;
-    float bv = -1e30f;
-    for (int e = 0; e < e_count; ++e) {
-      if (std::find(r->ids.begin(), r->ids.begin() + j, e) != r->ids.begin() + j) continue;
-      if (scores[e] > bv) {
-        bv = scores[e];
-        best = e;
-      }
-    }
-    if (best < 0) best = 0;  // only with NaN scores; keeps the id valid
-    r->ids[static_cast<size_t>(j)] = best;
-    r->weights[static_cast<size_t>(j)] = logits[best];
-  }
-  if (cfg_.moe_renormalize && k > 1) {
-    float sum = 0.0f;
-    for (float v : r->weights) sum += v;
-    for (float& v : r->weights) v = v / (sum + 1e-20f);
-  }
-  for (float& v : r->weights) v *= cfg_.routed_scaling;
+  const int chosen = TopExperts(m, scores, k, group_scratch, r->ids.data());
+  // Fewer only with NaN scores: expert 0 keeps the ids valid.
+  for (int j = chosen; j < k; ++j) r->ids[static_cast<size_t>(j)] = 0;
+  RoutingWeights(m, logits, r->ids.data(), k, r->weights.data());
 }
 
 void MoeLayer::Route(const Ops& ops, const MoeWeights& w, const float* x, Routing* r) {
-  RouteWith(ops, w, x, r, logits_.data(), scores_.data());
+  RouteWith(ops, w, x, r, logits_.data(), scores_.data(), group_scratch_.data());
 }
 
 void MoeLayer::Predict(const Ops& ops, const MoeWeights& w, const float* x, int count,
                        std::vector<int>* ids) {
-  const int e_count = cfg_.n_experts;
+  const MoeConfig& m = cfg_.moe;
   ops.MatVec(*w.router, x, logits_.data());
-  for (int e = 0; e < e_count; ++e) {
-    scores_[static_cast<size_t>(e)] = Sigmoid(logits_[static_cast<size_t>(e)]) +
-                                      (w.router_bias != nullptr ? w.router_bias[e] : 0.0f);
-  }
-  ids->clear();
-  count = std::min(count, e_count);
-  for (int j = 0; j < count; ++j) {
-    int best = -1;
-    float bv = -1e30f;
-    for (int e = 0; e < e_count; ++e) {
-      if (std::find(ids->begin(), ids->end(), e) != ids->end()) continue;
-      if (scores_[static_cast<size_t>(e)] > bv) {
-        bv = scores_[static_cast<size_t>(e)];
-        best = e;
-      }
-    }
-    if (best < 0) break;
-    ids->push_back(best);
-  }
+  RouterScores(m, w.router_bias, logits_.data(), scores_.data());
+  ids->resize(static_cast<size_t>(std::max(0, std::min(count, m.n_experts))));
+  const int chosen = TopExperts(m, scores_.data(), static_cast<int>(ids->size()),
+                                group_scratch_.data(), ids->data());
+  ids->resize(static_cast<size_t>(chosen));
 }
 
 // Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
@@ -203,7 +173,7 @@ void MoeLayer::BuildInputTables(const Ops& ops, const float* x, size_t x_stride,
 }
 
 void MoeLayer::RunItem(const kernels::KernelTable& k, const Item& item, size_t g0, Scratch& s) {
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const ExpertRecordView& rec = item.view;
   const int down_base = rec.codebook_id + 2 * cfg_.quant.stages;
@@ -406,8 +376,8 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
                               const float* x, size_t tokens, float* out) {
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
   const size_t h = static_cast<size_t>(cfg_.hidden);
-  const size_t ne = static_cast<size_t>(cfg_.n_experts);
-  const size_t topk = static_cast<size_t>(cfg_.top_k);
+  const size_t ne = static_cast<size_t>(cfg_.moe.n_experts);
+  const size_t topk = static_cast<size_t>(cfg_.moe.top_k);
   PrepareScratch(ops);
   {
     // Routing per token with the decode matvec (identical rule), tokens in
@@ -416,8 +386,8 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     const Ops serial(ops.k(), nullptr, nullptr);
     ops.ForDynamic(tokens, 1, [&](size_t b, size_t e) {
       for (size_t t = b; t < e; ++t) {
-        float* ls = route_scratch_.data() + t * 2 * ne;
-        RouteWith(serial, w, x + t * h, &chunk_routes_[t], ls, ls + ne);
+        float* ls = route_scratch_.data() + t * route_stride_;
+        RouteWith(serial, w, x + t * h, &chunk_routes_[t], ls, ls + ne, ls + 2 * ne);
       }
     });
   }
@@ -503,7 +473,7 @@ void MoeLayer::PrepareScratch(const Ops& ops) {
   planes_ = ops.k().vq8_planes && !six_bit_;
   const size_t threads = static_cast<size_t>(ops.threads());
   if (scratch_.size() >= threads) return;
-  const size_t mid = static_cast<size_t>(cfg_.moe_inter);
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   scratch_.resize(threads);
   for (Scratch& s : scratch_) {
     s.g.resize(kGroup * mid);

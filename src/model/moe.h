@@ -1,8 +1,8 @@
-// Mixture-of-experts block (MODEL.md §5.2–5.3, §6.4, §9): sigmoid router
-// with a selection-only correction bias, greedy top-k, renormalisation and
-// routed_scaling_factor; routed experts applied through lookup tables built
-// from the input (never dequantised); optional latent projection and norm
-// (K3); shared experts on the full input.
+// Mixture-of-experts block: the router (model/moe_router.h: sigmoid or
+// softmax scores, a selection-only correction bias, global or group-limited
+// top-k, renormalisation and routed_scaling_factor); routed experts applied
+// through lookup tables built from the input (never dequantised); optional
+// latent projection and norm (latent MoE); shared experts on the full input.
 //
 // Parallel shape (docs/PERFORMANCE.md): the routed experts of a step are
 // independent work units run on the thread pool (one fork-join per window
@@ -79,8 +79,11 @@ class MoeLayer {
 
   // Per-thread scratch for the pool of `ops` (first use) and the table layout.
   void PrepareScratch(const Ops& ops);
+  // Routes one token; logits/scores: [n_experts] each, group_scratch:
+  // RouterScratchFloats (model/moe_router.h). Scratch is the caller's so
+  // tokens can be routed in parallel.
   void RouteWith(const Ops& ops, const MoeWeights& w, const float* x, Routing* r, float* logits,
-                 float* scores);
+                 float* scores, float* group_scratch);
   // The gate and up tables of tokens [t0, t1) (x rows at stride x_stride).
   void BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
                         int book_base);
@@ -121,7 +124,9 @@ class MoeLayer {
   std::vector<float> taus_;
   std::vector<float> outs_;          // [max_tokens * top_k][expert_in] per-pair outputs
   std::vector<Scratch> scratch_;     // per pool thread, sized on first use
-  std::vector<float> route_scratch_; // [max_tokens][2 * n_experts] chunk routing
+  std::vector<float> group_scratch_;  // the router's group scores (decode, lookahead)
+  std::vector<float> route_scratch_;  // [max_tokens][route_stride_] chunk routing
+  size_t route_stride_ = 0;           // 2 * n_experts + the router's group scratch
   std::vector<Routing> chunk_routes_;
   std::vector<int> predicted_;
   // Every codebook transposed to [vec_dim][entries] (LutBuildArgs::books_t),

@@ -27,14 +27,14 @@ static_assert(sizeof(Header) == kHeaderWords * 4, "state header is 64 bytes");
 void FillShape(const ModelConfig& c, Header* h) {
   h->n_layers = c.n_layers;
   h->hidden = c.hidden;
-  h->kda_heads = c.kda_heads;
-  h->kda_dim = c.kda_dim;
-  h->conv_k = c.conv_k;
-  h->n_heads = c.n_heads;
-  h->qk_nope = c.qk_nope;
-  h->qk_rope = c.qk_rope;
-  h->v_head = c.v_head;
-  h->attn_res_block = c.attn_res_block;
+  h->kda_heads = c.kda.heads;
+  h->kda_dim = c.kda.head_dim;
+  h->conv_k = c.kda.conv_k;
+  h->n_heads = c.mla.n_heads;
+  h->qk_nope = c.mla.qk_nope;
+  h->qk_rope = c.mla.qk_rope;
+  h->v_head = c.mla.v_head;
+  h->attn_res_block = c.attn_res.block;
 }
 
 void Append(std::string* out, const void* p, size_t n) {
@@ -49,16 +49,16 @@ SessionState::SessionState(const ModelConfig& cfg, uint32_t ctx_tokens)
   kda_.resize(nl);
   mla_.resize(nl);
   size_t c = static_cast<size_t>(cfg.kda_channels());
-  size_t d = static_cast<size_t>(cfg.kda_dim);
-  size_t taps = cfg.conv_k > 1 ? static_cast<size_t>(cfg.conv_k - 1) : 0;
+  size_t d = static_cast<size_t>(cfg.kda.head_dim);
+  size_t taps = cfg.kda.conv_k > 1 ? static_cast<size_t>(cfg.kda.conv_k - 1) : 0;
   for (size_t l = 0; l < nl; ++l) {
     if (cfg.attn_kind[l] == AttnKind::kKda) {
-      kda_[l].s.assign(static_cast<size_t>(cfg.kda_heads) * d * d, 0.0f);
+      kda_[l].s.assign(static_cast<size_t>(cfg.kda.heads) * d * d, 0.0f);
       kda_[l].rings.assign(3 * c * taps, 0.0f);
     } else {
       ++n_mla_;
       mla_[l].kv.assign(static_cast<size_t>(ctx_tokens) *
-                            static_cast<size_t>(cfg.kv_lora_rank + cfg.qk_rope),
+                            static_cast<size_t>(cfg.mla.kv_lora_rank + cfg.mla.qk_rope),
                         0.0f);
     }
   }
@@ -96,7 +96,7 @@ Status SessionState::Save(const std::string& path, const std::vector<float>& hid
   h.reserved[1] = static_cast<uint32_t>(container_id_ >> 32);
   std::string out;
   Append(&out, &h, sizeof(h));
-  size_t row = static_cast<size_t>(cfg_.kv_lora_rank + cfg_.qk_rope);
+  size_t row = static_cast<size_t>(cfg_.mla.kv_lora_rank + cfg_.mla.qk_rope);
   for (size_t l = 0; l < static_cast<size_t>(cfg_.n_layers); ++l) {
     if (cfg_.attn_kind[l] == AttnKind::kKda) {
       Append(&out, kda_[l].s.data(), kda_[l].s.size() * 4);
@@ -117,7 +117,7 @@ Status SessionState::Save(const std::string& path, const std::vector<float>& hid
 uint64_t SessionState::MaxFileBytes() const {
   // Every MLA layer full (ctx positions), the most AttnRes blocks a file
   // may carry, the residual: no valid session file for this model is larger.
-  uint64_t row = static_cast<uint64_t>(cfg_.kv_lora_rank + cfg_.qk_rope) * 4;
+  uint64_t row = static_cast<uint64_t>(cfg_.mla.kv_lora_rank + cfg_.mla.qk_rope) * 4;
   uint64_t bytes = sizeof(Header);
   for (size_t l = 0; l < kda_.size(); ++l) {
     if (cfg_.attn_kind[l] == AttnKind::kKda) {
@@ -127,7 +127,7 @@ uint64_t SessionState::MaxFileBytes() const {
     }
   }
   uint64_t max_blocks =
-      cfg_.attn_res_block > 0 ? static_cast<uint64_t>(cfg_.n_layers / cfg_.attn_res_block + 2) : 0;
+      cfg_.attn_res.block > 0 ? static_cast<uint64_t>(cfg_.n_layers / cfg_.attn_res.block + 2) : 0;
   bytes += (max_blocks + 1) * static_cast<uint64_t>(cfg_.hidden) * 4;
   return bytes;
 }
@@ -171,12 +171,12 @@ Status SessionState::LoadFromBytes(std::string_view buf, std::string_view path,
       (bounded() && static_cast<uint32_t>(h.pos) > ctx_tokens_)) {
     return bad(fmt::format("position {} does not fit a context of {}", h.pos, ctx_tokens_));
   }
-  int max_blocks = cfg_.attn_res_block > 0 ? cfg_.n_layers / cfg_.attn_res_block + 2 : 0;
+  int max_blocks = cfg_.attn_res.enabled() ? cfg_.n_layers / cfg_.attn_res.block + 2 : 0;
   if (h.n_blockres < 0 || h.n_blockres > max_blocks) {
     return bad(fmt::format("{} AttnRes blocks (at most {})", h.n_blockres, max_blocks));
   }
   // Read-only pass: check every size before changing anything.
-  size_t row = static_cast<size_t>(cfg_.kv_lora_rank + cfg_.qk_rope);
+  size_t row = static_cast<size_t>(cfg_.mla.kv_lora_rank + cfg_.mla.qk_rope);
   size_t off = sizeof(Header);
   std::vector<size_t> offsets(static_cast<size_t>(cfg_.n_layers));
   for (size_t l = 0; l < offsets.size(); ++l) {

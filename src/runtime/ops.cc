@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace waste {
 
@@ -64,8 +65,6 @@ void RunJobRows(const Job* p, size_t n, size_t b, size_t e) {
   }
 }
 
-constexpr size_t kMaxJobs = 8;
-
 }  // namespace
 
 void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begin,
@@ -87,12 +86,12 @@ void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begi
   For(n, MinRows(w), [&](size_t b, size_t e) { fn(a, b, e); });
 }
 
-void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
+void Ops::RunMatVecs(const MatVecJob* jobs, size_t n_jobs) const {
   using Prepared = RowJob<kernels::MatVecArgs, kernels::MatVecFn>;
   Prepared p[kMaxJobs];
   size_t n = 0, total = 0, min_rows = 0;
-  for (const MatVecJob& j : jobs) {
-    if (n == kMaxJobs) break;
+  for (const MatVecJob& j : std::span(jobs, n_jobs)) {
+    if (j.w == nullptr) continue;  // an optional weight that is absent
     Prepared& q = p[n++];
     q.a = WeightArgs(*j.w);
     q.a.x = j.x;
@@ -115,12 +114,12 @@ void Ops::MatVecs(std::initializer_list<MatVecJob> jobs) const {
   pool_->ParallelForDynamic(total, chunk, run);
 }
 
-void Ops::MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const {
+void Ops::RunMatMuls(size_t tokens, const MatMulJob* jobs, size_t n_jobs) const {
   using Prepared = RowJob<kernels::MatMulArgs, kernels::MatMulFn>;
   Prepared p[kMaxJobs];
   size_t n = 0, total = 0;
-  for (const MatMulJob& j : jobs) {
-    if (n == kMaxJobs) break;
+  for (const MatMulJob& j : std::span(jobs, n_jobs)) {
+    if (j.w == nullptr) continue;  // an optional weight that is absent
     Prepared& q = p[n++];
     q.a.w = WeightArgs(*j.w);
     q.a.tokens = tokens;

@@ -35,13 +35,20 @@ class Ops {
   // Several matvecs as one parallel region (one fork-join instead of one
   // each): the rows of all jobs are concatenated and split over the pool;
   // every row is still computed by one kernel call, so each y is exactly
-  // what MatVec gives. Jobs should have similar cost per row.
+  // what MatVec gives. Jobs should have similar cost per row. A job whose
+  // w is null is skipped (optional weights: one call for both shapes). More
+  // than kMaxJobs jobs do not compile (they used to be dropped silently).
+  static constexpr size_t kMaxJobs = 8;
   struct MatVecJob {
     const TensorView* w;
     const float* x;
     float* y;
   };
-  void MatVecs(std::initializer_list<MatVecJob> jobs) const;
+  template <size_t N>
+  void MatVecs(const MatVecJob (&jobs)[N]) const {
+    static_assert(N <= kMaxJobs, "Ops::MatVecs holds at most kMaxJobs jobs");
+    RunMatVecs(jobs, N);
+  }
   // Several matmuls over the same tokens as one parallel region (as MatVecs).
   struct MatMulJob {
     const TensorView* w;
@@ -50,7 +57,11 @@ class Ops {
     float* y;
     size_t y_stride;
   };
-  void MatMuls(size_t tokens, std::initializer_list<MatMulJob> jobs) const;
+  template <size_t N>
+  void MatMuls(size_t tokens, const MatMulJob (&jobs)[N]) const {
+    static_assert(N <= kMaxJobs, "Ops::MatMuls holds at most kMaxJobs jobs");
+    RunMatMuls(tokens, jobs, N);
+  }
   // Y[t][r] = W[r,:]·X[t,:] for t < tokens (weights read once per chunk).
   void MatMul(const TensorView& w, const float* x, size_t x_stride, size_t tokens, float* y,
               size_t y_stride) const;
@@ -79,6 +90,8 @@ class Ops {
   static int Worker() { return ThreadPool::CurrentWorker(); }
 
  private:
+  void RunMatVecs(const MatVecJob* jobs, size_t n_jobs) const;
+  void RunMatMuls(size_t tokens, const MatMulJob* jobs, size_t n_jobs) const;
   kernels::KernelTable k_;  // a copy: immutable, and no lifetime to get wrong
   ThreadPool* pool_;
   Profiler* profiler_;

@@ -112,7 +112,7 @@ ExpertCache::ExpertCache(const Container& c, const SlotLayout& layout,
       max_spec_(std::max(1, o.max_speculative)),
       slots_(layout.slots) {
   const ModelConfig& cfg = c.config();
-  n_experts_ = std::max(1, cfg.n_experts);
+  n_experts_ = std::max(1, cfg.moe.n_experts);
   index_.assign(static_cast<size_t>(std::max(1, cfg.n_layers)) * static_cast<size_t>(n_experts_),
                 -1);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);

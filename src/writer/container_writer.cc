@@ -146,9 +146,9 @@ Result<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const std::stri
     WASTE_ASSIGN_OR_RETURN(std::string text, Dump(head, -1));
     WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifestConfig(text, "config given to the writer"));
     w->config_ = std::move(m.config);
-    if (w->config_.n_experts > 0) {
+    if (w->config_.moe.n_experts > 0) {
       WASTE_ASSIGN_OR_RETURN(w->layout_,
-                             format::ComputeRecordLayout(w->config_.moe_inter,
+                             format::ComputeRecordLayout(w->config_.moe.inter,
                                                          w->config_.expert_in(),
                                                          w->config_.quant));
       w->builder_ = ExpertRecordBuilder(w->layout_);
@@ -340,8 +340,8 @@ Status ContainerWriter::BeginBank(int layer) {
 
 Status ContainerWriter::AddRecord() {
   if (!bank_) return ArgError("AddRecord outside BeginBank/EndBank");
-  if (bank_records_ >= config_.n_experts) {
-    return ArgError(fmt::format("layer {}: more than {} records", bank_layer_, config_.n_experts));
+  if (bank_records_ >= config_.moe.n_experts) {
+    return ArgError(fmt::format("layer {}: more than {} records", bank_layer_, config_.moe.n_experts));
   }
   ++bank_records_;
   if (options_.dry_run) {
@@ -356,9 +356,9 @@ Status ContainerWriter::AddRecord() {
 
 Status ContainerWriter::EndBank() {
   if (!bank_) return ArgError("EndBank without BeginBank");
-  if (bank_records_ != config_.n_experts) {
+  if (bank_records_ != config_.moe.n_experts) {
     return ArgError(fmt::format("layer {}: {} records written, expected {}", bank_layer_,
-                                bank_records_, config_.n_experts));
+                                bank_records_, config_.moe.n_experts));
   }
   if (bank_->file != nullptr && std::fclose(bank_->file) != 0) {
     bank_->file = nullptr;
@@ -366,7 +366,7 @@ Status ContainerWriter::EndBank() {
   }
   bank_->file = nullptr;
   layers_[std::to_string(bank_layer_)] = {{"file", bank_->name},
-                                          {"experts", config_.n_experts},
+                                          {"experts", config_.moe.n_experts},
                                           {"bytes", bank_->pos},
                                           {"codebook_base", codebook_base_[bank_layer_]}};
   bank_.reset();

@@ -106,7 +106,7 @@ TEST(ConvertE2E, KimiLinearConvertsOpensVerifiesAndEvaluates) {
   }
   auto c = Container::Open(dir / "out");
   ASSERT_TRUE(c) << c.error().message();
-  EXPECT_EQ((*c)->config().n_experts, 8);
+  EXPECT_EQ((*c)->config().moe.n_experts, 8);
   ExpectSound(dir / "out", src, 0.23);
 #ifdef WASTE_CLI_BINARY
   test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "eval", dir / "out", "hello world"});

@@ -85,7 +85,7 @@ TEST_P(LayersTest, HiddenAndRoutesMatchReference) {
     int pos, layer;
     ws >> pos >> layer;
     prefix << pos << ' ' << layer;
-    for (int j = 0; j < cfg.top_k; ++j) {
+    for (int j = 0; j < cfg.moe.top_k; ++j) {
       int id;
       ws >> id;
       prefix << ' ' << id;

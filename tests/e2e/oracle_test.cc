@@ -132,6 +132,23 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny_vq4p_seed1", "--preset tiny --vq4p --seed 1", true},
                       Case{"tiny_vq4p_seed2", "--preset tiny --vq4p --seed 2", true},
                       Case{"deepseek_v3_tiny", "--preset deepseek-v3-tiny --seed 4", false},
+                      // Group-limited routing as DeepSeek-V3/R1 are released
+                      // (16 experts in 4 groups, the best 2 kept, top 4), and
+                      // DeepSeek-V2's softmax scores with group_limited_greedy
+                      // and no renormalisation. The preset spells the counts
+                      // both ways; the patch sets both.
+                      Case{"deepseek_v3_grouped",
+                           "--preset deepseek-v3-tiny --seed 7 --override "
+                           "'{\"n_routed_experts\":16,\"num_experts\":16,\"num_experts_per_tok\":4,"
+                           "\"num_experts_per_token\":4,\"n_group\":4,\"topk_group\":2}'",
+                           false},
+                      Case{"deepseek_v2_softmax_grouped",
+                           "--preset deepseek-v3-tiny --seed 8 --override "
+                           "'{\"n_routed_experts\":16,\"num_experts\":16,\"num_experts_per_tok\":4,"
+                           "\"num_experts_per_token\":4,\"n_group\":4,\"topk_group\":2,"
+                           "\"scoring_func\":\"softmax\",\"topk_method\":\"group_limited_greedy\","
+                           "\"norm_topk_prob\":false,\"moe_renormalize\":null}'",
+                           false},
                       Case{"k3_tiny", "--preset k3-tiny --seed 5", false},
                       Case{"k3_tiny_vq4p", "--preset k3-tiny --vq4p --seed 6", true}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)waste::QuantizationSummary(*m);
     (void)waste::EstimateScratchBytes(m->config, 4096);
     (void)waste::StateBytes(m->config, 4096);
-    if (m->config.n_experts > 0) {
-      auto layout = waste::format::ComputeRecordLayout(m->config.moe_inter, m->config.expert_in(),
+    if (m->config.moe.n_experts > 0) {
+      auto layout = waste::format::ComputeRecordLayout(m->config.moe.inter, m->config.expert_in(),
                                                        m->config.quant);
       if (layout.has_value()) CheckRecord(data, size, *layout, 1 << 16);
     }

@@ -48,6 +48,8 @@ case "$target" in
       "$here/container_fuzz.cc"
       "$root/src/format/format.cc" "$root/src/format/json_reader.cc" "$root/src/format/rope_config.cc"
       "$root/src/format/manifest.cc" "$root/src/container/tensor_list.cc" "$root/src/container/trunk_stats.cc"
+      # The manifest's config section is read by the model families' parser.
+      "$root/src/model/config_parse.cc" "$root/src/model/families.cc"
       # memplan.cc's PlanMemory needs the platform shim (never called here).
       "$root/src/engine/memplan.cc"
       "$root/src/vision/vision_plan.cc" "$root/src/vision/vision_config.cc") ;;

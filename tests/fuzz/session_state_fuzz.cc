@@ -17,14 +17,14 @@ waste::ModelConfig TinyConfig() {
   waste::ModelConfig c;
   c.n_layers = 4;
   c.hidden = 16;
-  c.kda_heads = 2;
-  c.kda_dim = 4;
-  c.conv_k = 4;
-  c.n_heads = 2;
-  c.qk_nope = 4;
-  c.qk_rope = 2;
-  c.v_head = 4;
-  c.kv_lora_rank = 6;
+  c.kda.heads = 2;
+  c.kda.head_dim = 4;
+  c.kda.conv_k = 4;
+  c.mla.n_heads = 2;
+  c.mla.qk_nope = 4;
+  c.mla.qk_rope = 2;
+  c.mla.v_head = 4;
+  c.mla.kv_lora_rank = 6;
   c.attn_kind = {waste::AttnKind::kKda, waste::AttnKind::kKda, waste::AttnKind::kMla,
                  waste::AttnKind::kKda};
   c.ffn_kind.assign(4, waste::FfnKind::kDense);

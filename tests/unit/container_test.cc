@@ -46,8 +46,8 @@ TEST(ContainerOpen, BothFixturesOpenWithTheirShapes) {
     ASSERT_NE(c, nullptr);
     const ModelConfig& cfg = c->config();
     EXPECT_EQ(cfg.n_layers, 4);
-    EXPECT_EQ(cfg.n_experts, 8);
-    EXPECT_EQ(cfg.top_k, 2);
+    EXPECT_EQ(cfg.moe.n_experts, 8);
+    EXPECT_EQ(cfg.moe.top_k, 2);
     EXPECT_EQ(cfg.hidden, 128);
     EXPECT_EQ(cfg.vocab, vocab);
     EXPECT_EQ(c->codebook_count(), 27);

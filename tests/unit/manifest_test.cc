@@ -46,26 +46,26 @@ TEST(Manifest, TinyFixture) {
   EXPECT_EQ(c.n_layers, 4);
   EXPECT_EQ(c.hidden, 128);
   EXPECT_EQ(c.vocab, 256);
-  EXPECT_EQ(c.n_heads, 4);
-  EXPECT_EQ(c.n_experts, 8);
-  EXPECT_EQ(c.top_k, 2);
-  EXPECT_EQ(c.moe_inter, 64);
+  EXPECT_EQ(c.mla.n_heads, 4);
+  EXPECT_EQ(c.moe.n_experts, 8);
+  EXPECT_EQ(c.moe.top_k, 2);
+  EXPECT_EQ(c.moe.inter, 64);
   EXPECT_EQ(c.dense_inter, 256);
-  EXPECT_EQ(c.n_shared, 1);
-  EXPECT_EQ(c.first_dense, 1);
-  EXPECT_EQ(c.q_lora_rank, 0);  // null
-  EXPECT_EQ(c.kv_lora_rank, 32);
-  EXPECT_EQ(c.qk_nope, 16);
-  EXPECT_EQ(c.qk_rope, 8);
-  EXPECT_EQ(c.v_head, 16);
-  EXPECT_EQ(c.kda_heads, 4);
-  EXPECT_EQ(c.kda_dim, 32);
-  EXPECT_EQ(c.conv_k, 4);
+  EXPECT_EQ(c.moe.n_shared, 1);
+  EXPECT_EQ(c.moe.first_dense, 1);
+  EXPECT_EQ(c.mla.q_lora_rank, 0);  // null
+  EXPECT_EQ(c.mla.kv_lora_rank, 32);
+  EXPECT_EQ(c.mla.qk_nope, 16);
+  EXPECT_EQ(c.mla.qk_rope, 8);
+  EXPECT_EQ(c.mla.v_head, 16);
+  EXPECT_EQ(c.kda.heads, 4);
+  EXPECT_EQ(c.kda.head_dim, 32);
+  EXPECT_EQ(c.kda.conv_k, 4);
   EXPECT_EQ(c.eos_token_id, 2);
-  EXPECT_FLOAT_EQ(c.routed_scaling, 2.0f);
+  EXPECT_FLOAT_EQ(c.moe.routed_scaling, 2.0f);
   EXPECT_FLOAT_EQ(c.rms_eps, 1e-5f);
-  EXPECT_TRUE(c.moe_renormalize);
-  EXPECT_TRUE(c.mla_nope);
+  EXPECT_TRUE(c.moe.renormalize);
+  EXPECT_TRUE(c.mla.nope);
   EXPECT_FALSE(c.rope.enabled);
   EXPECT_EQ(c.act, Activation::kSilu);
   const AttnKind kda = AttnKind::kKda, mla = AttnKind::kMla;
@@ -206,7 +206,7 @@ TEST(Manifest, WrongTypesReadAsAbsent) {
   Result<Manifest> m = Parse(j);
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
   EXPECT_FLOAT_EQ(m->config.rms_eps, 1e-5f);
-  EXPECT_FLOAT_EQ(m->config.routed_scaling, 1.0f);
+  EXPECT_FLOAT_EQ(m->config.moe.routed_scaling, 1.0f);
   EXPECT_EQ(m->config.eos_token_id, 0);
   j["config"]["hidden_size"] = "128";  // absent => 0 => out of range
   ExpectRefused(j, "hidden_size = 0");
@@ -223,13 +223,13 @@ TEST(Manifest, SwitchesAreReadByValue) {
     j["config"]["latent_moe_use_norm"] = value;
     Result<Manifest> m = Parse(j);
     ASSERT_TRUE(m.has_value());
-    EXPECT_EQ(m->config.moe_renormalize, on);
-    EXPECT_EQ(m->config.mla_output_gate, on);
-    EXPECT_EQ(m->config.latent_norm, on);
+    EXPECT_EQ(m->config.moe.renormalize, on);
+    EXPECT_EQ(m->config.mla.output_gate, on);
+    EXPECT_EQ(m->config.moe.latent_norm, on);
   }
   ordered_json j = FixtureManifest();
   j["config"].erase("moe_renormalize");
-  EXPECT_FALSE(Parse(j)->config.moe_renormalize);
+  EXPECT_FALSE(Parse(j)->config.moe.renormalize);
   j["config"]["moe_renormalize"] = "yes";
   ExpectRefused(j, "not true or false");
   j = FixtureManifest();
@@ -482,13 +482,13 @@ TEST(Manifest, DeepSeekAliases) {
   c["moe_intermediate_size"] = 64;
   Result<Manifest> m = Parse(j);
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
-  EXPECT_EQ(m->config.n_experts, 8);
-  EXPECT_EQ(m->config.top_k, 2);
-  EXPECT_EQ(m->config.n_shared, 2);
-  EXPECT_TRUE(m->config.moe_renormalize);
+  EXPECT_EQ(m->config.moe.n_experts, 8);
+  EXPECT_EQ(m->config.moe.top_k, 2);
+  EXPECT_EQ(m->config.moe.n_shared, 2);
+  EXPECT_TRUE(m->config.moe.renormalize);
   // The engine spelling wins when both exist.
   c["num_experts_per_token"] = 1;
-  EXPECT_EQ(Parse(j)->config.top_k, 1);
+  EXPECT_EQ(Parse(j)->config.moe.top_k, 1);
 }
 
 TEST(Manifest, TextConfigAndOuterArchitecture) {
@@ -507,7 +507,9 @@ TEST(Manifest, TextConfigAndOuterArchitecture) {
   j["config"].erase("_outer");
   j["config"]["architectures"] = ordered_json::array({"DeepseekV3ForCausalLM"});
   j["config"]["text_config"].erase("architectures");
-  EXPECT_EQ(Parse(j)->config.arch, "DeepseekV3ForCausalLM");
+  EXPECT_EQ(Parse(j)->config.arch, "deepseek-v3");  // the family key (model/families.cc)
+  j["config"]["architectures"] = ordered_json::array({"MysteryForCausalLM"});
+  EXPECT_EQ(Parse(j)->config.arch, "MysteryForCausalLM");  // no family: the raw name
   j["config"].erase("architectures");
   EXPECT_EQ(Parse(j)->config.arch, "unknown");
 }

@@ -149,8 +149,8 @@ TEST(EstimateScratchBytes, CountsLookupTablesForVq4p) {
   c.quant = ExpertQuant{4, 8, 64, 6, "VQ4P"};
   uint64_t vq4 = EstimateScratchBytes(c, 4096);
   EXPECT_LT(vq4, vq3);  // 4 x 64 entries per position instead of 3 x 256
-  c.n_experts = 0;
-  c.top_k = 0;
+  c.moe.n_experts = 0;
+  c.moe.top_k = 0;
   EXPECT_LT(EstimateScratchBytes(c, 4096), vq4);
 }
 

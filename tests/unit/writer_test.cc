@@ -125,7 +125,7 @@ Written WriteOdd(const std::string& dir, const ExpertQuant& quant, uint32_t seed
     w.books.insert(w.books.end(), books.begin(), books.end());
     EXPECT_TRUE(cw.BeginBank(layer).ok());
     const int base = static_cast<int>(w.books.size() / per_book) - 3 * quant.stages;
-    for (int e = 0; e < c.n_experts; ++e) {
+    for (int e = 0; e < c.moe.n_experts; ++e) {
       ExpertRecordBuilder& b = cw.record();
       ExpertRecordBuilder twin(l);  // the same record built apart: the bytes to expect
       for (int kind = 0; kind < 3; ++kind) {
@@ -415,7 +415,7 @@ TEST(Generator, EveryPresetShapeOpens) {
       EXPECT_EQ(cfg.n_mla_layers(), 4);
       EXPECT_TRUE(cfg.rope.enabled);
       EXPECT_TRUE(cfg.rope.yarn);
-      EXPECT_GT(cfg.q_lora_rank, 0);
+      EXPECT_GT(cfg.mla.q_lora_rank, 0);
       EXPECT_NE((*c)->Find("model.layers.1.self_attn.q_b_proj.weight"), nullptr);
     }
     if (std::string(preset) == "k3-tiny") {
@@ -423,8 +423,8 @@ TEST(Generator, EveryPresetShapeOpens) {
       EXPECT_EQ(cfg.arch, "kimi-k3");
       EXPECT_EQ(cfg.expert_in(), 96);
       EXPECT_EQ(cfg.act, Activation::kSitu);
-      EXPECT_TRUE(cfg.latent_norm && cfg.mla_output_gate && cfg.kda_full_rank_gate);
-      EXPECT_EQ(cfg.attn_res_block, 2);
+      EXPECT_TRUE(cfg.moe.latent_norm && cfg.mla.output_gate && cfg.kda.gate_rank == KdaGateRank::kFull);
+      EXPECT_EQ(cfg.attn_res.block, 2);
       const TensorView* a_log = (*c)->Find("model.layers.0.self_attn.A_log");
       ASSERT_NE(a_log, nullptr);
       EXPECT_EQ(a_log->elements(), 8);  // padded past 4 heads

@@ -275,22 +275,22 @@ Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
   for (TensorSpec spec : ModelTensors(c)) {
     if (preset.pad_a_log && spec.name.ends_with("A_log")) {
       int64_t padded = 1;
-      while (padded <= c.kda_heads) padded *= 2;
+      while (padded <= c.kda.heads) padded *= 2;
       spec.shape = {1, 1, padded, 1};
     }
     add_matrix(preset.tensor_prefix + SourceName(spec.name, deepseek), spec.shape, false);
   }
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.ffn_kind[l] != FfnKind::kMoe) continue;
-    for (int e = 0; e < c.n_experts; ++e) {
+    for (int e = 0; e < c.moe.n_experts; ++e) {
       for (int k = 0; k < 3; ++k) {
         static const char* kW[3] = {"w1", "w3", "w2"};
         static const char* kP[3] = {"gate_proj", "up_proj", "down_proj"};
         const std::string name =
             deepseek ? fmt::format("{}model.layers.{}.mlp.experts.{}.{}.weight", preset.tensor_prefix, l, e, kP[k])
                      : fmt::format("{}model.layers.{}.block_sparse_moe.experts.{}.{}.weight", preset.tensor_prefix, l, e, kW[k]);
-        const std::vector<int64_t> shape = k == 2 ? std::vector<int64_t>{c.expert_in(), c.moe_inter}
-                                                  : std::vector<int64_t>{c.moe_inter, c.expert_in()};
+        const std::vector<int64_t> shape = k == 2 ? std::vector<int64_t>{c.expert_in(), c.moe.inter}
+                                                  : std::vector<int64_t>{c.moe.inter, c.expert_in()};
         add_matrix(name, shape, true);
       }
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -90,7 +91,7 @@ Status WriteTrunk(ContainerWriter& w, const Preset& preset, uint64_t seed, Skew&
     if (preset.pad_a_log && spec.name.ends_with("A_log")) {
       // K3 pads A_log (96 heads -> 128): next power of two above the heads.
       int64_t padded = 1;
-      while (padded <= c.kda_heads) padded *= 2;
+      while (padded <= c.kda.heads) padded *= 2;
       spec.shape = {1, 1, padded, 1};
     }
     const std::string full = PrefixedName(c, spec.name);
@@ -100,7 +101,7 @@ Status WriteTrunk(ContainerWriter& w, const Preset& preset, uint64_t seed, Skew&
 
     if (skew.trace && spec.name.ends_with("block_sparse_moe.gate.weight")) {
       // Router and its bias together: the bias is fitted to the real rows.
-      const int e = c.n_experts;
+      const int e = c.moe.n_experts;
       std::vector<float> router(static_cast<size_t>(e) * c.hidden);
       Rng rng(seed, full);
       for (int r = 0; r < e; ++r) {
@@ -117,10 +118,10 @@ Status WriteTrunk(ContainerWriter& w, const Preset& preset, uint64_t seed, Skew&
         }
         logit_std[r] = static_cast<float>(std::sqrt(ss));
       }
-      std::vector<double> target = TargetFrequencies(*skew.trace, moe_index, n_moe, e, c.top_k);
+      std::vector<double> target = TargetFrequencies(*skew.trace, moe_index, n_moe, e, c.moe.top_k);
       std::vector<double> fit;
       if (!w.dry_run()) {
-        skew.pending_bias = FitRouterBias(target, logit_std, c.top_k,
+        skew.pending_bias = FitRouterBias(target, logit_std, c.moe.top_k,
                                           seed ^ (0x5EEDull + static_cast<uint64_t>(moe_index)), &fit);
         skew.share_target += TopShare(target);
         skew.share_fit += TopShare(fit);
@@ -172,7 +173,7 @@ Status WriteExperts(ContainerWriter& w, uint64_t seed,
     if (!base) return base.error();
     WASTE_TRY(w.BeginBank(layer));
     const size_t index_bytes = static_cast<size_t>(l.scales_off - l.m[0].offset);
-    for (int e = 0; e < c.n_experts; ++e) {
+    for (int e = 0; e < c.moe.n_experts; ++e) {
       if (!w.dry_run()) {
         ExpertRecordBuilder& b = w.record();
         Rng rng(seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(e));
@@ -191,7 +192,7 @@ Status WriteExperts(ContainerWriter& w, uint64_t seed,
       WASTE_TRY(w.AddRecord());
     }
     WASTE_TRY(w.EndBank());
-    if (log) log(fmt::format("layer {}: {} experts", layer, c.n_experts));
+    if (log) log(fmt::format("layer {}: {} experts", layer, c.moe.n_experts));
   }
   return Status::Ok();
 }
@@ -202,6 +203,13 @@ const char* DefaultTracePath() { return WASTE_DEFAULT_TRACE; }
 
 Result<GenReport> Generate(const GenOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Preset preset, MakePreset(o.preset));
+  if (!o.override_json.empty()) {
+    try {
+      preset.config.merge_patch(OJson::parse(o.override_json));
+    } catch (const std::exception& e) {
+      return ArgError(fmt::format("--override: {}", e.what()));
+    }
+  }
   std::optional<VisionSpec> vision;
   if (!o.vision.empty()) {
     WASTE_ASSIGN_OR_RETURN(VisionSpec vs, ParseVisionSpec(o.vision));
@@ -230,7 +238,7 @@ Result<GenReport> Generate(const GenOptions& o) {
   std::string trace_path = o.trace;
   if (trace_path.empty() && preset.skewed_routing) trace_path = DefaultTracePath();
   if (trace_path == "none") trace_path.clear();
-  if (!trace_path.empty() && w->config().n_experts > 0) {
+  if (!trace_path.empty() && w->config().moe.n_experts > 0) {
     if (o.trace.empty() && !platform::PathExists(trace_path)) {
       skew.note = fmt::format("uniform (default trace {} not found)", trace_path);
     } else {
@@ -245,7 +253,7 @@ Result<GenReport> Generate(const GenOptions& o) {
     const int pad = tok ? tok->n_ranks + 8 : w->config().vocab - 1;
     WASTE_TRY(WriteVisionTower(*w, *vision, w->config().hidden, pad, o.seed));
   }
-  if (w->config().n_experts > 0) WASTE_TRY(WriteExperts(*w, o.seed, o.log));
+  if (w->config().moe.n_experts > 0) WASTE_TRY(WriteExperts(*w, o.seed, o.log));
   uint64_t aux = 0;
   if (tok) {
     WASTE_TRY(w->AddFile("tokenizer.model", tok->tokenizer_model));

@@ -27,6 +27,9 @@ struct GenOptions {
   // of that shape (replaces the preset's placeholder tensor outside the
   // prefix) and vision.json. Empty = none.
   std::string vision;
+  // --override JSON: a merge patch applied to the preset's config (e.g.
+  // grouped routing on deepseek-v3-tiny). Empty = none.
+  std::string override_json;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };
 

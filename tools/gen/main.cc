@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: waste-gen OUT_DIR [--preset NAME] [--seed N] [--tokenizer] [--vq4p]\n"
     "                 [--trace FILE|none] [--vision D,HEADS,Q,I,BLOCKS,PH,PW,MAXP]\n"
-    "                 [--manifest-only] [-q]\n"
+    "                 [--override JSON] [--manifest-only] [-q]\n"
     "  presets: tiny (default), kimi-linear, kimi-linear-small, deepseek-v3-tiny, k3-tiny\n"
     "  --tokenizer      add tokenizer.model, specials.json and chat.json\n"
     "  --vq4p           experts as 4 stages x 64 entries, 6-bit packed (VQ4P)\n"
@@ -27,6 +27,8 @@ constexpr const char* kUsage =
     "                   MAX_PATCHES[,q8|q4|f32], e.g. 64,2,64,128,2,8,8,64\n"
     "  --trace FILE     fit router biases to a routing trace (JSON lines); kimi-linear\n"
     "                   presets use the project's trace by default, 'none' turns it off\n"
+    "  --override JSON  a JSON merge patch applied to the preset's config, e.g.\n"
+    "                   '{\"num_experts\":16,\"n_group\":4,\"topk_group\":2}' (null deletes a key)\n"
     "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n"
     "  --checkpoint     write a checkpoint in the family's published layout instead of a\n"
     "                   container (config.json, index, safetensors shards) for waste convert;\n"
@@ -91,6 +93,7 @@ int Run(int argc, char** argv) {
       const char* v = value();
       if (v == nullptr) return Usage("--override needs a JSON object");
       co.override_json = v;
+      o.override_json = v;
     } else if (a == "--shards" || a == "--vocab") {
       const char* v = value();
       if (v == nullptr) return Usage(fmt::format("{} needs a number", a));

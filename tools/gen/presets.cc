@@ -113,8 +113,11 @@ Preset DeepSeekV3Tiny() {
                    {"num_experts_per_tok", 2},
                    {"n_shared_experts", 1},
                    {"norm_topk_prob", true},
+                   // Two groups, both kept: the group-limited choice is then the
+                   // global top-k, which is all the engine routes by today
+                   // (topk_group < n_group is refused at open).
                    {"n_group", 2},
-                   {"topk_group", 1},
+                   {"topk_group", 2},
                    {"topk_method", "noaux_tc"},
                    {"scoring_func", "sigmoid"},
                    {"routed_scaling_factor", 2.5},

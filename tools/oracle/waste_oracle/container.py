@@ -129,6 +129,14 @@ class Config:
         self.eps = jnum(c, "rms_norm_eps", 1e-5)
         self.rsf = jnum(c, "routed_scaling_factor", 1.0)
         self.renorm = jpresent(c, "moe_renormalize")
+        # Router as the HF DeepSeek modelling code defines it (not the
+        # reference, which always scores by sigmoid and never groups):
+        # scoring_func sigmoid|softmax, and the group-limited choice of
+        # topk_method noaux_tc (V3/R1) or group_limited_greedy (V2).
+        self.scoring = jstr(c, "moe_router_activation_func", jstr(c, "scoring_func", "sigmoid"))
+        self.n_group = jint(c, "n_group", jint(c, "num_expert_group", 1))
+        self.topk_group = jint(c, "topk_group", self.n_group)
+        self.topk_method = jstr(c, "topk_method", "noaux_tc")
         self.hidden_act = jstr(c, "hidden_act", "")
         self.situ = self.hidden_act == "situ"
         self.situ_beta = jnum(c, "activation_situ_beta", 1.0)
@@ -173,6 +181,13 @@ class Config:
         self.Ssh = self.Im * max(self.Ns, 1)
         self._validate()
 
+    @property
+    def grouped(self):
+        """Whether the router keeps only topk_group of n_group groups
+        (topk_method greedy means a plain top-k over every expert)."""
+        return (self.E > 0 and self.topk_group < self.n_group
+                and self.topk_method != "greedy")
+
     def is_kda(self, L):
         return L in self.kda_layers
 
@@ -215,6 +230,14 @@ class Config:
                  and self.A * (self.dn + self.dv) <= 2**31 - 1, "mla width")
         if self.E == 0 or self.F > 0:
             need(self.Id >= 1, "intermediate_size")
+        need(self.scoring in ("sigmoid", "softmax"), "scoring_func")
+        if self.E > 0:
+            need(1 <= self.n_group <= self.E and self.E % self.n_group == 0, "n_group")
+            need(1 <= self.topk_group <= self.n_group, "topk_group")
+            if self.grouped:
+                need(self.topk_method in ("noaux_tc", "group_limited_greedy"), "topk_method")
+                need(self.K <= self.topk_group * (self.E // self.n_group),
+                     "num_experts_per_token > experts in the kept groups")
         need(self.Ssh <= 2**31 - 1, "shared width")
 
 

@@ -413,9 +413,30 @@ class Model:
         c = self.c
         m = "model.layers.%d.block_sparse_moe." % L
         lg = self.mv(m + "gate.weight", c.E, c.H, x)
-        s = _sigmoid64(lg).astype(f32)
+        if c.scoring == "softmax":
+            z = np.exp(np.asarray(lg, f64) - float(np.max(lg)))
+            s = (z / z.sum()).astype(f32)
+        else:
+            s = _sigmoid64(lg).astype(f32)
         sel = (s + self.bias(L)).astype(f32)
         work = sel.astype(f64).copy()
+        if c.grouped:
+            # Group score: the sum of the group's two best biased scores
+            # (noaux_tc) or its best score (group_limited_greedy). Only the
+            # experts of the topk_group best groups stay candidates; equal
+            # group scores keep the lower group id.
+            per = c.E // c.n_group
+            groups = sel.reshape(c.n_group, per)
+            if c.topk_method == "noaux_tc":
+                top = -np.sort(-groups, axis=1)
+                gscore = (top[:, 0] + top[:, 1]).astype(f32)
+            else:
+                gscore = groups.max(axis=1)
+            order = sorted(range(c.n_group), key=lambda g: (-float(gscore[g]), g))
+            keep = np.zeros(c.E, dtype=bool)
+            for g in order[:c.topk_group]:
+                keep[g * per:(g + 1) * per] = True
+            work[~keep] = -np.inf
         ids = []
         for _ in range(c.K):
             i = int(np.argmax(work))  # first max => lowest id on ties
