@@ -12,7 +12,6 @@
 #include "engine_worker.h"
 #include "generate.h"
 #include "metrics.h"
-#include "platform/platform.h"
 #include "prepare.h"
 #include "session_pool.h"
 #include "web_page.h"
@@ -51,28 +50,6 @@ struct EventChannel {
     cv.notify_one();
   }
 };
-
-// A blocking reply is generated on the engine thread while the
-// connection's thread waits for it. cpp-httplib (0.11) tells a handler
-// nothing about its connection, so the wait looks up the connection's
-// socket by its ports and checks every few milliseconds whether the client
-// hung up; if it did, `cancel` stops the generation at the next token (or
-// the next prefill chunk). The reply itself is unchanged: same status,
-// headers and Content-Length body as before. Where the socket cannot be
-// found (another OS), the reply simply runs to its end.
-GenerateResult AwaitBlocking(const httplib::Request& req, std::future<GenerateResult>& future,
-                             std::atomic<bool>& cancel) {
-  intptr_t sock = -1;
-  bool looked = false;
-  while (future.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
-    if (!looked) {
-      sock = platform::FindTcpSocket(req.local_port, req.remote_port);
-      looked = true;
-    }
-    if (sock >= 0 && !cancel.load() && platform::SocketPeerClosed(sock)) cancel = true;
-  }
-  return future.get();
-}
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -192,8 +169,8 @@ struct HttpServer::Impl {
     }
     Json body;
     if (!ReadBody(req, res, &body)) return;
-    if (path == "/v1/chat/completions") Chat(req, body, res);
-    else if (path == "/v1/completions") Completion(req, body, res);
+    if (path == "/v1/chat/completions") Chat(body, res);
+    else if (path == "/v1/completions") Completion(body, res);
     else if (path == "/tokenize") Tokenize(body, res);
     else Detokenize(body, res);
   }
@@ -205,33 +182,21 @@ struct HttpServer::Impl {
                std::nullopt});
   }
 
-  // A blocking request whose client left: nobody reads this answer.
-  static void Abandoned(httplib::Response& res) {
-    res.status = 499;  // "client closed request" (nginx's convention)
-    res.set_header("Connection", "close");
-  }
-
-  void Chat(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
+  void Chat(const Json& body, httplib::Response& res) {
     auto chat = std::make_shared<PreparedChat>();
     if (auto e = PrepareChat(body, format, engine, limits, chat.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
     if (!chat->stream) {
       auto done = std::make_shared<std::promise<GenerateResult>>();
       auto future = done->get_future();
-      auto cancel = std::make_shared<std::atomic<bool>>(false);
-      bool queued = worker->Submit([this, chat, header, done, cancel](Engine& e) {
-        GenerateResult r;
-        if (cancel->load()) {
-          r.cancelled = true;  // left while queued: nothing to run
-        } else {
-          r = GenerateChat(e, *pool, *chat, format, header, nullptr, *cancel);
-        }
+      static const std::atomic<bool> kNever{false};
+      bool queued = worker->Submit([this, chat, header, done](Engine& e) {
+        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, kNever);
         metrics.CountGeneration(r, e.model().stats());
         done->set_value(std::move(r));
       });
       if (!queued) return Busy(res);
-      GenerateResult r = AwaitBlocking(http_req, future, *cancel);
-      if (r.cancelled) return Abandoned(res);
+      GenerateResult r = future.get();
       if (r.error) return Fail(res, *r.error);
       return Reply(res, 200, r.body);
     }
@@ -278,26 +243,20 @@ struct HttpServer::Impl {
         [channel](bool) { channel->cancel = true; });
   }
 
-  void Completion(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
+  void Completion(const Json& body, httplib::Response& res) {
     auto req = std::make_shared<PreparedCompletion>();
     if (auto e = PrepareCompletion(body, format, engine, limits, req.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("cmpl"), UnixNow(), options.model_id};
     auto done = std::make_shared<std::promise<GenerateResult>>();
     auto future = done->get_future();
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    bool queued = worker->Submit([this, req, header, done, cancel](Engine& e) {
-      GenerateResult r;
-      if (cancel->load()) {
-        r.cancelled = true;
-      } else {
-        r = GenerateCompletion(e, *pool, *req, format, header, *cancel);
-      }
+    static const std::atomic<bool> kNever{false};
+    bool queued = worker->Submit([this, req, header, done](Engine& e) {
+      GenerateResult r = GenerateCompletion(e, *pool, *req, format, header, kNever);
       metrics.CountGeneration(r, e.model().stats());
       done->set_value(std::move(r));
     });
     if (!queued) return Busy(res);
-    GenerateResult r = AwaitBlocking(http_req, future, *cancel);
-    if (r.cancelled) return Abandoned(res);
+    GenerateResult r = future.get();
     if (r.error) return Fail(res, *r.error);
     Reply(res, 200, r.body);
   }

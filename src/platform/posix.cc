@@ -2,13 +2,9 @@
 // positional reads, whole-file reads, atomic writes, aligned memory.
 // OpenBypass and the machine facts differ and live in linux.cc / macos.cc.
 #include <dirent.h>
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -487,50 +483,5 @@ void* AlignedAlloc(size_t alignment, size_t bytes) {
 }
 
 void AlignedFree(void* p) { std::free(p); }
-
-namespace {
-
-int PortOf(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return -1;
-}
-
-}  // namespace
-
-intptr_t FindTcpSocket(int local_port, int peer_port) {
-  if (local_port <= 0 || peer_port <= 0) return -1;
-  // /dev/fd lists this process's descriptors on Linux and macOS alike.
-  DIR* dir = opendir("/dev/fd");
-  if (!dir) return -1;
-  int found = -1, matches = 0;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd < 0 || fd == dirfd(dir)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t ln = sizeof local, pn = sizeof peer;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ln) != 0) continue;
-    if (PortOf(local) != local_port) continue;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pn) != 0) continue;
-    if (PortOf(peer) != peer_port) continue;
-    found = static_cast<int>(fd);
-    ++matches;
-  }
-  closedir(dir);
-  return matches == 1 ? found : -1;
-}
-
-bool SocketPeerClosed(intptr_t socket) {
-  if (socket < 0) return false;
-  int fd = static_cast<int>(socket);
-  pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, 0) <= 0) return false;  // nothing pending: still there
-  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
-  char c;
-  ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return true;  // orderly shutdown
-  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
 
 }  // namespace waste::platform
