@@ -1,19 +1,26 @@
 #include "constraint.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace waste::server {
 
 BudgetedConstraint::BudgetedConstraint(std::shared_ptr<const Grammar> grammar,
-                                       std::shared_ptr<const Vocabulary> vocab, int max_tokens)
-    : matcher_(std::move(grammar), std::move(vocab)), max_tokens_(max_tokens) {
+                                       std::shared_ptr<const Vocabulary> vocab, int max_tokens,
+                                       std::vector<int> triggers)
+    : matcher_(std::move(grammar), std::move(vocab), std::move(triggers)),
+      max_tokens_(max_tokens) {
   UpdateClosing();
 }
 
 void BudgetedConstraint::UpdateClosing() {
   // Each step of closing mode shortens the shortest ending by at least one
   // byte, so the tokens left must cover it (plus one spare).
-  matcher_.SetClosing(max_tokens_ - used_ <= matcher_.MinBytesToEnd() + 1);
+  const int left = max_tokens_ - used_;
+  matcher_.SetClosing(left <= matcher_.MinBytesToEnd() + 1);
+  // And no token may start what the tokens left after it cannot finish
+  // (each closing step shortens the ending by a byte at least).
+  matcher_.SetMaxBytesToEnd(std::max(0, left - 2));
 }
 
 void BudgetedConstraint::Accept(int token) noexcept {
@@ -52,70 +59,131 @@ std::string XtmlEscape(const std::string& v) {
   return out;
 }
 
-// The tool a reply must call: tool_choice naming a function, or
-// "required" with exactly one declared tool. Null when none.
-const Json* ForcedTool(const RenderedPrompt& p, std::string* name) {
-  if (!p.tools.is_array()) return nullptr;
-  for (const Json& t : p.tools) {
-    if (!t.is_object()) continue;
-    const Json& fn = t.contains("function") && t["function"].is_object() ? t["function"] : t;
-    if (!fn.contains("name") || !fn["name"].is_string()) continue;
-    std::string n = fn["name"].get<std::string>();
-    bool forced = !p.forced_tool.empty() ? n == p.forced_tool
-                                         : p.tool_choice == "required" && p.tools.size() == 1;
-    if (forced) {
-      *name = n;
-      return &fn;
-    }
-  }
-  return nullptr;
+// The function object of a declared tool ({"type":"function","function":
+// {...}} or the function itself), null when it has no string name.
+const Json* ToolFunction(const Json& t, std::string* name) {
+  if (!t.is_object()) return nullptr;
+  const Json& fn = t.contains("function") && t["function"].is_object() ? t["function"] : t;
+  if (!fn.contains("name") || !fn["name"].is_string()) return nullptr;
+  *name = fn["name"].get<std::string>();
+  return &fn;
 }
 
-// A forced tool call: the reply is the think channel (if open), an empty
-// response, and one call of the tool whose arguments are a <json> block
-// holding one JSON value of the tool's parameter schema. A schema the
-// compiler cannot take (pattern, minimum, ...) falls back to any JSON
-// object rather than refusing a request the model could still answer.
-std::shared_ptr<const Grammar> ToolCallGrammar(const RenderedPrompt& p, const ChatFormat& format) {
-  std::string name;
-  const Json* fn = ForcedTool(p, &name);
-  if (!fn) return nullptr;
+// GBNF for one call of a tool: the call element naming it, holding a
+// <json> block with one JSON value of its parameter schema. Every rule of
+// the schema is renamed with `prefix` so that calls of several tools can
+// share one grammar. A schema the compiler cannot take (pattern, minimum,
+// ...) falls back to any JSON object rather than refusing a request the
+// model could still answer. Returns the call's rule text; `*rule` its name.
+std::string ToolCallRules(const Json& fn, const std::string& name, const std::string& prefix,
+                          const XtmlMarkers& m, std::string* rule) {
   std::string schema = R"({"type": "object"})";
-  if (fn->contains("parameters") && (*fn)["parameters"].is_object()) {
-    schema = Dump((*fn)["parameters"], JsonStyle::kCompact);
+  if (fn.contains("parameters") && fn["parameters"].is_object()) {
+    schema = Dump(fn["parameters"], JsonStyle::kCompact);
   }
-  auto gbnf = Grammar::JsonSchemaToGbnf(schema);
-  if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})");
-  if (!gbnf) return nullptr;
-  std::string text = *gbnf;
-  text.replace(0, text.find("::="), "json-root ");
-  const XtmlMarkers& m = format.markers;
+  auto gbnf = Grammar::JsonSchemaToGbnf(schema, prefix);
+  if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
+  if (!gbnf) return "";
   auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
   auto open = [&](const std::string& header) { return tok(m.open) + " " + Literal(header) + " " + tok(m.sep) + " "; };
   auto close = [&](const char* tag) { return tok(m.close) + " \"" + tag + "\" " + tok(m.sep) + " "; };
+  *rule = prefix + "call";
+  return *rule + " ::= " + open("call tool=\"" + XtmlEscape(name) + "\"") +
+         open("json type=\"object\"") + prefix + "root " + close("json") + close("call") + "\n" +
+         *gbnf;
+}
+
+// The alternation over the calls a reply may make: only the forced tool
+// when tool_choice names one (or required with one tool), else every
+// declared tool. Empty when no tool qualifies.
+std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced) {
+  if (!p.tools.is_array()) return "";
+  std::string rules, alternation;
+  int k = 0;
+  for (const Json& t : p.tools) {
+    std::string name, rule;
+    const Json* fn = ToolFunction(t, &name);
+    if (!fn) continue;
+    if (only_forced && !p.forced_tool.empty() && name != p.forced_tool) continue;
+    std::string text = ToolCallRules(*fn, name, "t" + std::to_string(k++) + "-", m, &rule);
+    if (text.empty()) continue;
+    rules += text;
+    alternation += (alternation.empty() ? "" : " | ") + rule;
+  }
+  if (alternation.empty()) return "";
+  return "tool-call ::= " + alternation + "\n" + rules;
+}
+
+// tool_choice naming a function, or "required" with exactly one tool: the
+// reply is one call of that tool. "required" with several tools: one or
+// more calls, each of a declared tool with that tool's arguments.
+bool ForcesCall(const RenderedPrompt& p) {
+  if (!p.tools.is_array() || p.tools.empty()) return false;
+  return !p.forced_tool.empty() || p.tool_choice == "required";
+}
+
+// A forced call: the reply is the think channel (if open), an empty
+// response, and the tools element, then the end of the message.
+std::shared_ptr<const Grammar> ForcedCallGrammar(const RenderedPrompt& p, const ChatFormat& format) {
+  bool single = !p.forced_tool.empty() || p.tools.size() == 1;
+  std::string calls = CallRules(p, format.markers, true);
+  if (calls.empty()) return nullptr;
+  const XtmlMarkers& m = format.markers;
+  auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
+  auto open = [&](const char* tag) { return tok(m.open) + " \"" + tag + "\" " + tok(m.sep) + " "; };
+  auto close = [&](const char* tag) { return tok(m.close) + " \"" + tag + "\" " + tok(m.sep) + " "; };
   std::string root = "root ::= ";
   if (p.think_channel) root += "[^]* " + close("think") + open("response");
-  root += close("response") + open("tools") + open("call tool=\"" + XtmlEscape(name) + "\"") +
-          open("json type=\"object\"") + "json-root " + close("json") + close("call") +
+  root += close("response") + open("tools") + (single ? "tool-call " : "tool-call+ ") +
           close("tools") + tok(m.end_of_msg) + "\n";
-  auto grammar = Grammar::Parse(root + text);
+  auto grammar = Grammar::Parse(root + calls);
+  return grammar ? *grammar : nullptr;
+}
+
+// tool_choice "auto" (or absent) with tools declared: a lazy grammar that
+// starts on the token after every <|open|> marker. The element's header
+// is then either `tools`, which must go on as one or more calls of
+// declared tools with valid arguments, close the tools element and end the
+// message, or any header that does not start "to" or "ca" (response,
+// think, ...), after whose <|sep|> the output is free again. So a call
+// can only be written inside a tools element, and only validly.
+std::shared_ptr<const Grammar> LazyCallGrammar(const RenderedPrompt& p, const ChatFormat& format) {
+  std::string calls = CallRules(p, format.markers, false);
+  if (calls.empty()) return nullptr;
+  const XtmlMarkers& m = format.markers;
+  auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
+  std::string root = "root ::= \"tools\" " + tok(m.sep) + " tool-call+ " + tok(m.close) +
+                     " \"tools\" " + tok(m.sep) + " " + tok(m.end_of_msg) + " | other-header\n" +
+                     "other-header ::= ([^tc \\t\\n\\r] [^]* | \"t\" ([^o] [^]*)? | \"c\" ([^a] [^]*)?)? " +
+                     tok(m.sep) + "\n";
+  auto grammar = Grammar::Parse(root + calls);
   return grammar ? *grammar : nullptr;
 }
 
 }  // namespace
 
 std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat& format,
-                                     std::shared_ptr<const Grammar>* out) {
+                                     std::shared_ptr<const Grammar>* out,
+                                     std::vector<int>* triggers) {
   out->reset();
+  triggers->clear();
   const RenderedPrompt& p = chat.prompt;
   if (format.kind != ChatFormat::Kind::kXtml) return std::nullopt;
-  if (p.tool_choice != "none") {
-    if (auto g = ToolCallGrammar(p, format)) {
+  if (p.tool_choice != "none" && ForcesCall(p)) {
+    if (auto g = ForcedCallGrammar(p, format)) {
       *out = std::move(g);
       return std::nullopt;
     }
   }
-  if (p.response_format == ResponseFormat::kText) return std::nullopt;
+  if (p.response_format == ResponseFormat::kText) {
+    // Tools the model may call: each call it opens is constrained.
+    if (p.tool_choice == "none" || ForcesCall(p)) return std::nullopt;
+    if (auto g = LazyCallGrammar(p, format)) {
+      *out = std::move(g);
+      *triggers = {format.markers.open};
+    }
+    return std::nullopt;
+  }
   std::string schema = p.response_format == ResponseFormat::kJsonObject || p.schema.is_null()
                            ? std::string(R"({"type": "object"})")
                            : Dump(p.schema, JsonStyle::kCompact);

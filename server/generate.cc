@@ -111,7 +111,8 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   GenParams params = chat.params;
   std::unique_ptr<BudgetedConstraint> constraint;
   if (chat.grammar && format.vocab) {
-    constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens);
+    constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens,
+                                                      chat.grammar_triggers);
     params.constraint = constraint.get();
   }
   auto t0 = Clock::now();

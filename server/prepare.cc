@@ -106,7 +106,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   } else {
     if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
   }
-  if (auto e = ReplyGrammar(*out, format, &out->grammar)) return e;
+  if (auto e = ReplyGrammar(*out, format, &out->grammar, &out->grammar_triggers)) return e;
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
   auto ids = engine.TokenizeSegments(out->prompt.segments, /*add_bos=*/false);

@@ -52,6 +52,8 @@ struct PreparedChat {
   bool include_usage = false;
   // response_format json_object / json_schema: the reply grammar.
   std::shared_ptr<const Grammar> grammar;
+  // Tokens after which `grammar` applies (empty: from the first token).
+  std::vector<int> grammar_triggers;
   // The request's images in prompt order; `ids` holds one media pad per
   // image until the engine thread encodes them and expands the pads.
   std::vector<ImageInput> images;

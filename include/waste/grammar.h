@@ -65,6 +65,14 @@ class Grammar {
   static Result<std::shared_ptr<const Grammar>> FromJsonSchema(std::string_view schema) noexcept;
   // The GBNF that FromJsonSchema compiles (for --json-schema and tests).
   static Result<std::string> JsonSchemaToGbnf(std::string_view schema) noexcept;
+  // The same with every rule renamed `rule_prefix` + name (its start rule
+  // is `rule_prefix` + "root"), so that several schemas can be combined in
+  // one grammar (one per tool) without their rule names colliding.
+  static Result<std::string> JsonSchemaToGbnf(std::string_view schema,
+                                              std::string_view rule_prefix) noexcept;
+  // GBNF text with every rule it defines renamed `prefix` + name (and every
+  // reference to it); literals, classes and comments are left alone.
+  static Result<std::string> PrefixRules(std::string_view gbnf, std::string_view prefix) noexcept;
   // Any JSON object (response_format json_object).
   static std::shared_ptr<const Grammar> AnyJsonObject() noexcept;
 
@@ -118,6 +126,12 @@ class GrammarMatcher : public TokenConstraint {
   // Forbid tokens that do not bring the end closer; set when the token
   // budget runs short so a reply always ends valid.
   void SetClosing(bool closing) noexcept { closing_ = closing; }
+  // Forbid tokens after which the shortest ending is longer than `limit`
+  // bytes (-1: no limit). Set from the tokens left, it keeps a generation
+  // from opening something (another array item, another tool call) that
+  // the budget could no longer finish; SetClosing alone acts too late for
+  // such a token.
+  void SetMaxBytesToEnd(int limit) noexcept { max_dist_ = limit; }
   // Tokens allowed once the sentence is complete (the engine stops on
   // them: end of sequence, a chat format's stop marker).
   void SetEndTokens(std::vector<int> ids) noexcept;
@@ -129,6 +143,47 @@ class GrammarMatcher : public TokenConstraint {
   std::shared_ptr<const Vocabulary> vocab_;
   std::unique_ptr<State> state_;
   bool closing_ = false;
+  int max_dist_ = -1;
+};
+
+// A "lazy" grammar: the output is free until one of `triggers` is
+// generated; from the token after it the grammar applies, and once the
+// grammar is complete (nothing more may follow) the output is free again
+// until the next trigger. With no triggers it applies from the start and
+// to the end, like GrammarMatcher. Used for tool calls: free text until
+// the model opens an element, then the element must be a valid call.
+class TriggeredGrammarMatcher : public TokenConstraint {
+ public:
+  TriggeredGrammarMatcher(std::shared_ptr<const Grammar> grammar,
+                          std::shared_ptr<const Vocabulary> vocab, std::vector<int> triggers);
+  ~TriggeredGrammarMatcher() override;
+
+  bool Allows(int token) noexcept override;
+  void Mask(std::span<float> logits) noexcept override;
+  void Accept(int token) noexcept override;
+
+  // The grammar applies now (a trigger came and it is not complete yet).
+  bool active() const noexcept { return active_ != nullptr; }
+  // How many times a trigger started the grammar.
+  int activations() const noexcept { return activations_; }
+  // The running matcher, or null while the output is free.
+  const GrammarMatcher* matcher() const noexcept { return active_.get(); }
+  // 0 while free; see GrammarMatcher.
+  int MinBytesToEnd() const noexcept;
+  void SetClosing(bool closing) noexcept;
+  void SetMaxBytesToEnd(int limit) noexcept;
+  void SetEndTokens(std::vector<int> ids) noexcept;
+
+ private:
+  void Activate() noexcept;
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  std::vector<int> triggers_;
+  std::vector<int> end_tokens_;
+  std::unique_ptr<GrammarMatcher> active_;
+  bool closing_ = false;
+  int max_dist_ = -1;
+  int activations_ = 0;
 };
 
 }  // namespace waste

@@ -204,7 +204,7 @@ struct GrammarMatcher::State {
     return s;
   }
 
-  bool Permitted(int sid, int token, const Vocabulary::Impl& v, bool closing) {
+  bool Permitted(int sid, int token, const Vocabulary::Impl& v, bool closing, int max_dist) {
     // Copies: Next() may grow `states`.
     const bool can_end = states[static_cast<size_t>(sid)].can_end;
     const int dist = states[static_cast<size_t>(sid)].dist;
@@ -213,7 +213,10 @@ struct GrammarMatcher::State {
     }
     int n = Next(sid, token, v);
     if (n < 0) return false;
-    return !closing || states[static_cast<size_t>(n)].dist < dist;
+    const int next = states[static_cast<size_t>(n)].dist;
+    // A limit already out of reach still lets the ending come closer.
+    if (max_dist >= 0 && next > std::max(max_dist, dist - 1)) return false;
+    return !closing || next < dist;
   }
 };
 
@@ -237,7 +240,7 @@ void GrammarMatcher::SetEndTokens(std::vector<int> ids) noexcept {
 bool GrammarMatcher::Allows(int token) noexcept {
   if (state_->dead || !vocab_) return true;
   try {
-    return state_->Permitted(state_->current, token, vocab_->impl(), closing_);
+    return state_->Permitted(state_->current, token, vocab_->impl(), closing_, max_dist_);
   } catch (...) {
     return true;
   }
@@ -251,12 +254,16 @@ void GrammarMatcher::Mask(std::span<float> logits) noexcept {
     const size_t n = logits.size();
     for (int pass = 0; pass < 2; ++pass) {
       bool closing = closing_ && pass == 0;
+      const int cur = st.states[static_cast<size_t>(st.current)].dist;
+      const int max_dist = pass == 0 && max_dist_ >= 0 ? std::max(max_dist_, cur - 1) : -1;
       st.allowed.assign(n, 0);
       size_t count = 0;
       const int cur_dist = st.states[static_cast<size_t>(st.current)].dist;
       auto allow = [&](int id, int next_state) {
         if (id < 0 || static_cast<size_t>(id) >= n || st.allowed[static_cast<size_t>(id)]) return;
-        if (closing && st.states[static_cast<size_t>(next_state)].dist >= cur_dist) return;
+        const int next_dist = st.states[static_cast<size_t>(next_state)].dist;
+        if (closing && next_dist >= cur_dist) return;
+        if (max_dist >= 0 && next_dist > max_dist) return;
         st.allowed[static_cast<size_t>(id)] = 1;
         ++count;
       };
@@ -291,7 +298,7 @@ void GrammarMatcher::Mask(std::span<float> logits) noexcept {
           }
         }
       }
-      if (count == 0) continue;  // closing found nothing: retry without it
+      if (count == 0) continue;  // closing/the limit found nothing: retry without them
       const float kNeg = -std::numeric_limits<float>::infinity();
       for (size_t i = 0; i < n; ++i) {
         if (!st.allowed[i]) logits[i] = kNeg;

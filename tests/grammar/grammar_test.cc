@@ -118,6 +118,30 @@ TEST(Grammar, ClosingModeOnlyAllowsProgressTowardTheEnd) {
   EXPECT_EQ(Allowed(m, 12), (std::vector<int>{1, 2, 6}));
 }
 
+TEST(Grammar, MaxBytesToEndForbidsWhatCannotBeFinished) {
+  // After "a": end with "}" (1 byte) or open another "{...}" (2+ bytes).
+  auto g = G("root ::= \"a\" (\"{\" \"x\"* \"}\")* \"b\"\n");
+  GrammarMatcher m(g, ToyVocab());
+  m.Accept(1);
+  EXPECT_EQ(Allowed(m, 12), (std::vector<int>{2, 3}));  // "b" ends, "{" opens
+  m.SetMaxBytesToEnd(2);
+  EXPECT_EQ(Allowed(m, 12), (std::vector<int>{2, 3}));  // after "{": "}b", 2 bytes
+  m.SetMaxBytesToEnd(1);
+  EXPECT_EQ(Allowed(m, 12), (std::vector<int>{2}));
+  EXPECT_FALSE(m.Allows(3));
+  m.Accept(2);
+  EXPECT_TRUE(m.CanEnd());
+}
+
+TEST(Grammar, MaxBytesToEndOutOfReachStillLetsTheEndComeCloser) {
+  auto g = G("root ::= \"a\" \"b\" \"b\" \"b\"\n");
+  GrammarMatcher m(g, ToyVocab());
+  m.SetMaxBytesToEnd(0);  // 4 bytes needed: each step may still bring the end closer
+  EXPECT_EQ(Allowed(m, 12), (std::vector<int>{1, 6}));  // "a", "ab"
+  m.Accept(6);
+  EXPECT_EQ(Allowed(m, 12), (std::vector<int>{2}));
+}
+
 TEST(Grammar, DeadGrammarLeavesLogitsAlone) {
   auto g = G("root ::= \"zzz\"\n");
   GrammarMatcher m(g, ToyVocab());

@@ -362,5 +362,47 @@ TEST_F(HttpTest, ForcedToolCallArgumentsFollowTheSchema) {
   }
 }
 
+// "required" with two tools: every call names a declared tool and its
+// arguments validate against that tool's schema.
+TEST_F(HttpTest, RequiredToolCallWithSeveralToolsFollowsEachSchema) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const std::string weather =
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+          "required": ["city"], "additionalProperties": false})";
+  const std::string count =
+      R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+          "additionalProperties": false})";
+  Json tools = Json::array(
+      {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(weather)}}}},
+       {{"type", "function"}, {"function", {{"name", "count"}, {"parameters", ParseBody(count)}}}}});
+  for (int seed : {1, 2, 3, 4}) {
+    SCOPED_TRACE(seed);
+    Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Go"}}})},
+                {"tools", tools},
+                {"tool_choice", "required"},
+                {"thinking", false},
+                {"max_tokens", 160},
+                {"temperature", 1.0},
+                {"seed", seed}};
+    auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    Json reply = ParseBody(r->body);
+    const Json& calls = reply["choices"][0]["message"]["tool_calls"];
+    ASSERT_TRUE(calls.is_array() && !calls.empty()) << r->body;
+    for (const Json& call : calls) {
+      std::string name = call["function"]["name"].get<std::string>();
+      std::string args = call["function"]["arguments"].get<std::string>();
+      ASSERT_TRUE(name == "get_weather" || name == "count") << name;
+      auto g = Grammar::FromJsonSchema(name == "count" ? count : weather);
+      ASSERT_TRUE(g.has_value());
+      GrammarMatcher m(*g, nullptr);
+      EXPECT_TRUE(m.AcceptText(args) && m.CanEnd()) << name << " " << args;
+    }
+    EXPECT_EQ(reply["choices"][0]["finish_reason"], "tool_calls");
+  }
+}
+
 }  // namespace
 }  // namespace waste::server

@@ -1,0 +1,210 @@
+// Tool calls under tool_choice "auto" and "required" with several tools:
+// the reply grammar is an alternation over the declared tools, each with
+// its own schema's rules (prefixed so they cannot collide). Under "auto"
+// it is lazy: free until the model writes <|open|>, and then the element
+// is either a valid tools block or some other element.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "constraint.h"
+#include "golden_util.h"
+#include "prepare.h"
+#include "reply_parser.h"
+
+namespace waste::server {
+namespace {
+
+using testing::TinyEngine;
+
+const char* kWeather = R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+    "days": {"type": "integer"}}, "required": ["city", "days"], "additionalProperties": false})";
+const char* kSearch = R"({"type": "object", "properties": {"query": {"type": "string", "maxLength": 10},
+    "exact": {"type": "boolean"}}, "required": ["query"], "additionalProperties": false})";
+
+Json ParseBody(const std::string& s) {
+  Json j;
+  std::string err;
+  ParseJson(s, &j, &err);
+  return j;
+}
+
+bool Validates(const char* schema, const std::string& text) {
+  auto g = Grammar::FromJsonSchema(schema);
+  if (!g) return false;
+  GrammarMatcher m(*g, nullptr);
+  return m.AcceptText(text) && m.CanEnd();
+}
+
+class ToolCallGrammarTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+    ASSERT_NE(TinyEngine(), nullptr);
+    format_ = ResolveChatFormat(*TinyEngine(), testing::TinyTokContainer(), false);
+    ASSERT_EQ(format_.kind, ChatFormat::Kind::kXtml);
+    ASSERT_NE(format_.vocab, nullptr);
+  }
+  PreparedChat Prepare(const std::string& tool_choice, bool thinking) {
+    Json tools = Json::array(
+        {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(kWeather)}}}},
+         {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
+    Json body = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
+                 {"tools", tools},
+                 {"thinking", thinking},
+                 {"max_tokens", 200}};
+    if (!tool_choice.empty()) body["tool_choice"] = tool_choice;
+    PreparedChat chat;
+    ServeLimits limits;
+    limits.ctx_max = 4096;
+    auto e = PrepareChat(body, format_, *TinyEngine(), limits, &chat);
+    EXPECT_FALSE(e.has_value()) << (e ? e->message : "");
+    return chat;
+  }
+  ChatFormat format_;
+};
+
+// The lazy grammar after <|open|>, fed as the model would write a call:
+// each tool's valid arguments pass, the other tool's are refused.
+TEST_F(ToolCallGrammarTest, CombinedGrammarTakesEachToolsArgumentsOnly) {
+  PreparedChat chat = Prepare("auto", false);
+  ASSERT_NE(chat.grammar, nullptr);
+  ASSERT_EQ(chat.grammar_triggers, std::vector<int>{format_.markers.open});
+  const XtmlMarkers& mk = format_.markers;
+  auto start_call = [&](const std::string& tool) {
+    auto m = std::make_unique<GrammarMatcher>(chat.grammar, format_.vocab);
+    EXPECT_TRUE(m->AcceptText("tools"));
+    m->Accept(mk.sep);
+    m->Accept(mk.open);
+    EXPECT_TRUE(m->AcceptText("call tool=\"" + tool + "\""));
+    m->Accept(mk.sep);
+    m->Accept(mk.open);
+    EXPECT_TRUE(m->AcceptText("json type=\"object\""));
+    m->Accept(mk.sep);
+    EXPECT_FALSE(m->Dead());
+    return m;
+  };
+  const std::string weather_args = R"({"city": "Oslo", "days": 3})";
+  const std::string search_args = R"({"query": "rain", "exact": true})";
+  EXPECT_TRUE(start_call("get_weather")->AcceptText(weather_args));
+  EXPECT_TRUE(start_call("search")->AcceptText(search_args));
+  EXPECT_FALSE(start_call("get_weather")->AcceptText(search_args));
+  EXPECT_FALSE(start_call("search")->AcceptText(weather_args));
+  // An undeclared tool name cannot be written.
+  auto m = std::make_unique<GrammarMatcher>(chat.grammar, format_.vocab);
+  ASSERT_TRUE(m->AcceptText("tools"));
+  m->Accept(mk.sep);
+  m->Accept(mk.open);
+  EXPECT_FALSE(m->AcceptText("call tool=\"rm_rf\""));
+  // A complete call closes the tools element and ends the message.
+  auto done = start_call("search");
+  ASSERT_TRUE(done->AcceptText(search_args));
+  done->Accept(mk.close);
+  ASSERT_TRUE(done->AcceptText("json"));
+  done->Accept(mk.sep);
+  done->Accept(mk.close);
+  ASSERT_TRUE(done->AcceptText("call"));
+  done->Accept(mk.sep);
+  EXPECT_TRUE(done->Allows(mk.open));  // a second call may follow
+  done->Accept(mk.close);
+  ASSERT_TRUE(done->AcceptText("tools"));
+  done->Accept(mk.sep);
+  EXPECT_TRUE(done->Allows(mk.end_of_msg));
+  done->Accept(mk.end_of_msg);
+  EXPECT_TRUE(done->MustEnd());
+  // Other elements stay free; a header starting like "tools"/"call" must be one.
+  auto other = std::make_unique<GrammarMatcher>(chat.grammar, format_.vocab);
+  EXPECT_TRUE(other->AcceptText("response"));
+  other->Accept(mk.sep);
+  EXPECT_TRUE(other->MustEnd());
+  auto callish = std::make_unique<GrammarMatcher>(chat.grammar, format_.vocab);
+  EXPECT_FALSE(callish->AcceptText("call tool=\"search\""));
+}
+
+// Free text until the trigger, then a random walk over the allowed tokens
+// (a stand-in for any model, however bad): every call it writes parses to
+// a declared tool whose arguments validate against that tool's schema.
+TEST_F(ToolCallGrammarTest, RandomCallsUnderAutoAreValid) {
+  PreparedChat chat = Prepare("", true);  // tool_choice absent = auto
+  ASSERT_NE(chat.grammar, nullptr);
+  const XtmlMarkers& mk = format_.markers;
+  const int vocab = TinyEngine()->info().vocab;
+  int calls_seen = 0;
+  for (int seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    const int max_tokens = 120;
+    BudgetedConstraint c(chat.grammar, format_.vocab, max_tokens, chat.grammar_triggers);
+    ReplyParser parser(mk, true);
+    std::string trace;
+    auto feed = [&](int t) {
+      trace += "[" + std::to_string(t) + ":" + TinyEngine()->TokenPiece(t) + "]";
+      c.Accept(t);
+      parser.Push(t, TinyEngine()->TokenPiece(t));
+    };
+    // Free: any token, even one no grammar would take right now.
+    EXPECT_TRUE(c.Allows(mk.close));
+    feed(mk.close);
+    feed(static_cast<int>(rng() % 50) + 100);  // a stray header piece
+    feed(mk.sep);
+    EXPECT_FALSE(c.matcher().active());
+    feed(mk.open);  // "the model opens an element"
+    ASSERT_TRUE(c.matcher().active());
+    // Even seeds steer the header into "tools" (a model deciding to call);
+    // odd seeds walk freely (mostly some other element).
+    std::string want = seed % 2 == 0 ? "tools" : "";
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (int used = 4; used < max_tokens && c.matcher().active(); ++used) {
+      std::fill(logits.begin(), logits.end(), 0.0f);
+      c.Mask(logits);
+      std::vector<int> allowed;
+      for (int i = 0; i < vocab; ++i) if (std::isfinite(logits[static_cast<size_t>(i)])) allowed.push_back(i);
+      ASSERT_FALSE(allowed.empty());
+      int pick = allowed[rng() % allowed.size()];
+      size_t best = 0;
+      for (int i : allowed) {
+        std::string piece = TinyEngine()->TokenPiece(i);
+        if (!piece.empty() && piece.size() > best && want.compare(0, piece.size(), piece) == 0) {
+          best = piece.size();
+          pick = i;
+        }
+      }
+      want.erase(0, best);
+      feed(pick);
+    }
+    parser.Finish();
+    for (const ParsedCall& call : parser.calls()) {
+      ++calls_seen;
+      std::string args = call.ArgumentsString();
+      if (call.name == "get_weather") EXPECT_TRUE(Validates(kWeather, args)) << args;
+      else if (call.name == "search") EXPECT_TRUE(Validates(kSearch, args)) << args << "\n" << trace;
+      else ADD_FAILURE() << "undeclared tool " << call.name;
+    }
+  }
+  EXPECT_GT(calls_seen, 0);  // the even seeds wrote at least one call
+}
+
+// tool_choice "required" with several tools: the reply must start with a
+// call of one of them; "none" leaves the reply free.
+TEST_F(ToolCallGrammarTest, RequiredWithSeveralToolsIsAnEagerAlternation) {
+  PreparedChat chat = Prepare("required", false);
+  ASSERT_NE(chat.grammar, nullptr);
+  EXPECT_TRUE(chat.grammar_triggers.empty());
+  const XtmlMarkers& mk = format_.markers;
+  GrammarMatcher m(chat.grammar, format_.vocab);
+  EXPECT_FALSE(m.Allows(mk.end_of_msg));
+  EXPECT_FALSE(m.AcceptText("Sure"));
+  m.Accept(mk.close);
+  ASSERT_TRUE(m.AcceptText("response"));
+  m.Accept(mk.sep);
+  m.Accept(mk.open);
+  ASSERT_TRUE(m.AcceptText("tools"));
+  m.Accept(mk.sep);
+  m.Accept(mk.open);
+  EXPECT_TRUE(m.AcceptText("call tool=\"search\""));
+  PreparedChat none = Prepare("none", false);
+  EXPECT_EQ(none.grammar, nullptr);
+}
+
+}  // namespace
+}  // namespace waste::server
