@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "render.h"
+
 namespace waste::server {
 
 BudgetedConstraint::BudgetedConstraint(std::shared_ptr<const Grammar> grammar,
@@ -49,15 +51,6 @@ std::string Literal(const std::string& text) {
   return out + "\"";
 }
 
-std::string XtmlEscape(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out.push_back(c);
-  }
-  return out;
-}
 
 // The function object of a declared tool ({"type":"function","function":
 // {...}} or the function itself), null when it has no string name.
@@ -88,7 +81,7 @@ std::string ToolCallRules(const Json& fn, const std::string& name, const std::st
   auto open = [&](const std::string& header) { return tok(m.open) + " " + Literal(header) + " " + tok(m.sep) + " "; };
   auto close = [&](const char* tag) { return tok(m.close) + " \"" + tag + "\" " + tok(m.sep) + " "; };
   *rule = prefix + "call";
-  return *rule + " ::= " + open("call tool=\"" + XtmlEscape(name) + "\"") +
+  return *rule + " ::= " + open("call tool=\"" + XtmlAttrEscape(name) + "\"") +
          open("json type=\"object\"") + prefix + "root " + close("json") + close("call") + "\n" +
          *gbnf;
 }

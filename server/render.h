@@ -43,6 +43,10 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
 std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
                                        RenderedPrompt* out);
 
+// An XTML attribute value: `&` and `"` escaped (the only characters the
+// format escapes), as the renderer writes it and a constraint must expect it.
+std::string XtmlAttrEscape(const std::string& v);
+
 // The stop marker of a chat.json template: the first <|...|> in the
 // assistant suffix, or "" (unusable).
 std::string ChatJsonStopMarker(const ChatTemplate& tmpl);

@@ -13,15 +13,6 @@ namespace {
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
-std::string Escape(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out.push_back(c);
-  }
-  return out;
-}
 
 std::string Trim(const std::string& s) {
   const char* ws = " \t\n\r\f\v";
@@ -44,7 +35,7 @@ class Segments {
     for (const auto& [k, v] : attrs) {
       Text(" " + k);
       Text("=\"");
-      Text(Escape(v));
+      Text(XtmlAttrEscape(v));
       Text("\"");
     }
     Markup("<|sep|>");
@@ -398,6 +389,16 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
   s.OpenMessage({{"role", "assistant"}});
   s.Open(thinking ? "think" : "response");
   return std::nullopt;
+}
+
+std::string XtmlAttrEscape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace waste::server
