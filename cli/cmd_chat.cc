@@ -86,17 +86,17 @@ std::string FileFailure(const std::string& path, const Status& s, bool loading) 
 
 // Per-session counters behind /stats (zeroed by /reset).
 struct SessionCounters {
-  uint64_t replies = 0, prompt_tokens = 0, tokens = 0, hit = 0, miss = 0, bytes = 0;
-  double prompt_s = 0, gen_s = 0;
+  uint64_t replies = 0;
+  RunTimings total;  // summed over the replies; load and first token stay unset
   void Add(const RunTimings& t) {
     ++replies;
-    prompt_tokens += t.prompt_tokens;
-    tokens += t.tokens;
-    hit += t.hit;
-    miss += t.miss;
-    bytes += t.bytes_read;
-    prompt_s += t.prompt_s;
-    gen_s += t.gen_s;
+    total.prompt_tokens += t.prompt_tokens;
+    total.prompt_s += t.prompt_s;
+    total.tokens += t.tokens;
+    total.gen_s += t.gen_s;
+    total.hit += t.hit;
+    total.miss += t.miss;
+    total.bytes_read += t.bytes_read;
   }
 };
 
@@ -107,15 +107,7 @@ void PrintStats(const Engine& engine, const Options& o, const SessionCounters& c
       std::to_string(o.ctx > 0 ? (100ull * uint64_t(pos)) / o.ctx : 0) + "% full), " +
       std::to_string(turns_kept) + " turns" +
       (turns_dropped > 0 ? ", " + std::to_string(turns_dropped) + " oldest dropped" : ""));
-  RunTimings t;
-  t.prompt_tokens = c.prompt_tokens;
-  t.prompt_s = c.prompt_s;
-  t.tokens = c.tokens;
-  t.gen_s = c.gen_s;
-  t.hit = c.hit;
-  t.miss = c.miss;
-  t.bytes_read = c.bytes;
-  std::string line = StatsLine(t);
+  std::string line = StatsLine(c.total);
   // The session has no single "first token": drop that part.
   size_t ft = line.find(" | first token");
   if (ft != std::string::npos) line.erase(ft, line.find('|', ft + 3) - 1 - ft);

@@ -25,19 +25,11 @@
 #include "vision/image_decode.h"
 #include "vision/preprocess.h"
 #include "vision/vision_context.h"
+#include "vision_fixture.h"
 #include "waste/waste.h"
 
 namespace waste {
 namespace {
-
-const std::string kSet = std::string(WASTE_FIXTURES_DIR) + "/warp-tiny-vision";
-
-#define SKIP_WITHOUT_VISION_SET()                                                   \
-  do {                                                                              \
-    if (!std::filesystem::exists(kSet + "/container/vision.json")) {                \
-      GTEST_SKIP() << "the vision fixture set is not under " << WASTE_FIXTURES_DIR; \
-    }                                                                               \
-  } while (0)
 
 test::ProcessResult RunWaste(std::vector<std::string> args) {
   args.insert(args.begin(), WASTE_CLI_BINARY);
