@@ -126,8 +126,6 @@ std::optional<ApiError> Resolve(const std::string& ref, const VisionOptions& opt
 
 }  // namespace
 
-bool IsImagePart(const std::string& type) { return type == "image" || type == "image_url"; }
-
 bool DecodeBase64Strict(const std::string& in, std::vector<uint8_t>* out) {
   out->clear();
   if (in.size() % 4 != 0) return false;

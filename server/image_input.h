@@ -29,7 +29,9 @@ struct ImageInput {
   std::string where;           // "messages[0].content[1]" for messages
 };
 
-bool IsImagePart(const std::string& type);
+// A content part carrying an image ("image" or OpenAI's "image_url").
+// Inline: the validation and the renderers use it without the decoder.
+inline bool IsImagePart(const std::string& type) { return type == "image" || type == "image_url"; }
 
 // Every image part of `body.messages`, in conversation order. Assumes the
 // messages passed ValidateMessages.

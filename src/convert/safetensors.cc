@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 namespace waste::convert {
@@ -100,21 +101,23 @@ int64_t TensorEntry::elements() const {
   return n;
 }
 
-Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
-  WASTE_ASSIGN_OR_RETURN(f->file_, platform::File::Open(path));
-  const uint64_t size = f->file_.size();
-  if (size < 8) return FormatError(fmt::format("{}: {} bytes, not a safetensors file", path, size));
-  uint8_t len_bytes[8];
-  WASTE_TRY(f->file_.ReadAt(0, len_bytes, 8));
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
-  if (n > size - 8 || n > kMaxHeaderBytes || n < 2) {
-    return FormatError(fmt::format("{}: header length {} does not fit the {}-byte file", path, n,
-                                   size));
+Result<uint64_t> SafetensorsHeaderLength(const uint8_t* head, size_t head_bytes, uint64_t file_size,
+                                         const std::string& path) {
+  if (file_size < 8 || head_bytes < 8) {
+    return FormatError(fmt::format("{}: {} bytes, not a safetensors file", path, file_size));
   }
-  std::string text(n, '\0');
-  WASTE_TRY(f->file_.ReadAt(8, text.data(), n));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+  if (n > file_size - 8 || n > kMaxHeaderBytes || n < 2) {
+    return FormatError(fmt::format("{}: header length {} does not fit the {}-byte file", path, n,
+                                   file_size));
+  }
+  return n;
+}
+
+Result<std::map<std::string, TensorEntry>> ParseSafetensorsHeader(std::string_view text,
+                                                                  uint64_t file_size,
+                                                                  const std::string& path) {
   Json header;
   try {
     header = Json::parse(text);
@@ -122,14 +125,20 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string
     return FormatError(fmt::format("{}: header is not JSON: {}", path, e.what()));
   }
   if (!header.is_object()) return FormatError(fmt::format("{}: header is not an object", path));
-  const uint64_t data_start = 8 + n, data_bytes = size - data_start;
+  const uint64_t data_start = 8 + text.size();
+  if (data_start > file_size) {
+    return FormatError(fmt::format("{}: header length {} does not fit the {}-byte file", path,
+                                   text.size(), file_size));
+  }
+  const uint64_t data_bytes = file_size - data_start;
+  std::map<std::string, TensorEntry> tensors;
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     TensorEntry t;
     WASTE_TRY(ParseEntry(path, it.key(), it.value(), data_start, data_bytes, &t));
     if (t.bytes > 0) spans.emplace_back(t.begin, t.begin + t.bytes);
-    f->tensors_.emplace(it.key(), std::move(t));
+    tensors.emplace(it.key(), std::move(t));
   }
   std::sort(spans.begin(), spans.end());
   for (size_t i = 1; i < spans.size(); ++i) {
@@ -137,6 +146,21 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string
       return FormatError(fmt::format("{}: two tensors overlap at byte {}", path, spans[i].first));
     }
   }
+  return tensors;
+}
+
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  WASTE_ASSIGN_OR_RETURN(f->file_, platform::File::Open(path));
+  const uint64_t size = f->file_.size();
+  uint8_t len_bytes[8] = {};
+  if (size >= 8) {
+    WASTE_TRY(f->file_.ReadAt(0, len_bytes, 8));
+  }
+  WASTE_ASSIGN_OR_RETURN(const uint64_t n, SafetensorsHeaderLength(len_bytes, 8, size, path));
+  std::string text(n, '\0');
+  WASTE_TRY(f->file_.ReadAt(8, text.data(), n));
+  WASTE_ASSIGN_OR_RETURN(f->tensors_, ParseSafetensorsHeader(text, size, path));
   return f;
 }
 
@@ -144,6 +168,26 @@ Status SafetensorsFile::Read(const TensorEntry& t, void* dst) const {
   Status st = file_.ReadAt(t.begin, dst, t.bytes);
   if (!st.ok()) return IoError(fmt::format("{}: tensor {}: {}", path(), t.name, st.message()));
   return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> ParseSafetensorsIndex(std::string_view text,
+                                                                 const std::string& path) {
+  std::map<std::string, std::string> weight_map;
+  try {
+    Json j = Json::parse(text);
+    const Json& wm = j.at("weight_map");
+    if (!wm.is_object()) throw std::runtime_error("weight_map is not an object");
+    for (auto it = wm.begin(); it != wm.end(); ++it) {
+      const std::string shard = it.value().get<std::string>();
+      if (shard.empty() || shard.find('/') != std::string::npos || shard.find("..") != std::string::npos) {
+        throw std::runtime_error(fmt::format("shard name \"{}\" leaves the directory", shard));
+      }
+      weight_map[it.key()] = shard;
+    }
+  } catch (const std::exception& e) {
+    return FormatError(fmt::format("{}: {}", path, e.what()));
+  }
+  return weight_map;
 }
 
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
@@ -154,22 +198,11 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   std::map<std::string, std::string> weight_map;
   if (platform::PathExists(index_path)) {
     WASTE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(index_path));
-    try {
-      Json j = Json::parse(text);
-      const Json& wm = j.at("weight_map");
-      if (!wm.is_object()) throw std::runtime_error("weight_map is not an object");
-      for (auto it = wm.begin(); it != wm.end(); ++it) {
-        const std::string shard = it.value().get<std::string>();
-        if (shard.empty() || shard.find('/') != std::string::npos || shard.find("..") != std::string::npos) {
-          throw std::runtime_error(fmt::format("shard name \"{}\" leaves the directory", shard));
-        }
-        weight_map[it.key()] = shard;
-        if (std::find(shard_names.begin(), shard_names.end(), shard) == shard_names.end()) {
-          shard_names.push_back(shard);
-        }
+    WASTE_ASSIGN_OR_RETURN(weight_map, ParseSafetensorsIndex(text, index_path));
+    for (const auto& [name, shard] : weight_map) {
+      if (std::find(shard_names.begin(), shard_names.end(), shard) == shard_names.end()) {
+        shard_names.push_back(shard);
       }
-    } catch (const std::exception& e) {
-      return FormatError(fmt::format("{}: {}", index_path, e.what()));
     }
   } else if (platform::PathExists(Join(dir, "model.safetensors"))) {
     shard_names.push_back("model.safetensors");

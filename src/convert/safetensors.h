@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "platform/platform.h"
@@ -31,6 +32,23 @@ struct TensorEntry {
   int shard = 0;                // index into Checkpoint::shards()
   int64_t elements() const;
 };
+
+// The header length a safetensors file starts with (8 bytes, little
+// endian), checked against the file's size and safetensors' 100 MB cap.
+// `head` holds the file's first `head_bytes` bytes.
+Result<uint64_t> SafetensorsHeaderLength(const uint8_t* head, size_t head_bytes, uint64_t file_size,
+                                         const std::string& path);
+// The JSON header (the `length` bytes after the first 8) of a file of
+// `file_size` bytes -> its tensors, each validated: dtype, shape, offsets
+// inside the data buffer, byte count, no overlap. Errors name path and tensor.
+Result<std::map<std::string, TensorEntry>> ParseSafetensorsHeader(std::string_view header,
+                                                                  uint64_t file_size,
+                                                                  const std::string& path);
+
+// model.safetensors.index.json -> tensor name -> shard file name (a plain
+// name inside the checkpoint directory; "a/b" or ".." are refused).
+Result<std::map<std::string, std::string>> ParseSafetensorsIndex(std::string_view text,
+                                                                 const std::string& path);
 
 // One safetensors file: header parsed and validated, data read on demand.
 class SafetensorsFile {

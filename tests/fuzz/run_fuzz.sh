@@ -9,7 +9,10 @@
 # (chat.json), hotlist (usage.waste), session_state (session files),
 # pretokenizer (pretokenizer.json: parse, compile, split), hf_tokenizer
 # (tokenizer.json as waste convert reads it), image (the image decoder and
-# stb_image, seeded with tests/data/images).
+# stb_image, seeded with tests/data/images), safetensors (a checkpoint's
+# safetensors header and index), http_request (a chat request body through
+# validation, both renderers and the schema compiler), grammar (GBNF and
+# JSON Schema compilers).
 # --budget caps build + run (default 55 s, for the 60 s ctest limit).
 # --binary skips the build (a CMake build with -DWASTE_BUILD_FUZZ=ON makes
 # one). Exit 0 = no finding, 77 = skipped (no clang, no libFuzzer, or for
@@ -42,6 +45,10 @@ mkdir -p "$build" || exit 2
 # The platform shim and Status: what every target's sources call.
 base_sources=("$root/src/base/status.cc" "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
               "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc")
+# The grammar compilers (GBNF parser, JSON Schema -> GBNF, rule prefixing).
+grammar_sources=("$root/src/grammar/gbnf_parser.cc" "$root/src/grammar/grammar.cc"
+                 "$root/src/grammar/json_schema.cc" "$root/src/grammar/rule_prefix.cc")
+extra_flags=()
 case "$target" in
   container)
     target_sources=(
@@ -67,13 +74,21 @@ case "$target" in
     target_sources=("$here/hotlist_fuzz.cc" "$root/src/streaming/hotlist_file.cc") ;;
   session_state)
     target_sources=("$here/session_state_fuzz.cc" "$root/src/model/session_state.cc") ;;
+  safetensors)
+    target_sources=("$here/safetensors_fuzz.cc" "$root/src/convert/safetensors.cc") ;;
+  grammar)
+    target_sources=("$here/grammar_fuzz.cc" "${grammar_sources[@]}") ;;
+  http_request)
+    target_sources=("$here/http_request_fuzz.cc" "${grammar_sources[@]}"
+                    "$root/server/json_text.cc" "$root/server/chat_request.cc" "$root/server/render_xtml.cc"
+                    "$root/server/render_chatjson.cc" "$root/server/api_error.cc")
+    extra_flags=(-I"$root/server") ;;
   image)
     target_sources=("$here/image_fuzz.cc" "$root/src/vision/image_decode.cc"
                     "$root/src/vision/decoder_guards.cc" "$root/src/vision/stb_image_impl.cc") ;;
   *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
 esac
 # Per-target compile flags and fuzzer options.
-extra_flags=()
 fuzz_options=()
 if [ "$target" = image ]; then
   stb_flags=$(pkg-config --cflags stb 2>/dev/null)
@@ -105,7 +120,7 @@ if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
          -fno-sanitize-recover=undefined -I"$root/include" -I"$root/src" "${extra_flags[@]}")
   mkdir -p "$build/obj"
-  newest_header=$(ls -t "$root"/src/*/*.h "$root"/include/waste/*.h | head -n 1)
+  newest_header=$(ls -t "$root"/src/*/*.h "$root"/include/waste/*.h "$root"/server/*.h | head -n 1)
   stale=()
   objs=()
   for f in "${sources[@]}"; do
@@ -197,6 +212,18 @@ case "$target" in
       head -c $((3 * (32 + 72) * 4)) /dev/zero
       head -c $((4 + 16 * 4)) /dev/zero
     } > "$seeds/empty.state" ;;
+  safetensors)
+    # A two-tensor file: header length, header, 12 data bytes; and an index.
+    h='{"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}'
+    { printf "\\$(printf '%03o' ${#h})\000\000\000\000\000\000\000"; printf '%s' "$h"; head -c 12 /dev/zero; } > "$seeds/two.safetensors"
+    printf '{"metadata":{"total_size":12},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}' \
+      > "$seeds/index.json" ;;
+  grammar)
+    printf 'root ::= "{" ws item ("," ws item)* "}"\nitem ::= [a-z]+ | "\\u00e9" | [^"\\\\]{1,3}\nws ::= [ \\t\\n]*\n' > "$seeds/gbnf"
+    printf '{"type":"object","properties":{"a":{"type":"integer","minimum":0},"b":{"type":"array","items":{"enum":["x",1,null]},"maxItems":3},"c":{"$ref":"#/$defs/s"}},"required":["a"],"$defs":{"s":{"type":"string","format":"date"}}}' > "$seeds/schema.json" ;;
+  http_request)
+    printf '{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\\"x\\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":"auto","temperature":0.5,"top_p":0.9,"max_tokens":16,"stop":["\\n"],"stream":true,"stream_options":{"include_usage":true},"reasoning_effort":"high"}' > "$seeds/chat.json"
+    printf '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}}}' > "$seeds/schema.json" ;;
   image)
     for f in "$root"/tests/data/images/*; do
       case "$f" in *.png|*.jpg|*.gif|*.bmp|*.tga) cp "$f" "$seeds/" ;; esac
