@@ -10,9 +10,11 @@
 #ifndef PSAPI_VERSION
 #define PSAPI_VERSION 2  // K32GetProcessMemoryInfo lives in kernel32
 #endif
+// windows.h first: psapi.h uses its types without including it.
+#include <windows.h>
+
 #include <malloc.h>
 #include <psapi.h>
-#include <windows.h>
 
 #include <atomic>
 #include <string>
@@ -261,10 +263,10 @@ Status ReplaceFile(const std::string& path, const void* data, size_t n, std::str
   HANDLE h = ::CreateFileW(wtmp.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
                            FILE_ATTRIBUTE_NORMAL, nullptr);
   if (h == INVALID_HANDLE_VALUE) return Win32Status("create", tmp, ::GetLastError());
-  auto fail = [&](const char* what, DWORD err) {
+  auto fail = [&](const char* step, DWORD err) {
     ::CloseHandle(h);
     ::DeleteFileW(wtmp.c_str());
-    return Win32Status(what, tmp, err);
+    return Win32Status(step, tmp, err);
   };
   const auto* p = static_cast<const char*>(data);
   size_t done = 0;
@@ -303,7 +305,6 @@ Status CommitFile(const std::string& tmp, const std::string& path) {
   return Status::Ok();
 }
 
-}
 
 Status WriteFileAtomic(const std::string& path, const void* data, size_t n) {
   return ReplaceFile(path, data, n, "file", "");
@@ -372,6 +373,41 @@ void* AlignedAlloc(size_t alignment, size_t bytes) {
 }
 
 void AlignedFree(void* p) { ::_aligned_free(p); }
+
+// Large pages on Windows need SeLockMemoryPrivilege and are never paged;
+// plain committed memory is what a desktop user's process can have.
+bool AdviseHugePages(void*, size_t) { return false; }
+
+LargeBuffer::~LargeBuffer() { Release(); }
+
+LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = other.data_;
+    size_ = other.size_;
+    huge_pages_ = other.huge_pages_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+    other.huge_pages_ = false;
+  }
+  return *this;
+}
+
+void LargeBuffer::Release() {
+  if (data_ != nullptr) ::VirtualFree(data_, 0, MEM_RELEASE);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool, const std::string& what) {
+  LargeBuffer b;
+  if (bytes == 0) return b;
+  void* p = ::VirtualAlloc(nullptr, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  if (p == nullptr) return OomError(what + ": " + std::to_string(bytes) + " bytes");
+  b.data_ = static_cast<uint8_t*>(p);
+  b.size_ = bytes;
+  return b;
+}
 
 std::vector<int> AllowedCpus() {
   DWORD_PTR process_mask = 0, system_mask = 0;
