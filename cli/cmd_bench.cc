@@ -230,6 +230,7 @@ int BenchCommand(const Options& o) {
     j["io_depth"] = after.io_depth;
     j["io_fixed_buffers"] = after.io_fixed_buffers;
     j["cache_policy"] = after.cache_policy;
+    j["huge_pages"] = after.huge_pages;
     j["cache_slots"] = engine->memory_used().slots;
     j["expert_cache_bytes"] = engine->memory_used().expert_cache_bytes;
     if (!after.phase_seconds.empty()) {
@@ -274,9 +275,10 @@ int BenchCommand(const Options& o) {
               after.io_backend.c_str(), after.io_threads, after.io_threads == 1 ? "" : "s",
               after.io_depth, after.io_fixed_buffers ? ", fixed buffers" : "", after.io_busy_s,
               read_gbps, after.sec_io);
-  std::printf("  cache     %s, %llu slots, lookahead %llu reads / %llu used, %llu warmed\n",
+  std::printf("  cache     %s, %llu slots%s, lookahead %llu reads / %llu used, %llu warmed\n",
               after.cache_policy.c_str(),
               static_cast<unsigned long long>(engine->memory_used().slots),
+              after.huge_pages ? " in huge pages" : "",
               static_cast<unsigned long long>(after.spec_reads),
               static_cast<unsigned long long>(after.spec_used),
               static_cast<unsigned long long>(after.warm_reads));

@@ -22,6 +22,7 @@ int InfoCommand(const Options& o) {
     j["io_depth"] = stats.io_depth;
     j["io_fixed_buffers"] = stats.io_fixed_buffers;
     j["cache_policy"] = stats.cache_policy;
+    j["huge_pages"] = stats.huge_pages;
     j["warm_reads"] = stats.warm_reads;
     std::printf("%s\n", DumpJson(j).c_str());
   } else {
@@ -34,9 +35,10 @@ int InfoCommand(const Options& o) {
                 stats.io_backend.c_str(), stats.io_threads, stats.io_threads == 1 ? "" : "s",
                 stats.io_depth, stats.io_fixed_buffers ? ", fixed buffers" : "",
                 direct_io ? "on" : "off (buffered reads)");
-    std::printf("  %-14s%s, %llu slots, %llu warmed from the hotlist\n", "cache policy",
+    std::printf("  %-14s%s, %llu slots%s, %llu warmed from the hotlist\n", "cache policy",
                 stats.cache_policy.c_str(),
                 static_cast<unsigned long long>(engine->memory_used().slots),
+                stats.huge_pages ? " in huge pages" : "",
                 static_cast<unsigned long long>(stats.warm_reads));
   }
   return 0;

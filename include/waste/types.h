@@ -73,6 +73,7 @@ struct Stats {
   int io_depth = 0;                  // reads in flight at most
   bool io_fixed_buffers = false;     // io_uring reads into registered buffers
   std::string cache_policy;          // "lfru", "lru", "lfu-history"
+  bool huge_pages = false;           // the expert cache arena is advised for huge pages
   uint64_t spec_used = 0;            // lookahead reads later demanded
   uint64_t warm_reads = 0;           // hotlist records loaded at open
   uint64_t read_waits = 0;           // demand accesses that blocked on a read in flight

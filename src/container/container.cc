@@ -47,7 +47,7 @@ TensorView MakeView(const TensorInfo& t) {
 
 struct Container::Impl {
   platform::File trunk_file;
-  platform::AlignedPtr<uint8_t> trunk_buffer;
+  platform::LargeBuffer trunk_buffer;  // huge-page advised: the matvecs walk all of it
   std::unordered_map<std::string, TensorView, StringHash, std::equal_to<>> views;
   // The quantized embedding stays on disk; its view has no data.
   bool embed_on_disk = false;
@@ -96,8 +96,8 @@ std::string Join(const std::string& dir, const std::string& name) {
 }
 
 // Loads every resident tensor (first entry of each name) into one buffer.
-Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Container::Impl& impl,
-                 uint64_t* resident_bytes, uint64_t* finite_checked) {
+Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, bool huge_pages,
+                 Container::Impl& impl, uint64_t* resident_bytes, uint64_t* finite_checked) {
   const ModelConfig& cfg = m.config;
   struct Placement {
     const TensorInfo* t;
@@ -122,14 +122,13 @@ Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, Contai
   }
   *resident_bytes = total;
   if (total > 0) {
-    impl.trunk_buffer.reset(
-        static_cast<uint8_t*>(platform::AlignedAlloc(kTrunkAlignment, static_cast<size_t>(total))));
-    if (!impl.trunk_buffer) {
-      return OomError(fmt::format("trunk.bin: cannot allocate {} bytes for the resident tensors",
-                                  total));
-    }
+    WASTE_ASSIGN_OR_RETURN(
+        impl.trunk_buffer,
+        platform::LargeBuffer::Allocate(
+            static_cast<size_t>(total), huge_pages,
+            fmt::format("trunk.bin: the buffer for the {} bytes of resident tensors", total)));
   }
-  uint8_t* base = impl.trunk_buffer.get();
+  uint8_t* base = impl.trunk_buffer.data();
   for (const Placement& p : plan) {
     const TensorInfo& t = *p.t;
     uint8_t* data = base + p.at;
@@ -274,7 +273,7 @@ Result<std::unique_ptr<Container>> Container::Open(const std::string& dir,
     }
     c->config_ = m.config;
     c->trunk_index_ = std::move(m.trunk);
-    WASTE_TRY(LoadTrunk(m, c->trunk_index_, impl, &c->resident_trunk_bytes_,
+    WASTE_TRY(LoadTrunk(m, c->trunk_index_, options.huge_pages, impl, &c->resident_trunk_bytes_,
                         &c->checked_finite_values_));
 
     WASTE_TRY(LoadCodebooks(dir, m, impl, &c->codebook_count_));

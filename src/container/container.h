@@ -76,6 +76,7 @@ struct ExpertRecordView {
 struct ContainerOptions {
   bool verify_crc = false;           // --verify / WASTE_VERIFY
   bool direct_io = true;             // bypass the page cache for banks
+  bool huge_pages = true;            // trunk buffer advised for huge pages
 };
 
 class Container {

@@ -2,6 +2,7 @@
 // cgroup limits, getrusage. Everything shared with macOS is in posix.cc.
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -128,6 +129,12 @@ UsableRam GetUsableRam() {
     usable.source = limit.kind;
   }
   return usable;
+}
+
+bool AdviseHugePages(void* p, size_t bytes) {
+  // Fails with EINVAL where THP is compiled out; "never" mode accepts the
+  // advice and ignores it (nothing to detect cheaply, nothing lost).
+  return ::madvise(p, bytes, MADV_HUGEPAGE) == 0;
 }
 
 uint64_t PeakRssBytes() {

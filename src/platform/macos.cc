@@ -60,6 +60,8 @@ UsableRam GetUsableRam() {
   return usable;
 }
 
+bool AdviseHugePages(void*, size_t) { return false; }  // no THP advice on macOS
+
 uint64_t PeakRssBytes() {
   struct rusage ru;
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;

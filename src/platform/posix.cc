@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -483,5 +485,59 @@ void* AlignedAlloc(size_t alignment, size_t bytes) {
 }
 
 void AlignedFree(void* p) { std::free(p); }
+
+namespace {
+// Transparent huge pages are 2 MiB on x86-64 and on arm64 with 4 KiB base
+// pages; starting the mapping on that boundary lets the kernel use them
+// from the first byte.
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
+LargeBuffer::~LargeBuffer() { Release(); }
+
+LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = other.data_;
+    size_ = other.size_;
+    huge_pages_ = other.huge_pages_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+    other.huge_pages_ = false;
+  }
+  return *this;
+}
+
+void LargeBuffer::Release() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool huge_pages, const std::string& what) {
+  LargeBuffer b;
+  if (bytes == 0) return b;
+  if (bytes > SIZE_MAX - 2 * kHugePage) return OomError(what + ": " + std::to_string(bytes) + " bytes");
+  // The mapping is the request rounded to base pages, not to huge pages:
+  // the kernel puts huge pages only where a whole aligned 2 MiB lies inside
+  // it, so the resident set never exceeds what was asked for (the memory
+  // plan counts `bytes`). Over-map by one huge page, then trim to a window
+  // that starts on a 2 MiB boundary.
+  const size_t size = (bytes + kBypassAlignment - 1) / kBypassAlignment * kBypassAlignment;
+  const size_t span = size + kHugePage;
+  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return OomError(what + ": " + std::to_string(bytes) + " bytes: " + ErrnoText(errno));
+  }
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(p, aligned - start);
+  const uintptr_t end = start + span, used_end = aligned + size;
+  if (end > used_end) ::munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  b.data_ = reinterpret_cast<uint8_t*>(aligned);
+  b.size_ = size;
+  b.huge_pages_ = huge_pages && AdviseHugePages(b.data_, b.size_);
+  return b;
+}
 
 }  // namespace waste::platform

@@ -74,6 +74,8 @@ struct ExpertCacheOptions {
   bool verify_crc = false;
   IoChoice io;                       // backend, reader threads, queue depth
   int max_speculative = 32;          // lookahead reads in flight at most
+  bool huge_pages = true;            // advise the arena for transparent huge pages
+  std::string trace_path;            // WASTE_CACHE_TRACE: append every cache event here
 };
 
 // Slot geometry for a cache of at most `cache_bytes` holding records of
@@ -138,6 +140,8 @@ class ExpertCache {
   int io_depth() const;
   bool fixed_buffers() const;
   Replacement policy() const { return policy_; }
+  // The arena was advised for transparent huge pages (and the OS took it).
+  bool huge_pages() const { return arena_.huge_pages(); }
 
   struct SlotUsage {
     int layer, expert;
@@ -199,7 +203,7 @@ class ExpertCache {
   int n_experts_ = 0;
   int max_spec_ = 32;
   size_t hint_window_ = 1;
-  platform::AlignedPtr<uint8_t> arena_;
+  platform::LargeBuffer arena_;
   std::vector<Slot> slots_;
   std::vector<int32_t> index_;       // layer * experts + expert -> slot, -1 = absent
   std::vector<int> free_;            // empty slots, popped from the back

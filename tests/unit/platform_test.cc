@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,54 @@ TEST(Platform, BindRefusesWhatItCannotHonour) {
     --outside;
   }
   EXPECT_EQ(BindCurrentThread({outside}).code(), Errc::kArg);
+}
+
+// LargeBuffer: what the expert cache and the trunk rely on (issue #18).
+TEST(LargeBufferTest, StartsOnA2MiBBoundaryZeroFilledAndWritable) {
+  const size_t bytes = (size_t{5} << 20) + 123;  // not a page multiple
+  Result<LargeBuffer> b = LargeBuffer::Allocate(bytes, true, "test buffer");
+  ASSERT_TRUE(b.has_value()) << b.error().ToString();
+  ASSERT_NE(b->data(), nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % (size_t{2} << 20), 0u);
+  // Rounded to base pages only: the resident set can never exceed the
+  // request by a huge page (the memory plan counts `bytes`).
+  EXPECT_EQ(b->size(), (bytes + 4095) / 4096 * 4096);
+  EXPECT_TRUE(std::all_of(b->data(), b->data() + b->size(), [](uint8_t v) { return v == 0; }));
+  std::memset(b->data(), 0xA5, b->size());
+  EXPECT_EQ(b->data()[b->size() - 1], 0xA5);
+}
+
+TEST(LargeBufferTest, HugePageAdviceFollowsTheRequestAndTheOs) {
+  Result<LargeBuffer> off = LargeBuffer::Allocate(size_t{4} << 20, false, "no advice");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_FALSE(off->huge_pages());
+  Result<LargeBuffer> on = LargeBuffer::Allocate(size_t{4} << 20, true, "advised");
+  ASSERT_TRUE(on.has_value());
+  // Linux kernels built with transparent huge pages take the advice.
+  if (std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    EXPECT_TRUE(on->huge_pages());
+  }
+}
+
+TEST(LargeBufferTest, EmptyAndMoved) {
+  Result<LargeBuffer> empty = LargeBuffer::Allocate(0, true, "empty");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->data(), nullptr);
+  EXPECT_EQ(empty->size(), 0u);
+  Result<LargeBuffer> b = LargeBuffer::Allocate(8192, true, "small");
+  ASSERT_TRUE(b.has_value());
+  uint8_t* p = b->data();
+  LargeBuffer moved = std::move(*b);
+  EXPECT_EQ(moved.data(), p);
+  EXPECT_EQ(b->data(), nullptr);
+  moved.data()[8191] = 1;
+}
+
+TEST(LargeBufferTest, ImpossibleSizeIsOomNamingTheBuffer) {
+  Result<LargeBuffer> b = LargeBuffer::Allocate(SIZE_MAX / 2, true, "the huge arena");
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().code(), Errc::kOom);
+  EXPECT_NE(b.error().message().find("the huge arena"), std::string::npos);
 }
 
 }  // namespace
