@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/engine_env.h"
 #include "container/container.h"
 #include "container/tensor_list.h"
 #include "convert/passes.h"
@@ -206,7 +207,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   }
   WASTE_TRY(SaveState(o.out_dir, state));
 
-  const int threads = ResolveThreadCount(o.threads, platform::AllowedCpus());
+  const int threads =
+      ResolveThreadCount(o.threads > 0 ? o.threads : ThreadsFromEnv(), platform::AllowedCpus());
   report.threads = threads;
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create(threads));
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/engine_env.h"
 #include "container/container.h"
 #include "convert/dequant.h"
 #include "convert/source_model.h"
@@ -53,7 +54,8 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
   }
   const Container& c = **opened;
   const ModelConfig& cfg = c.config();
-  const int threads = ResolveThreadCount(o.threads, platform::AllowedCpus());
+  const int threads =
+      ResolveThreadCount(o.threads > 0 ? o.threads : ThreadsFromEnv(), platform::AllowedCpus());
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create(threads));
 
   std::unique_ptr<convert::Checkpoint> ckpt;

@@ -31,12 +31,10 @@ std::string Size(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-// Config's policy, or WASTE_CACHE_POLICY=lfru|lru|lfu-history when the
-// config leaves the default.
-Replacement ResolveReplacement(CachePolicy policy) {
+// Config's policy, or WASTE_CACHE_POLICY=lfru|lru|lfu-history (`want`)
+// when the config leaves the default.
+Replacement ResolveReplacement(CachePolicy policy, const std::string& want) {
   if (policy == CachePolicy::kLru) return Replacement::kLru;
-  const char* env = std::getenv("WASTE_CACHE_POLICY");
-  std::string want = env != nullptr ? env : "";
   if (want == "lru") return Replacement::kLru;
   if (want == "lfu-history" || want == "history") return Replacement::kLfuHistory;
   return Replacement::kLfru;
@@ -105,6 +103,7 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   ContainerOptions copts;
   copts.verify_crc = o.verify;
   copts.direct_io = o.direct_io;
+  copts.huge_pages = o.huge_pages;
   WASTE_ASSIGN_OR_RETURN(m->container, Container::Open(dir, copts));
   if (o.direct_io && !m->container->direct_io()) {
     Log(config, LogLevel::kInfo,
@@ -120,7 +119,7 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   }
 
   int threads = ResolveThreadCount(o.threads, cpus);
-  WASTE_ASSIGN_OR_RETURN(m->pool, ThreadPool::Create(threads, cpus));
+  WASTE_ASSIGN_OR_RETURN(m->pool, ThreadPool::Create(threads, cpus, o.spin_us));
   m->table = o.force_baseline ? kernels::BuildKernelTable(kernels::Isa::kBaseline)
                               : kernels::ActiveKernels();
   if (o.profile) m->profiler = std::make_unique<Profiler>();
@@ -138,9 +137,11 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   }
   layout.slots = std::min(layout.slots, records);
   ExpertCacheOptions co;
-  co.policy = ResolveReplacement(config.cache_policy);
+  co.policy = ResolveReplacement(config.cache_policy, o.cache_policy);
   co.verify_crc = o.verify;
-  co.io = ResolveIoChoice(o.io_threads);
+  co.io = ResolveIoChoice(o.io_threads, o.io_depth, o.io_backend, o.io_fixed_buffers);
+  co.trace_path = o.cache_trace;
+  co.huge_pages = o.huge_pages;
   WASTE_ASSIGN_OR_RETURN(m->cache, ExpertCache::Create(*m->container, layout, co));
 
   auto tok = Tokenizer::Load(dir);
@@ -175,7 +176,7 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   // (ENGINE.md §5.8 W); WASTE_WARM_WAIT=1 waits for it (benchmarks that
   // want a fully warm cache before the clock starts).
   WarmFromHotlist(m->usage_path, *m->container, *m->cache);
-  if (EnvFlag("WASTE_WARM_WAIT")) m->cache->Drain();
+  if (o.warm_wait) m->cache->Drain();
   return m;
 }
 
@@ -206,6 +207,7 @@ void ModelCore::FillCacheStats(Stats* s) const {
   s->io_depth = cache->io_depth();
   s->io_fixed_buffers = cache->fixed_buffers();
   s->cache_policy = ReplacementName(cache->policy());
+  s->huge_pages = cache->huge_pages();
   s->direct_io = container->direct_io();
   if (profiler) s->phase_seconds = profiler->Breakdown();
 }

@@ -207,7 +207,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       s.detail = s.ContextFull();
       return ArgError(s.detail);
     }
-    SamplerParams sp{params.temperature, params.top_p, params.top_k, params.seed};
+    SamplerParams sp;
+    sp.temperature = params.temperature;
+    sp.top_p = params.top_p;
+    sp.top_k = params.top_k;
+    sp.seed = params.seed;
     sp.min_p = params.min_p;
     sp.repeat_penalty = params.repeat_penalty;
     sp.repeat_last_n = params.repeat_last_n;

@@ -146,6 +146,9 @@ KernelTable BuildActiveTable(const char* backend_env) {
 }
 
 const KernelTable& ActiveKernels() {
+  // Per process, resolved once: WASTE_BACKEND=cpu forces the baseline. The
+  // one getenv outside src/base: the kernel layer builds and is tested on
+  // its own (also cross-compiled for aarch64), without the base library.
   static const KernelTable table = BuildActiveTable(std::getenv("WASTE_BACKEND"));
   return table;
 }

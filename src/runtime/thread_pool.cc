@@ -39,17 +39,8 @@ inline void CpuRelax() {
 // short one wastes least when the job stream pauses (I/O, sampling).
 constexpr int kDefaultSpinUs = 50;
 
-// Cap for WASTE_SPIN: beyond a few milliseconds spinning is just burning.
+// Cap for the spin: beyond a few milliseconds spinning is just burning.
 constexpr int kMaxSpinUs = 100000;
-
-int SpinFromEnv() {
-  const char* v = std::getenv("WASTE_SPIN");
-  if (v == nullptr || *v == '\0') return kDefaultSpinUs;
-  char* end = nullptr;
-  long us = std::strtol(v, &end, 10);
-  if (end == v || us < 0) return kDefaultSpinUs;
-  return static_cast<int>(std::min<long>(us, kMaxSpinUs));
-}
 
 std::atomic<uint64_t> g_next_pool_id{1};
 // Which pool (by id) the calling thread last bound itself for.
@@ -204,7 +195,8 @@ struct ThreadPool::Impl {
   }
 };
 
-Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int threads, std::vector<int> cpus) {
+Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int threads, std::vector<int> cpus,
+                                                       int spin_us) {
   if (threads < 1) return ArgError("thread pool needs at least one thread");
   threads = std::min(threads, kMaxThreads);
   if (!cpus.empty()) {
@@ -222,7 +214,7 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int threads, std::vector<
   impl->threads = threads;
   impl->cpus = std::move(cpus);
   impl->id = g_next_pool_id.fetch_add(1, std::memory_order_relaxed);
-  impl->spin_us = SpinFromEnv();
+  impl->spin_us = spin_us < 0 ? kDefaultSpinUs : std::min(spin_us, kMaxSpinUs);
   Impl* raw = impl.get();
   for (int i = 1; i < threads; ++i) {
     try {
@@ -326,10 +318,6 @@ void ThreadPool::Run(size_t n, size_t chunk, size_t nchunks,
 
 int ResolveThreadCount(int requested, const std::vector<int>& cpus) {
   int n = requested;
-  if (n <= 0) {
-    const char* env = std::getenv("WASTE_THREADS");
-    n = env != nullptr ? std::atoi(env) : 0;  // atoi: garbage reads as 0 (R)
-  }
   if (n <= 0 && !cpus.empty()) n = static_cast<int>(cpus.size());
   if (n <= 0) n = platform::CpuCount();
   return std::clamp(n, 1, 64);

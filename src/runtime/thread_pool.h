@@ -17,7 +17,9 @@ class ThreadPool {
  public:
   // threads >= 1 (the caller counts as one). `cpus` non-empty binds every
   // pool thread (and lazily the caller) to that set.
-  static Result<std::unique_ptr<ThreadPool>> Create(int threads, std::vector<int> cpus = {});
+  // `spin_us` < 0: the default spin before an idle worker parks (50 µs).
+  static Result<std::unique_ptr<ThreadPool>> Create(int threads, std::vector<int> cpus = {},
+                                                    int spin_us = -1);
   ~ThreadPool();
 
   int size() const;
@@ -60,7 +62,8 @@ class ThreadPool {
   std::unique_ptr<Impl> impl_;
 };
 
-// Thread count from WASTE_THREADS / CPU count when `requested` is 0.
+// `requested` (the caller resolved Config and WASTE_THREADS), else one per
+// listed CPU, else the CPU count; clamped to 1..64.
 int ResolveThreadCount(int requested, const std::vector<int>& cpus);
 
 }  // namespace waste

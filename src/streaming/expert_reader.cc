@@ -27,14 +27,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-int EnvIntOr(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  return end == v ? fallback : static_cast<int>(x);
-}
-
 struct Pending {
   ReadRequest r;
   Clock::time_point submitted;
@@ -463,16 +455,14 @@ bool UringAvailable() {
 #endif
 }
 
-IoChoice ResolveIoChoice(int io_threads) {
+IoChoice ResolveIoChoice(int io_threads, int depth, const std::string& want,
+                         bool register_buffers) {
   IoChoice c;
   c.threads = std::clamp(io_threads, 0, 8);
-  c.depth = std::clamp(EnvIntOr("WASTE_IO_DEPTH", 8), 1, 64);
+  c.depth = std::clamp(depth, 1, 64);
   // Registered buffers pin (and so fault in) the whole arena at open:
   // opt-in (WASTE_IO_FIXED=1), see docs/PERFORMANCE.md.
-  const char* fixed = std::getenv("WASTE_IO_FIXED");
-  c.register_buffers = fixed != nullptr && fixed[0] != '\0' && fixed[0] != '0';
-  const char* env = std::getenv("WASTE_IO");
-  std::string want = env != nullptr ? env : "";
+  c.register_buffers = register_buffers;
   if (c.threads == 0 || want == "sync") {
     c.backend = IoBackend::kSync;
     return c;

@@ -44,8 +44,12 @@ struct IoChoice {
   int depth = 8;                     // requests in flight (uring backend)
   bool register_buffers = false;     // uring: register the arena as fixed buffers
 };
-// `io_threads` is the resolved WASTE_IO_THREADS / Config::io_threads.
-IoChoice ResolveIoChoice(int io_threads);
+// From the resolved options: `io_threads` (Config::io_threads /
+// WASTE_IO_THREADS), `depth` (WASTE_IO_DEPTH), `backend` (WASTE_IO: "uring",
+// "threads", "sync" or "" for the best available), `register_buffers`
+// (WASTE_IO_FIXED).
+IoChoice ResolveIoChoice(int io_threads, int depth, const std::string& backend,
+                         bool register_buffers);
 // True when this build has the io_uring backend and the kernel lets this
 // process create a ring.
 bool UringAvailable();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "scoped_env.h"
 #include "temp_dir.h"
 #include "waste/engine.h"
 
@@ -38,29 +39,6 @@ class LinkedCopy : public TempDir {
   }
 };
 
-// Sets (or unsets, for nullptr) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 inline std::vector<int> TestPrompt(int vocab, size_t n = 6) {
   std::vector<int> ids(n);

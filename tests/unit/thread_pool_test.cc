@@ -24,38 +24,12 @@
 namespace waste {
 namespace {
 
-std::unique_ptr<ThreadPool> MakePool(int threads, std::vector<int> cpus = {}) {
-  Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(threads, std::move(cpus));
+std::unique_ptr<ThreadPool> MakePool(int threads, std::vector<int> cpus = {}, int spin_us = -1) {
+  Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(threads, std::move(cpus), spin_us);
   EXPECT_TRUE(pool.has_value()) << pool.error().ToString();
   return pool.has_value() ? std::move(pool).value() : nullptr;
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 TEST(ThreadPool, CreateRefusesZeroThreads) {
   EXPECT_EQ(ThreadPool::Create(0).error().code(), Errc::kArg);
@@ -233,9 +207,8 @@ TEST(ThreadPool, ResultsBitIdenticalAt1_2_4Threads) {
 
 TEST(ThreadPool, ManyBackToBackJobs) {
   // Stresses job hand-over: late workers must never run a stale job.
-  for (const char* spin : {"0", "50"}) {
-    ScopedEnv env("WASTE_SPIN", spin);
-    std::unique_ptr<ThreadPool> pool = MakePool(4);
+  for (int spin : {0, 50}) {
+    std::unique_ptr<ThreadPool> pool = MakePool(4, {}, spin);
     ASSERT_NE(pool, nullptr);
     std::vector<std::atomic<int>> seen(257);
     for (int rep = 0; rep < 5000; ++rep) {
@@ -250,36 +223,25 @@ TEST(ThreadPool, ManyBackToBackJobs) {
   }
 }
 
-TEST(ThreadPool, SpinFromEnvironment) {
-  {
-    ScopedEnv env("WASTE_SPIN", "0");
-    EXPECT_EQ(MakePool(2)->spin_us(), 0);
-  }
-  {
-    ScopedEnv env("WASTE_SPIN", "250");
-    EXPECT_EQ(MakePool(2)->spin_us(), 250);
-  }
-  {
-    ScopedEnv env("WASTE_SPIN", nullptr);
-    EXPECT_GT(MakePool(2)->spin_us(), 0);
-  }
+TEST(ThreadPool, SpinIsTheCallersChoiceWithADefault) {
+  auto spin = [](int us) {
+    Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(2, {}, us);
+    EXPECT_TRUE(pool.has_value());
+    return pool.has_value() ? (*pool)->spin_us() : -2;
+  };
+  EXPECT_EQ(spin(0), 0);
+  EXPECT_EQ(spin(250), 250);
+  EXPECT_EQ(spin(10000000), 100000);  // capped
+  EXPECT_GT(spin(-1), 0);             // the default
+  EXPECT_GT(MakePool(2)->spin_us(), 0);
 }
 
+// WASTE_THREADS is read by ResolveOptions (engine_env_test), not here.
 TEST(ThreadPool, ResolveThreadCount) {
-  ScopedEnv env("WASTE_THREADS", nullptr);
   EXPECT_EQ(ResolveThreadCount(3, {0, 1}), 3);  // explicit wins
   EXPECT_EQ(ResolveThreadCount(0, {0, 1}), 2);  // cpus listed
   EXPECT_EQ(ResolveThreadCount(0, {}), std::clamp(platform::CpuCount(), 1, 64));
   EXPECT_EQ(ResolveThreadCount(500, {}), 64);  // clamped
-  {
-    ScopedEnv threads("WASTE_THREADS", "5");
-    EXPECT_EQ(ResolveThreadCount(0, {0, 1}), 5);  // env beats the list
-    EXPECT_EQ(ResolveThreadCount(2, {}), 2);      // explicit beats env
-  }
-  {
-    ScopedEnv threads("WASTE_THREADS", "junk");
-    EXPECT_EQ(ResolveThreadCount(0, {0, 1, 2}), 3);  // atoi garbage = unset
-  }
 }
 
 // Runs `body` on a fresh thread so binding never narrows the test's main
@@ -311,7 +273,6 @@ void ExpectBoundTo(const std::vector<int>& cpus) {
 }
 
 TEST(ThreadPool, BindsEveryThreadToTheList) {
-  ScopedEnv env("WASTE_THREADS", nullptr);
   if (!platform::kHaveAffinity) {
     EXPECT_EQ(ThreadPool::Create(2, {0}).error().code(), Errc::kUnsupported);
     GTEST_SKIP() << "this OS cannot bind threads";
@@ -360,13 +321,12 @@ double TimeDispatch(ThreadPool& pool, double per_chunk_us, double gap_us, int re
 }
 
 // Not a check: prints what a fork-join costs with workers parked at once
-// (WASTE_SPIN=0) and with several spins, for empty jobs and for jobs of
+// (spin 0, i.e. WASTE_SPIN=0) and with several spins, for empty jobs and for jobs of
 // 5 µs per chunk, back to back and after a 20 µs serial gap.
 TEST(ThreadPool, DispatchCost) {
   int threads = std::clamp(platform::CpuCount(), 2, 4);
-  for (const char* spin : {"0", "20", "50", "100", "1000"}) {
-    ScopedEnv env("WASTE_SPIN", spin);
-    std::unique_ptr<ThreadPool> pool = MakePool(threads);
+  for (int spin : {0, 20, 50, 100, 1000}) {
+    std::unique_ptr<ThreadPool> pool = MakePool(threads, {}, spin);
     ASSERT_NE(pool, nullptr);
     TimeDispatch(*pool, 0, 0, 1000);  // warm up
     double empty = TimeDispatch(*pool, 0, 0, 20000);
