@@ -282,6 +282,57 @@ TEST_F(HttpTest, ClientDisconnectStopsBlockingGeneration) {
   EXPECT_EQ(ParseBody(r->body)["usage"]["completion_tokens"], 3);
 }
 
+// A blocking request whose client leaves while it is still queued behind
+// another is dropped without running: it is counted as cancelled and adds
+// no generated token; the running request is not disturbed.
+TEST_F(HttpTest, ClientLeavingWhileQueuedIsDroppedUnrun) {
+  ServeOptions o;
+  o.queue = 1;
+  Running s(o);
+  auto metric = [&](const char* name) {
+    httplib::Client c = s.Client();
+    auto m = c.Get("/metrics");
+    std::string key = std::string("\n") + name + " ";
+    size_t at = m ? m->body.find(key) : std::string::npos;
+    return at == std::string::npos ? -1L : std::stol(m->body.substr(at + key.size()));
+  };
+  int long_status = -1;
+  std::string long_body;
+  std::thread running([&] {
+    httplib::Client c = s.Client();
+    auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 4000})", "application/json");
+    if (r) {
+      long_status = r->status;
+      long_body = r->body;
+    }
+  });
+  bool busy = false;
+  for (int i = 0; i < 400 && !busy; ++i) {
+    httplib::Client c = s.Client();
+    auto m = c.Get("/metrics");
+    busy = m && m->body.find("\nwaste_engine_busy 1\n") != std::string::npos;
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(busy);
+  {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(0, 100000);  // queued behind the long one; gone after 0.1 s
+    EXPECT_FALSE(c.Post("/v1/completions", R"({"prompt": "y", "max_tokens": 5})",
+                        "application/json"));
+  }
+  running.join();
+  ASSERT_EQ(long_status, 200);
+  long made = ParseBody(long_body)["usage"]["completion_tokens"].get<long>();
+  EXPECT_GT(made, 0);
+  long cancelled = -1;
+  for (int i = 0; i < 400 && cancelled < 1; ++i) {
+    cancelled = metric("waste_generations_cancelled_total");
+    if (cancelled < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(metric("waste_completion_tokens_total"), made);  // the dropped one made none
+}
+
 TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
   ServeOptions o;
   Running s(o);
