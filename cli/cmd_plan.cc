@@ -22,7 +22,8 @@ std::string BaseName(std::string path) {
 
 int PlanCommand(const Options& o) {
   if (!CheckContainerPath(o)) return 1;
-  Result<MemPlan> plan = PlanMemory(o.model(), o.ctx);
+  // The plan exactly as opening the model with these settings makes it.
+  Result<MemPlan> plan = PlanMemoryForOpen(o.model(), o.ctx, o.plan_sessions, o.plan_vision);
   if (!plan.has_value()) {
     ReportFailure("plan", plan.error(), plan.error().message(), o);
     return 1;

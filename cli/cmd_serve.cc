@@ -44,6 +44,7 @@ int ServeMain(const std::vector<std::string>& args) {
   uint32_t ctx = 0;
   int threads = 0;
   bool no_direct_io = false, verify = false, exclusive = false, plan = false, vision = false;
+  bool json = false;
   double body_limit_mib = 64;
   app.add_option("MODEL", model, "container directory")->required();
   app.add_option("--host", so.host, "bind address (default 127.0.0.1)");
@@ -75,7 +76,10 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--cors", so.cors_origin, "send Access-Control-Allow-Origin: ORIGIN and answer preflights");
   app.add_option("--http-threads", so.http_threads, "connections served at once (default 16)")
       ->check(CLI::Range(2, 1024));
-  app.add_flag("--plan", plan, "print the memory plan and exit");
+  app.add_flag("--plan", plan,
+               "print the memory plan this start-up would use (--ctx, --budget, --parallel, "
+               "--vision) and exit");
+  app.add_flag("--json", json, "with --plan: the plan as JSON");
   std::vector<std::string> rest(args.begin() + 1, args.end());
   std::reverse(rest.begin(), rest.end());
   try {
@@ -92,13 +96,20 @@ int ServeMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
     return 2;
   }
+  // Each slot is a session, and each keeps one snapshot of at most a
+  // session's state: the plan reserves room for both.
+  const uint32_t sessions = static_cast<uint32_t>(2 * so.parallel);
   if (plan) {
+    // The same figures Engine::Open reserves below (PlanMemoryForOpen).
     Options o;
     o.command = Command::kPlan;
     o.positionals = {model};
     o.budget_bytes = *size;
     o.budget_given = true;
     o.ctx = ctx ? ctx : 4096;
+    o.plan_sessions = sessions;
+    o.plan_vision = vision;
+    o.json = json;
     return PlanCommand(o);
   }
   if (so.api_key.empty()) {
@@ -117,9 +128,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.usage_path = usage;
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;
-  // Each slot is a session, and each keeps one snapshot of at most a
-  // session's state: the plan reserves room for both.
-  cfg.max_sessions = static_cast<uint32_t>(2 * so.parallel);
+  cfg.max_sessions = sessions;
   so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);

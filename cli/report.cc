@@ -141,7 +141,9 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
   auto row = [](const char* label, uint64_t bytes) {
     return fmt::format("  {:<22}{:>12}\n", label, FormatSize(bytes));
   };
-  std::string out = fmt::format("memory plan for {} (ctx {})\n\n", name, plan.ctx);
+  std::string sessions =
+      plan.sessions > 1 ? fmt::format(", {} sessions", plan.sessions) : std::string();
+  std::string out = fmt::format("memory plan for {} (ctx {}{})\n\n", name, plan.ctx, sessions);
   out += row("resident trunk", plan.trunk_bytes);
   out += row("KDA state + KV cache", plan.state_bytes);
   out += row("scratch", plan.scratch_bytes);
@@ -154,7 +156,10 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
   out += rec + "   (floor + 3x a token's working set,\n" + pad + "capped at every expert the\n" +
          pad + "container holds; below one\n" + pad + "working set the cache keeps\n" + pad +
          "nothing alive between tokens)\n";
-  if (plan.vision_bytes > 0) {
+  if (plan.vision_included) {
+    out += fmt::format("  scratch includes {} for vision (tower, image queue, one decoded image)\n",
+                       FormatSize(plan.vision_bytes));
+  } else if (plan.vision_bytes > 0) {
     // What opening with --image adds to scratch, floor and recommendation.
     out += fmt::format("  --image adds {} (vision tower, image queue, one decoded image)\n",
                        FormatSize(plan.vision_bytes));
@@ -201,6 +206,9 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   // waste additions (new keys only; §1.7 W)
   j["record_bytes"] = plan.record_bytes;
   j["usable_ram_source"] = plan.usable_ram_source;
+  j["sessions"] = plan.sessions;
+  j["session_bytes"] = plan.session_bytes;
+  j["vision_included"] = plan.vision_included;
   if (!budget.given) {
     j["default_budget_bytes"] = budget.budget;
     j["default_expert_cache_bytes"] = budget.expert_cache;

@@ -174,13 +174,21 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
   engine.ClearImages();
-  Result<SessionPool::Run> run = pool.Prepare(req.ids);
+  // A client that leaves during prefill stops it within a chunk.
+  auto gone = [&] {
+    if (cancel.load()) r.cancelled = true;
+    return r.cancelled;
+  };
+  GenParams params = req.params;
+  params.on_prefill = [&](int, int) { return !gone(); };
+  Result<SessionPool::Run> run = pool.Prepare(req.ids, gone);
+  if (!run && r.cancelled) return r;
   if (!run) {
     r.error = EngineFailure(run.error(), nullptr);
     return r;
   }
   r.cached_tokens = run->cached_tokens;
-  Status st = AsStatus(run->session->Generate(run->rest, req.params, [&](const TokenEvent& ev) {
+  Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
     // The piece of a terminating stop or end-of-sequence token is not text.
     bool terminator = ev.token == format.stop_id || ev.token == eos;

@@ -12,6 +12,7 @@
 #include "engine_worker.h"
 #include "generate.h"
 #include "metrics.h"
+#include "platform/platform.h"
 #include "prepare.h"
 #include "session_pool.h"
 #include "web_page.h"
@@ -50,6 +51,31 @@ struct EventChannel {
     cv.notify_one();
   }
 };
+
+// A blocking reply is generated on the engine thread while the
+// connection's thread waits for it. cpp-httplib 0.11 tells a handler
+// nothing about its connection (no socket on the Request, no accept hook;
+// its is_writable() stays true after the peer closed), so after the first
+// 10 ms the wait looks the connection's socket up once by its ports through
+// the platform layer, then peeks at it every 10 ms; a peer that closed or
+// reset sets `cancel`, which stops the generation at the next token (or
+// prefill chunk) or drops the job before it runs if it is still queued.
+// The reply of a client that stays is unchanged: same status, headers and
+// Content-Length body. Where the socket cannot be found (another OS), the
+// reply simply runs to its end.
+GenerateResult AwaitBlocking(const httplib::Request& req, std::future<GenerateResult>& future,
+                             std::atomic<bool>& cancel) {
+  intptr_t sock = -1;
+  bool looked = false;
+  while (future.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
+    if (!looked) {
+      sock = platform::FindTcpSocket(req.local_port, req.remote_addr, req.remote_port);
+      looked = true;
+    }
+    if (sock >= 0 && !cancel.load() && platform::SocketPeerClosed(sock)) cancel = true;
+  }
+  return future.get();
+}
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -169,8 +195,8 @@ struct HttpServer::Impl {
     }
     Json body;
     if (!ReadBody(req, res, &body)) return;
-    if (path == "/v1/chat/completions") Chat(body, res);
-    else if (path == "/v1/completions") Completion(body, res);
+    if (path == "/v1/chat/completions") Chat(req, body, res);
+    else if (path == "/v1/completions") Completion(req, body, res);
     else if (path == "/tokenize") Tokenize(body, res);
     else Detokenize(body, res);
   }
@@ -182,21 +208,33 @@ struct HttpServer::Impl {
                std::nullopt});
   }
 
-  void Chat(const Json& body, httplib::Response& res) {
+  // A blocking request whose client left: nobody reads this answer.
+  static void Abandoned(httplib::Response& res) {
+    res.status = 499;  // "client closed request" (nginx's convention)
+    res.set_header("Connection", "close");
+  }
+
+  void Chat(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
     auto chat = std::make_shared<PreparedChat>();
     if (auto e = PrepareChat(body, format, engine, limits, chat.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
     if (!chat->stream) {
       auto done = std::make_shared<std::promise<GenerateResult>>();
       auto future = done->get_future();
-      static const std::atomic<bool> kNever{false};
-      bool queued = worker->Submit([this, chat, header, done](Engine& e) {
-        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, kNever);
+      auto cancel = std::make_shared<std::atomic<bool>>(false);
+      bool queued = worker->Submit([this, chat, header, done, cancel](Engine& e) {
+        GenerateResult r;
+        if (cancel->load()) {
+          r.cancelled = true;  // left while queued: nothing to run
+        } else {
+          r = GenerateChat(e, *pool, *chat, format, header, nullptr, *cancel);
+        }
         metrics.CountGeneration(r, e.model().stats());
         done->set_value(std::move(r));
       });
       if (!queued) return Busy(res);
-      GenerateResult r = future.get();
+      GenerateResult r = AwaitBlocking(http_req, future, *cancel);
+      if (r.cancelled) return Abandoned(res);
       if (r.error) return Fail(res, *r.error);
       return Reply(res, 200, r.body);
     }
@@ -243,20 +281,26 @@ struct HttpServer::Impl {
         [channel](bool) { channel->cancel = true; });
   }
 
-  void Completion(const Json& body, httplib::Response& res) {
+  void Completion(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
     auto req = std::make_shared<PreparedCompletion>();
     if (auto e = PrepareCompletion(body, format, engine, limits, req.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("cmpl"), UnixNow(), options.model_id};
     auto done = std::make_shared<std::promise<GenerateResult>>();
     auto future = done->get_future();
-    static const std::atomic<bool> kNever{false};
-    bool queued = worker->Submit([this, req, header, done](Engine& e) {
-      GenerateResult r = GenerateCompletion(e, *pool, *req, format, header, kNever);
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    bool queued = worker->Submit([this, req, header, done, cancel](Engine& e) {
+      GenerateResult r;
+      if (cancel->load()) {
+        r.cancelled = true;
+      } else {
+        r = GenerateCompletion(e, *pool, *req, format, header, *cancel);
+      }
       metrics.CountGeneration(r, e.model().stats());
       done->set_value(std::move(r));
     });
     if (!queued) return Busy(res);
-    GenerateResult r = future.get();
+    GenerateResult r = AwaitBlocking(http_req, future, *cancel);
+    if (r.cancelled) return Abandoned(res);
     if (r.error) return Fail(res, *r.error);
     Reply(res, 200, r.body);
   }

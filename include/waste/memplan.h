@@ -25,6 +25,7 @@ struct MemPlan {
   uint64_t record_bytes = 0;         // largest expert record
   uint64_t all_experts_bytes = 0;    // every expert record of the container
   uint64_t vision_bytes = 0;         // what opening with vision adds (0: no tower)
+  bool vision_included = false;      // vision_bytes is in scratch, floor and recommended
   uint64_t physical_ram_bytes = 0;
   uint64_t usable_ram_bytes = 0;
   std::string usable_ram_source;
@@ -33,6 +34,14 @@ struct MemPlan {
 // `sessions` (0 is taken as 1) sessions of `ctx_tokens` each.
 WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
                            uint32_t sessions = 1) noexcept;
+
+// The plan exactly as opening a model makes it (Model::Open uses this):
+// `sessions` sessions of `ctx_tokens`, and with `vision` on a container
+// that has a tower, the tower's bytes added to scratch, floor and
+// recommendation (vision_included). `waste serve --plan` prints this.
+WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,
+                                               uint32_t ctx_tokens, uint32_t sessions,
+                                               bool vision) noexcept;
 
 struct BudgetResolution {
   uint64_t budget_bytes = 0;

@@ -155,6 +155,20 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
   }
 }
 
+Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, uint32_t ctx_tokens,
+                                  uint32_t sessions, bool vision) noexcept {
+  Result<MemPlan> plan = PlanMemory(container_dir, ctx_tokens, sessions);
+  if (!plan) return plan;
+  // Vision memory is taken from the budget like any scratch (docs/VISION.md).
+  if (vision && plan->vision_bytes > 0) {
+    plan->scratch_bytes += plan->vision_bytes;
+    plan->floor_bytes += plan->vision_bytes;
+    plan->recommended_bytes += plan->vision_bytes;
+    plan->vision_included = true;
+  }
+  return plan;
+}
+
 static Result<BudgetResolution> ResolveBudgetOrThrow(const MemPlan& plan, uint64_t requested_bytes) {
   BudgetResolution r;
   const uint64_t floor = plan.floor_bytes;

@@ -82,15 +82,10 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   if (config.exclusive_open) {
     WASTE_ASSIGN_OR_RETURN(m->lock, platform::DirLock::Acquire(dir));
   }
-  WASTE_ASSIGN_OR_RETURN(m->plan,
-                         PlanMemory(dir, m->config.ctx_tokens, m->config.max_sessions));
-  // Vision memory is taken from the budget like any scratch (docs/VISION.md).
-  if (config.vision && m->plan.vision_bytes > 0) {
-    m->vision_bytes = m->plan.vision_bytes;
-    m->plan.scratch_bytes += m->vision_bytes;
-    m->plan.floor_bytes += m->vision_bytes;
-    m->plan.recommended_bytes += m->vision_bytes;
-  }
+  // The same plan `waste plan` and `waste serve --plan` print.
+  WASTE_ASSIGN_OR_RETURN(m->plan, PlanMemoryForOpen(dir, m->config.ctx_tokens,
+                                                    m->config.max_sessions, config.vision));
+  if (m->plan.vision_included) m->vision_bytes = m->plan.vision_bytes;
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
   m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
   if (m->budget.over_cap) {

@@ -162,6 +162,18 @@ class LargeBuffer {
 // OS has no such advice or refuses it. Used by LargeBuffer.
 bool AdviseHugePages(void* p, size_t bytes);
 
+// Connections. The HTTP library hands a request handler no socket, so
+// the server finds its own connection to notice a client that hung up
+// while a blocking reply is being generated. FindTcpSocket: the descriptor
+// of this process's connected TCP socket whose local port is `local_port`
+// and whose peer is `peer_address`:`peer_port` (the address, numeric as
+// inet_ntop writes it, only breaks a tie between equal ports), else -1
+// (also where the OS cannot list descriptors). SocketPeerClosed: the peer
+// has closed or reset the connection; never blocks and never consumes
+// data (a peer that sent more bytes is still there).
+intptr_t FindTcpSocket(int local_port, const std::string& peer_address, int peer_port);
+bool SocketPeerClosed(intptr_t socket);
+
 // Machine facts.
 int CpuCount();                        // CPUs this process may run on (affinity-aware)
 uint64_t PhysicalRam();                // bytes, 0 if unknown

@@ -2,10 +2,14 @@
 // positional reads, whole-file reads, atomic writes, aligned memory.
 // OpenBypass and the machine facts differ and live in linux.cc / macos.cc.
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "platform/platform.h"
 
@@ -538,6 +543,71 @@ Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool huge_pages, const s
   b.size_ = size;
   b.huge_pages_ = huge_pages && AdviseHugePages(b.data_, b.size_);
   return b;
+
+
+int PortOf(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return -1;
+}
+
+// The numeric address as inet_ntop writes it ("127.0.0.1", "::1",
+// "::ffff:10.0.0.1"), which is also how the HTTP library names a peer.
+std::string AddressOf(const sockaddr_storage& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  const void* raw = nullptr;
+  if (a.ss_family == AF_INET) raw = &reinterpret_cast<const sockaddr_in&>(a).sin_addr;
+  if (a.ss_family == AF_INET6) raw = &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
+  if (!raw || !inet_ntop(a.ss_family, raw, buf, sizeof buf)) return {};
+  return buf;
+}
+
+}  // namespace
+
+intptr_t FindTcpSocket(int local_port, const std::string& peer_address, int peer_port) {
+  if (local_port <= 0 || peer_port <= 0) return -1;
+  // /dev/fd lists this process's descriptors on Linux and macOS alike.
+  // A descriptor closed and reused while we look is harmless: whatever
+  // matches both ports (and, to break a tie, the peer's address) is the
+  // connection itself, which its handler keeps open while it waits.
+  DIR* dir = opendir("/dev/fd");
+  if (!dir) return -1;
+  std::vector<std::pair<int, std::string>> found;  // descriptor, peer address
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd < 0 || fd == dirfd(dir)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t ln = sizeof local, pn = sizeof peer;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ln) != 0) continue;
+    if (PortOf(local) != local_port) continue;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pn) != 0) continue;
+    if (PortOf(peer) != peer_port) continue;
+    found.emplace_back(static_cast<int>(fd), AddressOf(peer));
+  }
+  closedir(dir);
+  if (found.size() == 1) return found[0].first;
+  // Two clients on other hosts may share a port number: the address decides.
+  int match = -1, matches = 0;
+  for (const auto& [fd, address] : found) {
+    if (!peer_address.empty() && address == peer_address) {
+      match = fd;
+      ++matches;
+    }
+  }
+  return matches == 1 ? match : -1;
+}
+
+bool SocketPeerClosed(intptr_t socket) {
+  if (socket < 0) return false;
+  int fd = static_cast<int>(socket);
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;  // nothing pending: still there
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+  char c;
+  ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;  // orderly shutdown
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 }  // namespace waste::platform

@@ -172,7 +172,9 @@ TEST_F(HttpTest, FullQueueIs503WithRetryAfter) {
   bool busy = false;
   for (int i = 0; i < 200 && !busy; ++i) {
     auto m = c.Get("/metrics");
-    busy = m && m->body.find("waste_engine_busy 1") != std::string::npos;
+    // The sample line, not the HELP line ("# HELP waste_engine_busy 1 while
+    // a request runs..."), which always matched and let `y` race `slow`.
+    busy = m && m->body.find("\nwaste_engine_busy 1\n") != std::string::npos;
     if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_TRUE(busy);
@@ -231,6 +233,104 @@ TEST_F(HttpTest, ClientDisconnectStopsGeneration) {
   size_t at = m->body.find("\nwaste_completion_tokens_total ");
   ASSERT_NE(at, std::string::npos);
   EXPECT_LT(std::stoi(m->body.substr(at + 31)), 1000);
+}
+
+// A blocking request (no stream) whose client hangs up stops too: the
+// server notices the closed connection while it waits for the reply.
+// Both routes; the next request is served as usual afterwards.
+TEST_F(HttpTest, ClientDisconnectStopsBlockingGeneration) {
+  ServeOptions o;
+  Running s(o);
+  auto metric = [&](const char* name) {
+    httplib::Client c = s.Client();
+    auto m = c.Get("/metrics");
+    std::string key = std::string("\n") + name + " ";
+    size_t at = m ? m->body.find(key) : std::string::npos;
+    return at == std::string::npos ? -1L : std::stol(m->body.substr(at + key.size()));
+  };
+  const char* routes[][2] = {
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4000})"},
+      {"/v1/completions", R"({"prompt": "once upon a time", "max_tokens": 4000})"}};
+  long expected = 0;
+  for (const auto& route : routes) {
+    SCOPED_TRACE(route[0]);
+    {
+      httplib::Client c("127.0.0.1", s.port());
+      c.set_read_timeout(0, 100000);  // give up after 0.1 s: the socket is closed
+      auto r = c.Post(route[0], route[1], "application/json");
+      EXPECT_FALSE(r);
+    }
+    ++expected;
+    long cancelled = -1;
+    for (int i = 0; i < 400 && cancelled < expected; ++i) {
+      cancelled = metric("waste_generations_cancelled_total");
+      if (cancelled < expected) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(cancelled, expected);
+  }
+  // Neither ran to its 4000 tokens (the tiny model makes a few thousand
+  // tokens a second, so the bound is loose; the cancelled count is the check).
+  EXPECT_LT(metric("waste_completion_tokens_total"), 2 * 4000 - 2);
+  httplib::Client c = s.Client();
+  auto r = c.Post("/v1/chat/completions",
+                  R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_FALSE(r->get_header_value("Content-Length").empty());
+  EXPECT_EQ(ParseBody(r->body)["usage"]["completion_tokens"], 3);
+}
+
+// A blocking request whose client leaves while it is still queued behind
+// another is dropped without running: it is counted as cancelled and adds
+// no generated token; the running request is not disturbed.
+TEST_F(HttpTest, ClientLeavingWhileQueuedIsDroppedUnrun) {
+  ServeOptions o;
+  o.queue = 1;
+  Running s(o);
+  auto metric = [&](const char* name) {
+    httplib::Client c = s.Client();
+    auto m = c.Get("/metrics");
+    std::string key = std::string("\n") + name + " ";
+    size_t at = m ? m->body.find(key) : std::string::npos;
+    return at == std::string::npos ? -1L : std::stol(m->body.substr(at + key.size()));
+  };
+  int long_status = -1;
+  std::string long_body;
+  std::thread running([&] {
+    httplib::Client c = s.Client();
+    auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 4000})", "application/json");
+    if (r) {
+      long_status = r->status;
+      long_body = r->body;
+    }
+  });
+  bool busy = false;
+  for (int i = 0; i < 400 && !busy; ++i) {
+    httplib::Client c = s.Client();
+    auto m = c.Get("/metrics");
+    busy = m && m->body.find("\nwaste_engine_busy 1\n") != std::string::npos;
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(busy);
+  {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(0, 100000);  // queued behind the long one; gone after 0.1 s
+    EXPECT_FALSE(c.Post("/v1/completions", R"({"prompt": "y", "max_tokens": 5})",
+                        "application/json"));
+  }
+  running.join();
+  ASSERT_EQ(long_status, 200);
+  long made = ParseBody(long_body)["usage"]["completion_tokens"].get<long>();
+  EXPECT_GT(made, 0);
+  long cancelled = -1;
+  for (int i = 0; i < 400 && cancelled < 1; ++i) {
+    cancelled = metric("waste_generations_cancelled_total");
+    if (cancelled < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(metric("waste_completion_tokens_total"), made);  // the dropped one made none
 }
 
 TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
