@@ -543,7 +543,9 @@ Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool huge_pages, const s
   b.size_ = size;
   b.huge_pages_ = huge_pages && AdviseHugePages(b.data_, b.size_);
   return b;
+}
 
+namespace {
 
 int PortOf(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);

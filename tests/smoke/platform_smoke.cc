@@ -53,6 +53,18 @@ int main() {
   Check(whole.has_value() && whole->size() == data.size(), "read whole file");
   std::remove(path.c_str());
 
+  {
+    Result<LargeBuffer> big = LargeBuffer::Allocate((size_t{3} << 20) + 5, true, "smoke buffer");
+    bool ok = big.has_value() && big->data() != nullptr && big->size() >= (size_t{3} << 20) + 5 &&
+              big->data()[big->size() - 1] == 0;
+    if (ok) {
+      big->data()[0] = 7;
+      big->data()[big->size() - 1] = 9;
+      ok = big->data()[0] == 7 && big->data()[big->size() - 1] == 9;
+    }
+    Check(ok, "large buffer");
+  }
+
   Result<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(4);
   Check(pool.has_value(), "pool");
   if (pool.has_value()) {
