@@ -65,7 +65,15 @@ bool IsPng(std::span<const uint8_t> b) {
   return true;
 }
 
-bool IsJpeg(std::span<const uint8_t> b) { return b.size() >= 2 && b[0] == 0xFF && b[1] == 0xD8; }
+// As stb reads a marker: FF, any number of FF fill bytes, then the code, so
+// "FF FF D8" starts a JPEG as well as "FF D8" (a file the fuzzer found
+// slipping past a two-byte test).
+bool IsJpeg(std::span<const uint8_t> b) {
+  if (b.empty() || b[0] != 0xFF) return false;
+  size_t i = 1;
+  while (i < b.size() && b[i] == 0xFF) ++i;
+  return i < b.size() && b[i] == 0xD8;
+}
 
 }  // namespace
 

@@ -133,6 +133,8 @@ TEST(ImageDecode, RefusalsNameTheFile) {
   // Huffman table with more than 256 codes (overflows stb's tables) and a
   // PNG chunk declaring 1.6 GB in an 800-byte file (stb allocates it).
   ExpectRefused("fuzz_dht_overflow.jpg", "Huffman table");
+  // The same overflow behind a start marker with a fill byte (FF FF D8).
+  ExpectRefused("fuzz_dht_overflow_fill.jpg", "Huffman table");
   ExpectRefused("fuzz_png_huge_chunk.png", "past the end of the file");
   ExpectRefused("missing.png", "cannot read");
   Status st = DecodeImageFile(kDir + "truncated.png").error();
