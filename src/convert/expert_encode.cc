@@ -33,27 +33,33 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
   const int n_stages = static_cast<int>(books.stages.size());
   uint16_t* scales = b.scales(kind);
   std::vector<float> unit(static_cast<size_t>(m.cols));  // decoded row at scale 1
+  std::vector<float> rho(static_cast<size_t>(m.cols));   // what is left to encode
+  std::vector<int32_t> picks(static_cast<size_t>(n_stages) * m.nv);
   MatrixError out;
   uint8_t idx[8];
-  float rho[kVecDim];
   for (int r = 0; r < m.rows; ++r) {
     const float* row = w + static_cast<size_t>(r) * m.cols;
     const uint16_t h = format::F32ToF16(RowScale(row, m.cols));
     const float a = reference ? RowScale(row, m.cols) : format::F16ToF32(h);
     const float inv = a > 0.0f ? 1.0f / a : 0.0f;
-    for (int v = 0; v < m.nv; ++v) {
-      for (int j = 0; j < kVecDim; ++j) rho[j] = row[v * kVecDim + j] * inv;
-      float* u = unit.data() + static_cast<size_t>(v) * kVecDim;
-      std::fill(u, u + kVecDim, 0.0f);
-      for (int s = 0; s < n_stages; ++s) {
-        const int c = books.stages[s].Nearest(rho);
-        idx[s] = static_cast<uint8_t>(c);
-        const float* e = books.stages[s].entry(c);
+    for (int i = 0; i < m.cols; ++i) rho[i] = row[i] * inv;
+    std::fill(unit.begin(), unit.end(), 0.0f);
+    // Stage by stage over the whole row (one batched search per stage).
+    for (int s = 0; s < n_stages; ++s) {
+      int32_t* ps = picks.data() + static_cast<size_t>(s) * m.nv;
+      books.stages[s].NearestBatch(rho.data(), static_cast<size_t>(m.nv), ps);
+      for (int v = 0; v < m.nv; ++v) {
+        const float* e = books.stages[s].entry(ps[v]);
+        float* rv = rho.data() + static_cast<size_t>(v) * kVecDim;
+        float* u = unit.data() + static_cast<size_t>(v) * kVecDim;
         for (int j = 0; j < kVecDim; ++j) {
-          rho[j] -= e[j];
+          rv[j] -= e[j];
           u[j] += e[j];
         }
       }
+    }
+    for (int v = 0; v < m.nv; ++v) {
+      for (int s = 0; s < n_stages; ++s) idx[s] = static_cast<uint8_t>(picks[static_cast<size_t>(s) * m.nv + v]);
       b.SetRun(kind, r, v, idx);
     }
     // Least-squares row scale for the chosen indices, in f16.
