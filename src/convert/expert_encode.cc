@@ -63,12 +63,27 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
       b.SetRun(kind, r, v, idx);
     }
     // Least-squares row scale for the chosen indices, in f16.
-    double wu = 0, uu = 0, ww = 0;
-    for (int i = 0; i < m.cols; ++i) {
-      wu += static_cast<double>(row[i]) * unit[i];
-      uu += static_cast<double>(unit[i]) * unit[i];
-      ww += static_cast<double>(row[i]) * row[i];
+    // Four interleaved partial sums per quantity (independent adds the CPU
+    // overlaps, and the compiler vectorises), combined in a fixed order.
+    double pwu[4] = {0, 0, 0, 0}, puu[4] = {0, 0, 0, 0}, pww[4] = {0, 0, 0, 0};
+    int i = 0;
+    for (; i + 4 <= m.cols; i += 4) {
+      for (int q = 0; q < 4; ++q) {
+        const double wr = row[i + q], un = unit[i + q];
+        pwu[q] += wr * un;
+        puu[q] += un * un;
+        pww[q] += wr * wr;
+      }
     }
+    for (int q = 0; i < m.cols; ++i, ++q) {
+      const double wr = row[i], un = unit[i];
+      pwu[q] += wr * un;
+      puu[q] += un * un;
+      pww[q] += wr * wr;
+    }
+    const double wu = (pwu[0] + pwu[1]) + (pwu[2] + pwu[3]);
+    const double uu = (puu[0] + puu[1]) + (puu[2] + puu[3]);
+    const double ww = (pww[0] + pww[1]) + (pww[2] + pww[3]);
     auto row_err = [&](float s) { return ww - 2.0 * s * wu + static_cast<double>(s) * s * uu; };
     uint16_t best = h;
     double best_e = row_err(a);

@@ -27,32 +27,42 @@ void ForChunks(ThreadPool* pool, size_t n, const std::function<void(size_t c, si
   }
 }
 
-float Dist2(const float* a, const float* b) {  // ExactDist2, inlined for the seeding loop
-  float d = 0.0f;
-  for (int j = 0; j < kVecDim; ++j) {
-    const float t = a[j] - b[j];
-    d += t * t;
-  }
-  return d;
-}
-
 // k-means++ seeding: each next centre drawn with probability proportional
 // to the squared distance to the nearest centre chosen so far.
 std::vector<float> SeedPlusPlus(const float* x, size_t n, int k, Rng& rng, ThreadPool* pool) {
   std::vector<float> centres(static_cast<size_t>(k) * kVecDim);
   std::vector<float> d2(n, std::numeric_limits<float>::infinity());
   std::vector<double> part(Chunks(n));
+  // Coordinates transposed once ([8][n]): the update per new centre is then
+  // a loop over points the compiler vectorises (ExactDist2's sum, same order).
+  std::vector<float> xt(n * kVecDim);
+  for (size_t i = 0; i < n; ++i) {
+    for (int j = 0; j < kVecDim; ++j) xt[static_cast<size_t>(j) * n + i] = x[i * kVecDim + j];
+  }
   size_t pick = rng.Below(n);
   for (int c = 0; c < k; ++c) {
     std::copy_n(x + pick * kVecDim, kVecDim, centres.data() + static_cast<size_t>(c) * kVecDim);
     const float* cc = centres.data() + static_cast<size_t>(c) * kVecDim;
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
-      double s = 0;
+      const float c0 = cc[0], c1 = cc[1], c2 = cc[2], c3 = cc[3];
+      const float c4 = cc[4], c5 = cc[5], c6 = cc[6], c7 = cc[7];
+      const float* t0 = xt.data();
       for (size_t i = b; i < e; ++i) {
-        d2[i] = std::min(d2[i], Dist2(x + i * kVecDim, cc));
-        s += d2[i];
+        const float a0 = t0[i] - c0, a1 = t0[n + i] - c1, a2 = t0[2 * n + i] - c2;
+        const float a3 = t0[3 * n + i] - c3, a4 = t0[4 * n + i] - c4, a5 = t0[5 * n + i] - c5;
+        const float a6 = t0[6 * n + i] - c6, a7 = t0[7 * n + i] - c7;
+        const float d = a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+        d2[i] = d < d2[i] ? d : d2[i];
       }
-      part[ci] = s;
+      // The chunk's sum in double: eight interleaved partial sums (no chain
+      // of dependent adds), combined in a fixed order.
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      size_t i = b;
+      for (; i + 8 <= e; i += 8) {
+        for (int q = 0; q < 8; ++q) acc[q] += d2[i + q];
+      }
+      for (int q = 0; i < e; ++i, ++q) acc[q] += d2[i];
+      part[ci] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     });
     if (c + 1 == k) break;
     double total = 0;

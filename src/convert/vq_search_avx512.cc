@@ -23,7 +23,7 @@
 namespace waste::convert {
 namespace {
 
-constexpr int kGroup = 4;
+constexpr int kGroup = 8;
 
 inline int BlockBits(int blocks) {
   int b = 0;
