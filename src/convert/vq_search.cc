@@ -13,8 +13,8 @@
 // The margin: for an entry that can compete with w, ||c||^2 <= 2||x||^2 +
 // 2 d(x,c), so every score error is a small multiple of u (2^-24) times
 // ||x||^2 + d(x,w) (about 300 u with 16 packed blocks). The margin is 2^-13
-// times that sum (2048 u, doubled per further packed bit), several times the
-// bound; a tiny absolute floor covers subnormal underflow. Vectors or books
+// times 2||x||^2 + |score of w|, which bounds that sum up to rounding (so
+// 2048 u of it, doubled per further packed bit), several times the bound; a tiny absolute floor covers subnormal underflow. Vectors or books
 // beyond 2^60 in squared norm, where the scores could overflow, always take
 // the exact path.
 #include <algorithm>
@@ -175,11 +175,12 @@ void BookSearch::NearestBatch(const float* x, size_t count, int32_t* out, float*
       float* di = dist != nullptr ? dist + b + i : nullptr;
       const float xx = SquaredNorm(xi);
       if (!exact_only_ && xx < kHugeNorm) {
-        const float dw = ExactDist2(xi, entry(idx[i]));
-        const float margin = margin_scale_ * (xx + dw) + kMarginFloor;
+        // ||x||^2 + d(x,w) <= 2 ||x||^2 + |best| up to rounding far inside the
+        // margin's slack, so the exact distance is computed only when asked for.
+        const float margin = margin_scale_ * (2.0f * xx + std::fabs(best[i])) + kMarginFloor;
         if (second[i] - best[i] > margin) {
           out[b + i] = idx[i];
-          if (di != nullptr) *di = dw;
+          if (di != nullptr) *di = ExactDist2(xi, entry(idx[i]));
           continue;
         }
       }
