@@ -111,7 +111,15 @@ const SearchKernel* ChosenSearchKernel() {
   static const SearchKernel* const chosen = [] {
     const char* b = std::getenv("WASTE_BACKEND");
     if (b != nullptr && std::strcmp(b, "cpu") == 0) return &kSearchPortable;
-    return SupportedSearchKernels().back();
+    const std::vector<const SearchKernel*> all = SupportedSearchKernels();
+    // WASTE_CONVERT_SEARCH=portable|avx2|avx512 picks a supported kernel
+    // by name (for measurements; the output is the same with any of them).
+    if (const char* want = std::getenv("WASTE_CONVERT_SEARCH")) {
+      for (const SearchKernel* k : all) {
+        if (std::strcmp(k->name, want) == 0) return k;
+      }
+    }
+    return all.back();
   }();
   return chosen;
 }

@@ -36,8 +36,9 @@ struct SearchKernel {
 // The kernels this build has and this CPU runs, portable first, best last.
 std::vector<const SearchKernel*> SupportedSearchKernels();
 
-// The process's choice, made once: the best supported kernel, or the
-// portable one when WASTE_BACKEND=cpu (as the engine's kernel table).
+// The process's choice, made once: the best supported kernel, the portable
+// one when WASTE_BACKEND=cpu (as the engine's kernel table), or the one
+// WASTE_CONVERT_SEARCH names (portable, avx2, avx512) if supported.
 const SearchKernel* ChosenSearchKernel();
 
 // The portable kernel (any n); also the fallback of the others.
