@@ -1,7 +1,8 @@
 // Nearest-entry search of the converter (convert/vq.h): vectors per second
 // for each kernel this CPU runs, on a 256-entry book of heavy-tailed f16
 // values and row-normalised-like vectors, through BookSearch::NearestBatch
-// (the scan plus its exactness proof and any rescan) and through the raw
+// (the scan plus its exactness proof and any rescan; with the distances as
+// k-means asks, and without as expert encoding does) and through the raw
 // scan alone. Results: docs/CONVERT.md "Measurements".
 #include <benchmark/benchmark.h>
 
@@ -27,7 +28,8 @@ std::vector<float> HeavyTailed(size_t n, uint32_t seed, float scale) {
 
 constexpr size_t kVectors = 4096;
 
-void BM_NearestBatch(benchmark::State& state, const SearchKernel* k) {
+// with_dist: k-means asks for each vector's distance too; encoding does not.
+void NearestBatch(benchmark::State& state, const SearchKernel* k, bool with_dist) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<float> book = HeavyTailed(static_cast<size_t>(n) * kVecDim, 1, 0.1f);
   const std::vector<float> x = HeavyTailed(kVectors * kVecDim, 2, 0.1f);
@@ -35,13 +37,16 @@ void BM_NearestBatch(benchmark::State& state, const SearchKernel* k) {
   std::vector<int32_t> out(kVectors);
   std::vector<float> dist(kVectors);
   for (auto _ : state) {
-    s.NearestBatch(x.data(), kVectors, out.data(), dist.data());
+    s.NearestBatch(x.data(), kVectors, out.data(), with_dist ? dist.data() : nullptr);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kVectors));
   state.counters["GMAC/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kVectors) * n * kVecDim / 1e9, benchmark::Counter::kIsRate);
 }
+
+void BM_NearestBatch(benchmark::State& state, const SearchKernel* k) { NearestBatch(state, k, true); }
+void BM_NearestBatchNoDist(benchmark::State& state, const SearchKernel* k) { NearestBatch(state, k, false); }
 
 void BM_ScanOnly(benchmark::State& state, const SearchKernel* k) {
   const int n = static_cast<int>(state.range(0));
@@ -71,6 +76,8 @@ int Register() {
   for (const SearchKernel* k : waste::convert::SupportedSearchKernels()) {
     benchmark::RegisterBenchmark((std::string("NearestBatch/") + k->name).c_str(), BM_NearestBatch, k)
         ->Arg(256)->Arg(16);
+    benchmark::RegisterBenchmark((std::string("NearestBatchNoDist/") + k->name).c_str(), BM_NearestBatchNoDist, k)
+        ->Arg(256);
     benchmark::RegisterBenchmark((std::string("ScanOnly/") + k->name).c_str(), BM_ScanOnly, k)->Arg(256);
   }
   return 0;
