@@ -125,6 +125,7 @@ int ConvertMain(const std::vector<std::string>& args) {
     nlohmann::ordered_json layers_j = nlohmann::ordered_json::array();
     for (const ConvertLayerReport& l : rep.layers) {
       layers_j.push_back({{"layer", l.layer}, {"cached", l.cached}, {"seconds", l.seconds},
+                          {"train_cpu_s", l.train_cpu_s}, {"encode_cpu_s", l.encode_cpu_s},
                           {"rel_error", {l.rel_error[0], l.rel_error[1], l.rel_error[2]}}});
     }
     nlohmann::ordered_json j = {{"phase", "summary"}, {"complete", rep.complete}, {"family", rep.family},

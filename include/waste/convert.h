@@ -51,6 +51,10 @@ struct ConvertLayerReport {
   bool cached = false;           // found finished and valid from an earlier run
   double seconds = 0;
   double rel_error[3] = {0, 0, 0};  // gate, up, down: relative Frobenius error over the layer
+  // Process CPU seconds (all threads) spent on the codebooks (sampling and
+  // k-means) and on encoding the experts; 0 for a cached layer.
+  double train_cpu_s = 0;
+  double encode_cpu_s = 0;
 };
 
 struct ConvertReport {

@@ -295,6 +295,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     ConvertLayerReport rep;
     rep.layer = l;
     rep.seconds = std::chrono::duration<double>(Clock::now() - lt0).count();
+    rep.train_cpu_s = lr.train_cpu_s;
+    rep.encode_cpu_s = lr.encode_cpu_s;
     Json rel = Json::array();
     for (int k = 0; k < 3; ++k) {
       rep.rel_error[k] = lr.norm[k] > 0 ? std::sqrt(lr.err[k] / lr.norm[k]) : 0;

@@ -114,15 +114,14 @@ uint64_t SourceBytes(const Checkpoint& ckpt, const std::string& name) {
   return n;
 }
 
-Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q) {
-  F32Tensor out;
-  std::vector<uint8_t> raw;
+Status LoadF32Into(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q,
+                   F32Tensor* out, std::vector<uint8_t>* raw) {
   if (const TensorEntry* t = ckpt.Find(name)) {
     const std::string what = fmt::format("{}: tensor {}", ckpt.ShardPath(*t), name);
-    out.shape = t->shape;
-    out.values.resize(static_cast<size_t>(t->elements()));
-    WASTE_TRY(ckpt.ReadRaw(*t, &raw));
-    WASTE_TRY(DecodeFloats(t->dtype, raw.data(), out.values.size(), out.values.data(), what));
+    out->shape = t->shape;
+    out->values.resize(static_cast<size_t>(t->elements()));
+    WASTE_TRY(ckpt.ReadRaw(*t, raw));
+    WASTE_TRY(DecodeFloats(t->dtype, raw->data(), out->values.size(), out->values.data(), what));
     const bool fp8 = t->dtype == DType::kF8E4M3 || t->dtype == DType::kF8E5M2;
     const TensorEntry* s = ckpt.Find(name + "_scale_inv");
     if (fp8 && s == nullptr && name.ends_with("_proj.weight")) {
@@ -146,11 +145,11 @@ Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const
       std::vector<uint8_t> sraw;
       WASTE_TRY(ckpt.ReadRaw(*s, &sraw));
       WASTE_TRY(DecodeFloats(s->dtype, sraw.data(), scale.size(), scale.data(), what + "_scale_inv"));
-      WASTE_TRY(ApplyBlockScales(out.values.data(), t->shape[0], t->shape[1], scale.data(),
+      WASTE_TRY(ApplyBlockScales(out->values.data(), t->shape[0], t->shape[1], scale.data(),
                                  s->shape[0], s->shape[1], q.fp8_block_rows, q.fp8_block_cols,
                                  what));
     }
-    return out;
+    return Status::Ok();
   }
   const TensorEntry* p = ckpt.Find(name + "_packed");
   if (p == nullptr) return FormatError(fmt::format("{}: tensor {} is missing", ckpt.dir(), name));
@@ -172,12 +171,19 @@ Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const
                                    what, fmt::join(p->shape, ", "), fmt::join(s->shape, ", ")));
   }
   const int64_t rows = p->shape[0], cols = p->shape[1] * 2;
-  out.shape = {rows, cols};
-  out.values.resize(static_cast<size_t>(rows * cols));
+  out->shape = {rows, cols};
+  out->values.resize(static_cast<size_t>(rows * cols));
   std::vector<uint8_t> sraw;
-  WASTE_TRY(ckpt.ReadRaw(*p, &raw));
+  WASTE_TRY(ckpt.ReadRaw(*p, raw));
   WASTE_TRY(ckpt.ReadRaw(*s, &sraw));
-  DecodeMxfp4(raw.data(), sraw.data(), rows, cols, out.values.data());
+  DecodeMxfp4(raw->data(), sraw.data(), rows, cols, out->values.data());
+  return Status::Ok();
+}
+
+Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q) {
+  F32Tensor out;
+  std::vector<uint8_t> raw;
+  WASTE_TRY(LoadF32Into(ckpt, name, q, &out, &raw));
   return out;
 }
 

@@ -50,6 +50,10 @@ struct F32Tensor {
 };
 bool CheckpointHasTensor(const Checkpoint& ckpt, const std::string& name);
 Result<F32Tensor> LoadF32(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q);
+// The same into buffers the caller keeps between tensors (`raw`: the source
+// bytes): no fresh allocation, page faults and zero fill per tensor.
+Status LoadF32Into(const Checkpoint& ckpt, const std::string& name, const SourceQuant& q,
+                   F32Tensor* out, std::vector<uint8_t>* raw);
 // Bytes LoadF32 reads from the source for `name` (throughput accounting).
 uint64_t SourceBytes(const Checkpoint& ckpt, const std::string& name);
 

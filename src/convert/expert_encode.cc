@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "convert/rng.h"
 #include "format/format.h"
@@ -18,9 +19,20 @@ void KindBooks::Build(std::vector<float> books, int n_stages, int entries) {
 
 namespace {
 
+// max(1e-8, max |row|). Eight running maxima (the compiler keeps them in
+// vector registers; a single one it will not vectorise): the largest of a
+// set does not depend on the order it is taken in, and the values are finite
+// (checked when the tensor is loaded), so the result is the same.
 float RowScale(const float* row, int cols) {
-  float amax = 1e-8f;
-  for (int i = 0; i < cols; ++i) amax = std::max(amax, std::fabs(row[i]));
+  float m[8];
+  for (float& v : m) v = 1e-8f;
+  int i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    for (int q = 0; q < 8; ++q) m[q] = std::max(m[q], std::fabs(row[i + q]));
+  }
+  for (int q = 0; i < cols; ++i, ++q) m[q] = std::max(m[q], std::fabs(row[i]));
+  float amax = m[0];
+  for (int q = 1; q < 8; ++q) amax = std::max(amax, m[q]);
   return amax;
 }
 
@@ -33,36 +45,64 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
   const int n_stages = static_cast<int>(books.stages.size());
   uint16_t* scales = b.scales(kind);
   std::vector<float> unit(static_cast<size_t>(m.cols));  // decoded row at scale 1
+  std::vector<float> rho(static_cast<size_t>(m.cols));   // what is left to encode
+  std::vector<int32_t> picks(static_cast<size_t>(n_stages) * m.nv);
   MatrixError out;
   uint8_t idx[8];
-  float rho[kVecDim];
   for (int r = 0; r < m.rows; ++r) {
     const float* row = w + static_cast<size_t>(r) * m.cols;
     const uint16_t h = format::F32ToF16(RowScale(row, m.cols));
     const float a = reference ? RowScale(row, m.cols) : format::F16ToF32(h);
     const float inv = a > 0.0f ? 1.0f / a : 0.0f;
-    for (int v = 0; v < m.nv; ++v) {
-      for (int j = 0; j < kVecDim; ++j) rho[j] = row[v * kVecDim + j] * inv;
-      float* u = unit.data() + static_cast<size_t>(v) * kVecDim;
-      std::fill(u, u + kVecDim, 0.0f);
-      for (int s = 0; s < n_stages; ++s) {
-        const int c = books.stages[s].Nearest(rho);
-        idx[s] = static_cast<uint8_t>(c);
-        const float* e = books.stages[s].entry(c);
+    for (int i = 0; i < m.cols; ++i) rho[i] = row[i] * inv;
+    std::fill(unit.begin(), unit.end(), 0.0f);
+    // Stage by stage over the whole row (one batched search per stage).
+    for (int s = 0; s < n_stages; ++s) {
+      int32_t* ps = picks.data() + static_cast<size_t>(s) * m.nv;
+      books.stages[s].NearestBatch(rho.data(), static_cast<size_t>(m.nv), ps);
+      for (int v = 0; v < m.nv; ++v) {
+        // Through local copies: the compiler cannot tell that the three
+        // buffers never overlap, and would otherwise go lane by lane.
+        float ev[kVecDim], res[kVecDim], acc[kVecDim];
+        float* rv = rho.data() + static_cast<size_t>(v) * kVecDim;
+        float* uv = unit.data() + static_cast<size_t>(v) * kVecDim;
+        std::memcpy(ev, books.stages[s].entry(ps[v]), sizeof ev);
+        std::memcpy(res, rv, sizeof res);
+        std::memcpy(acc, uv, sizeof acc);
         for (int j = 0; j < kVecDim; ++j) {
-          rho[j] -= e[j];
-          u[j] += e[j];
+          res[j] -= ev[j];
+          acc[j] += ev[j];
         }
+        std::memcpy(rv, res, sizeof res);
+        std::memcpy(uv, acc, sizeof acc);
       }
+    }
+    for (int v = 0; v < m.nv; ++v) {
+      for (int s = 0; s < n_stages; ++s) idx[s] = static_cast<uint8_t>(picks[static_cast<size_t>(s) * m.nv + v]);
       b.SetRun(kind, r, v, idx);
     }
     // Least-squares row scale for the chosen indices, in f16.
-    double wu = 0, uu = 0, ww = 0;
-    for (int i = 0; i < m.cols; ++i) {
-      wu += static_cast<double>(row[i]) * unit[i];
-      uu += static_cast<double>(unit[i]) * unit[i];
-      ww += static_cast<double>(row[i]) * row[i];
+    // Four interleaved partial sums per quantity (independent adds the CPU
+    // overlaps, and the compiler vectorises), combined in a fixed order.
+    double pwu[4] = {0, 0, 0, 0}, puu[4] = {0, 0, 0, 0}, pww[4] = {0, 0, 0, 0};
+    int i = 0;
+    for (; i + 4 <= m.cols; i += 4) {
+      for (int q = 0; q < 4; ++q) {
+        const double wr = row[i + q], un = unit[i + q];
+        pwu[q] += wr * un;
+        puu[q] += un * un;
+        pww[q] += wr * wr;
+      }
     }
+    for (int q = 0; i < m.cols; ++i, ++q) {
+      const double wr = row[i], un = unit[i];
+      pwu[q] += wr * un;
+      puu[q] += un * un;
+      pww[q] += wr * wr;
+    }
+    const double wu = (pwu[0] + pwu[1]) + (pwu[2] + pwu[3]);
+    const double uu = (puu[0] + puu[1]) + (puu[2] + puu[3]);
+    const double ww = (pww[0] + pww[1]) + (pww[2] + pww[3]);
     auto row_err = [&](float s) { return ww - 2.0 * s * wu + static_cast<double>(s) * s * uu; };
     uint16_t best = h;
     double best_e = row_err(a);

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -35,16 +37,20 @@ struct FirstError {
   }
 };
 
+// One worker slot's matrices, kept across experts so that every expert after
+// the first reuses the memory (no page faults and zero fill per tensor).
 struct ExpertMatrices {
   F32Tensor m[3];
+  std::vector<uint8_t> raw;
   uint64_t source_bytes = 0;
 };
 
 Status LoadExpert(const Checkpoint& ckpt, const SourceModel& model, const LayerJob& job, int e,
                   ExpertMatrices* out) {
+  out->source_bytes = 0;
   for (int k = 0; k < 3; ++k) {
     const std::string name = model.ExpertTensor(job.layer, e, k);
-    WASTE_ASSIGN_OR_RETURN(out->m[k], LoadF32(ckpt, name, model.quant));
+    WASTE_TRY(LoadF32Into(ckpt, name, model.quant, &out->m[k], &out->raw));
     out->source_bytes += SourceBytes(ckpt, name);
     const format::MatrixLayout& ml = job.layout.m[k];
     if (out->m[k].shape.size() != 2 || out->m[k].shape[0] != ml.rows ||
@@ -62,6 +68,37 @@ Status LoadExpert(const Checkpoint& ckpt, const SourceModel& model, const LayerJ
   }
   return Status::Ok();
 }
+
+// Matrices for the experts in flight, reused: at most one set per worker
+// thread exists, so the memory bound stays what one expert per thread needs.
+class MatrixPool {
+ public:
+  std::unique_ptr<ExpertMatrices> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return std::make_unique<ExpertMatrices>();
+    std::unique_ptr<ExpertMatrices> m = std::move(free_.back());
+    free_.pop_back();
+    return m;
+  }
+  void Give(std::unique_ptr<ExpertMatrices> m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(m));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ExpertMatrices>> free_;
+};
+
+// One set taken from the pool for a task's lifetime, given back on every exit.
+struct MatrixLease {
+  explicit MatrixLease(MatrixPool& p) : pool(p), m(p.Take()) {}
+  ~MatrixLease() { pool.Give(std::move(m)); }
+  MatrixLease(const MatrixLease&) = delete;
+  MatrixLease& operator=(const MatrixLease&) = delete;
+  MatrixPool& pool;
+  std::unique_ptr<ExpertMatrices> m;
+};
 
 void ForExperts(ThreadPool* pool, size_t n, const std::function<void(size_t)>& fn) {
   auto run = [&](size_t b, size_t e) {
@@ -81,6 +118,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
                                  ThreadPool* pool, std::atomic<int>* experts_done,
                                  const std::function<void()>& tick) {
   LayerResult res;
+  // std::clock is the process's CPU time (every thread) on POSIX systems.
+  const std::clock_t cpu0 = std::clock();
   const int E = model.n_experts;
   const ExpertQuant& q = job.quant;
   const int threads = pool != nullptr ? pool->size() : 1;
@@ -108,12 +147,14 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
   FirstError first;
   std::atomic<uint64_t> source_bytes{0};
   const size_t batch = static_cast<size_t>(std::max(2, 2 * threads));
+  MatrixPool mats;
   for (size_t b0 = 0; b0 < static_cast<size_t>(ns); b0 += batch) {
     const size_t n = std::min(batch, static_cast<size_t>(ns) - b0);
     ForExperts(pool, n, [&](size_t i) {
       const int slot = static_cast<int>(b0 + i);
       const int e = sampled[slot];
-      ExpertMatrices x;
+      MatrixLease lease(mats);
+      ExpertMatrices& x = *lease.m;
       Status st = LoadExpert(ckpt, model, job, e, &x);
       if (!st.ok()) return first.Set(e, std::move(st));
       source_bytes += x.source_bytes;
@@ -173,6 +214,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
     WASTE_TRY(pf->Commit());
   }
   if (tick) tick();
+  const std::clock_t cpu1 = std::clock();
+  res.train_cpu_s = static_cast<double>(cpu1 - cpu0) / CLOCKS_PER_SEC;
 
   // 3. Every expert, in parallel batches, appended in id order.
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<StagedFile> bank,
@@ -183,7 +226,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
     const size_t n = std::min(batch, static_cast<size_t>(E) - b0);
     ForExperts(pool, n, [&](size_t i) {
       const int e = static_cast<int>(b0 + i);
-      ExpertMatrices x;
+      MatrixLease lease(mats);
+      ExpertMatrices& x = *lease.m;
       Status st = LoadExpert(ckpt, model, job, e, &x);
       if (!st.ok()) return first.Set(e, std::move(st));
       source_bytes += x.source_bytes;
@@ -209,6 +253,7 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
   res.bank_crc = bank->crc();
   WASTE_TRY(bank->Commit());
   res.source_bytes = source_bytes.load();
+  res.encode_cpu_s = static_cast<double>(std::clock() - cpu1) / CLOCKS_PER_SEC;
   return res;
 }
 

@@ -81,6 +81,8 @@ struct LayerResult {
   double norm[3] = {0, 0, 0};
   uint64_t source_bytes = 0;
   double train_error[3] = {0, 0, 0};   // mean squared residual of the training set
+  double train_cpu_s = 0;              // process CPU seconds: sampling + k-means
+  double encode_cpu_s = 0;             // process CPU seconds: the experts
 };
 
 // Trains the layer's codebooks (written first, as parts/codebooks-L<L>.bin)

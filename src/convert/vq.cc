@@ -6,30 +6,10 @@
 
 #include "convert/rng.h"
 #include "format/format.h"
-#include "kernels/kernel_table.h"
 
 namespace waste::convert {
 
-#ifdef WASTE_CONVERT_AVX2
-int NearestAvx2(const float* t, const float* norm, int n, const float* x);  // vq_search_avx2.cc
-#endif
-
 namespace {
-
-// The AVX2 search when this build has it and the CPU runs it (decided once).
-bool UseAvx2() {
-#ifdef WASTE_CONVERT_AVX2
-  static const bool yes = [] {
-    for (kernels::Isa i : kernels::SupportedIsas()) {
-      if (i == kernels::Isa::kAvx2 || i == kernels::Isa::kAvx512) return true;
-    }
-    return false;
-  }();
-  return yes;
-#else
-  return false;
-#endif
-}
 
 constexpr size_t kChunk = 4096;  // fixed split: results independent of thread count
 
@@ -47,32 +27,42 @@ void ForChunks(ThreadPool* pool, size_t n, const std::function<void(size_t c, si
   }
 }
 
-float Dist2(const float* a, const float* b) {
-  float d = 0.0f;
-  for (int j = 0; j < kVecDim; ++j) {
-    const float t = a[j] - b[j];
-    d += t * t;
-  }
-  return d;
-}
-
 // k-means++ seeding: each next centre drawn with probability proportional
 // to the squared distance to the nearest centre chosen so far.
 std::vector<float> SeedPlusPlus(const float* x, size_t n, int k, Rng& rng, ThreadPool* pool) {
   std::vector<float> centres(static_cast<size_t>(k) * kVecDim);
   std::vector<float> d2(n, std::numeric_limits<float>::infinity());
   std::vector<double> part(Chunks(n));
+  // Coordinates transposed once ([8][n]): the update per new centre is then
+  // a loop over points the compiler vectorises (ExactDist2's sum, same order).
+  std::vector<float> xt(n * kVecDim);
+  for (size_t i = 0; i < n; ++i) {
+    for (int j = 0; j < kVecDim; ++j) xt[static_cast<size_t>(j) * n + i] = x[i * kVecDim + j];
+  }
   size_t pick = rng.Below(n);
   for (int c = 0; c < k; ++c) {
     std::copy_n(x + pick * kVecDim, kVecDim, centres.data() + static_cast<size_t>(c) * kVecDim);
     const float* cc = centres.data() + static_cast<size_t>(c) * kVecDim;
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
-      double s = 0;
+      const float c0 = cc[0], c1 = cc[1], c2 = cc[2], c3 = cc[3];
+      const float c4 = cc[4], c5 = cc[5], c6 = cc[6], c7 = cc[7];
+      const float* t0 = xt.data();
       for (size_t i = b; i < e; ++i) {
-        d2[i] = std::min(d2[i], Dist2(x + i * kVecDim, cc));
-        s += d2[i];
+        const float a0 = t0[i] - c0, a1 = t0[n + i] - c1, a2 = t0[2 * n + i] - c2;
+        const float a3 = t0[3 * n + i] - c3, a4 = t0[4 * n + i] - c4, a5 = t0[5 * n + i] - c5;
+        const float a6 = t0[6 * n + i] - c6, a7 = t0[7 * n + i] - c7;
+        const float d = a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+        d2[i] = d < d2[i] ? d : d2[i];
       }
-      part[ci] = s;
+      // The chunk's sum in double: eight interleaved partial sums (no chain
+      // of dependent adds), combined in a fixed order.
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      size_t i = b;
+      for (; i + 8 <= e; i += 8) {
+        for (int q = 0; q < 8; ++q) acc[q] += d2[i + q];
+      }
+      for (int q = 0; i < e; ++i, ++q) acc[q] += d2[i];
+      part[ci] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     });
     if (c + 1 == k) break;
     double total = 0;
@@ -103,63 +93,13 @@ float RoundBookValue(float v) {
   return format::F16ToF32(h);
 }
 
-BookSearch::BookSearch(const float* book, int n)
-    : n_(n),
-      rows_(book, book + static_cast<size_t>(n) * kVecDim),
-      t_(static_cast<size_t>(n) * kVecDim),
-      norm_(static_cast<size_t>(n)) {
-  for (int c = 0; c < n; ++c) {
-    float s = 0.0f;
-    for (int j = 0; j < kVecDim; ++j) {
-      const float v = book[static_cast<size_t>(c) * kVecDim + j];
-      t_[static_cast<size_t>(j) * n + c] = v;
-      s += v * v;
-    }
-    norm_[c] = s;
-  }
-}
-
-int BookSearch::Nearest(const float* x, float* dist) const {
-#ifdef WASTE_CONVERT_AVX2
-  if (n_ % 8 == 0 && UseAvx2()) {
-    const int c = NearestAvx2(t_.data(), norm_.data(), n_, x);
-    if (dist != nullptr) *dist = Dist2(x, entry(c));
-    return c;
-  }
-#endif
-  // Scores in blocks of 64 entries: a plain loop the compiler vectorises.
-  const float x0 = -2 * x[0], x1 = -2 * x[1], x2 = -2 * x[2], x3 = -2 * x[3];
-  const float x4 = -2 * x[4], x5 = -2 * x[5], x6 = -2 * x[6], x7 = -2 * x[7];
-  const float* t0 = t_.data();
-  const size_t n = static_cast<size_t>(n_);
-  float best = std::numeric_limits<float>::infinity();
-  int best_c = 0;
-  float score[64];
-  for (size_t b = 0; b < n; b += 64) {
-    const size_t m = std::min<size_t>(64, n - b);
-    for (size_t c = 0; c < m; ++c) {
-      const size_t i = b + c;
-      score[c] = norm_[i] + x0 * t0[i] + x1 * t0[n + i] + x2 * t0[2 * n + i] + x3 * t0[3 * n + i] +
-                 x4 * t0[4 * n + i] + x5 * t0[5 * n + i] + x6 * t0[6 * n + i] + x7 * t0[7 * n + i];
-    }
-    for (size_t c = 0; c < m; ++c) {
-      if (score[c] < best) {
-        best = score[c];
-        best_c = static_cast<int>(b + c);
-      }
-    }
-  }
-  if (dist != nullptr) *dist = Dist2(x, entry(best_c));
-  return best_c;
-}
-
 std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansOptions& o,
                                       ThreadPool* pool, KmeansReport* report) {
   const size_t n = vectors.size() / kVecDim;
   const int k = o.entries;
   std::vector<float> books;
   books.reserve(static_cast<size_t>(o.stages) * k * kVecDim);
-  std::vector<int> assign(n);
+  std::vector<int32_t> assign(n);
   std::vector<float> dist(n);
   const size_t nc = Chunks(n);
   std::vector<double> sums(nc * static_cast<size_t>(k) * kVecDim);
@@ -191,10 +131,10 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
         double* cs = sums.data() + ci * static_cast<size_t>(k) * kVecDim;
         int64_t* cn = counts.data() + ci * static_cast<size_t>(k);
         double ce = 0;
+        search.NearestBatch(vectors.data() + b * kVecDim, e - b, assign.data() + b, dist.data() + b);
         for (size_t i = b; i < e; ++i) {
           const float* xi = vectors.data() + i * kVecDim;
-          const int c = search.Nearest(xi, &dist[i]);
-          assign[i] = c;
+          const int c = assign[i];
           ce += dist[i];
           ++cn[c];
           for (int j = 0; j < kVecDim; ++j) cs[static_cast<size_t>(c) * kVecDim + j] += xi[j];
@@ -246,9 +186,10 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
     BookSearch search(centres.data(), k);
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
       double ce = 0;
+      search.NearestBatch(vectors.data() + b * kVecDim, e - b, assign.data() + b);
       for (size_t i = b; i < e; ++i) {
         float* xi = vectors.data() + i * kVecDim;
-        const float* c = search.entry(search.Nearest(xi));
+        const float* c = search.entry(assign[i]);
         for (int j = 0; j < kVecDim; ++j) xi[j] -= c[j];
         for (int j = 0; j < kVecDim; ++j) ce += static_cast<double>(xi[j]) * xi[j];
       }

@@ -16,21 +16,37 @@ namespace waste::convert {
 
 inline constexpr int kVecDim = 8;
 
+struct SearchKernel;  // vq_search.h
+
+// The float squared distance every search answers to: dimensions summed in
+// order, no fused multiply-add.
+float ExactDist2(const float* a, const float* b);
+
 // One codebook laid out for search: entries transposed ([8][n]) plus norms.
+// Nearest answers argmin_c ExactDist2(x, c), lowest c on ties, whichever
+// kernel runs (vq_search.cc says how the fast scan is proved exact).
 class BookSearch {
  public:
   BookSearch() = default;
-  BookSearch(const float* book, int n);  // book: f32 [n][8]
-  // argmin_c ||x - c||^2 (computed as ||c||^2 - 2 x.c; ties: lowest c).
+  BookSearch(const float* book, int n);  // book: f32 [n][8]; the process's kernel
+  BookSearch(const float* book, int n, const SearchKernel* kernel);  // tests, benchmarks
   int Nearest(const float* x, float* dist = nullptr) const;
+  // count vectors x [count][8]: out[i] = Nearest(x_i), dist[i] (if given) its distance.
+  void NearestBatch(const float* x, size_t count, int32_t* out, float* dist = nullptr) const;
   const float* entry(int c) const { return rows_.data() + static_cast<size_t>(c) * kVecDim; }
   int size() const { return n_; }
+  const SearchKernel* kernel() const { return kernel_; }
 
  private:
+  int ExactNearest(const float* x, float* dist) const;
+
   int n_ = 0;
   std::vector<float> rows_;   // [n][8]
   std::vector<float> t_;      // [8][n]
   std::vector<float> norm_;   // [n]
+  const SearchKernel* kernel_ = nullptr;
+  float margin_scale_ = 0.0f;
+  bool exact_only_ = true;
 };
 
 struct KmeansOptions {
