@@ -3,6 +3,8 @@
 // only place the library calls getenv (docs/ENV.md lists every variable),
 // but for the per-process kernel table (WASTE_BACKEND, read once in
 // src/kernels/dispatch.cc, a layer that builds without this one).
+// Per-process choices elsewhere (the converter's search kernel) read
+// through EnvString once.
 #pragma once
 
 #include <string>

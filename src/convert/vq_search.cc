@@ -22,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
+#include "base/engine_env.h"
 #include "convert/vq.h"
 #include "convert/vq_search.h"
 #include "kernels/kernel_table.h"
@@ -109,15 +111,15 @@ const SearchKernel* PortableSearchKernel() { return &kSearchPortable; }
 
 const SearchKernel* ChosenSearchKernel() {
   static const SearchKernel* const chosen = [] {
-    const char* b = std::getenv("WASTE_BACKEND");
-    if (b != nullptr && std::strcmp(b, "cpu") == 0) return &kSearchPortable;
+    // Per process, read once (docs/ENV.md), through the library's one
+    // environment reader.
+    if (EnvString("WASTE_BACKEND") == "cpu") return &kSearchPortable;
     const std::vector<const SearchKernel*> all = SupportedSearchKernels();
     // WASTE_CONVERT_SEARCH=portable|avx2|avx512 picks a supported kernel
     // by name (for measurements; the output is the same with any of them).
-    if (const char* want = std::getenv("WASTE_CONVERT_SEARCH")) {
-      for (const SearchKernel* k : all) {
-        if (std::strcmp(k->name, want) == 0) return k;
-      }
+    const std::string want = EnvString("WASTE_CONVERT_SEARCH");
+    for (const SearchKernel* k : all) {
+      if (!want.empty() && want == k->name) return k;
     }
     return all.back();
   }();

@@ -136,9 +136,17 @@ using AlignedPtr = std::unique_ptr<T, AlignedDeleter>;
 class LargeBuffer {
  public:
   LargeBuffer() = default;
-  ~LargeBuffer();
+  ~LargeBuffer() { Release(); }
   LargeBuffer(LargeBuffer&& other) noexcept { *this = std::move(other); }
-  LargeBuffer& operator=(LargeBuffer&& other) noexcept;
+  LargeBuffer& operator=(LargeBuffer&& other) noexcept {
+    if (this != &other) {
+      Release();
+      std::swap(data_, other.data_);
+      std::swap(size_, other.size_);
+      std::swap(huge_pages_, other.huge_pages_);
+    }
+    return *this;
+  }
   LargeBuffer(const LargeBuffer&) = delete;
   LargeBuffer& operator=(const LargeBuffer&) = delete;
 
@@ -152,7 +160,7 @@ class LargeBuffer {
   bool huge_pages() const { return huge_pages_; }
 
  private:
-  void Release();
+  void Release();  // per OS: munmap / VirtualFree, then empty
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool huge_pages_ = false;

@@ -498,25 +498,11 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }  // namespace
 
-LargeBuffer::~LargeBuffer() { Release(); }
-
-LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
-  if (this != &other) {
-    Release();
-    data_ = other.data_;
-    size_ = other.size_;
-    huge_pages_ = other.huge_pages_;
-    other.data_ = nullptr;
-    other.size_ = 0;
-    other.huge_pages_ = false;
-  }
-  return *this;
-}
-
 void LargeBuffer::Release() {
   if (data_ != nullptr) ::munmap(data_, size_);
   data_ = nullptr;
   size_ = 0;
+  huge_pages_ = false;
 }
 
 Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool huge_pages, const std::string& what) {

@@ -378,25 +378,11 @@ void AlignedFree(void* p) { ::_aligned_free(p); }
 // plain committed memory is what a desktop user's process can have.
 bool AdviseHugePages(void*, size_t) { return false; }
 
-LargeBuffer::~LargeBuffer() { Release(); }
-
-LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
-  if (this != &other) {
-    Release();
-    data_ = other.data_;
-    size_ = other.size_;
-    huge_pages_ = other.huge_pages_;
-    other.data_ = nullptr;
-    other.size_ = 0;
-    other.huge_pages_ = false;
-  }
-  return *this;
-}
-
 void LargeBuffer::Release() {
   if (data_ != nullptr) ::VirtualFree(data_, 0, MEM_RELEASE);
   data_ = nullptr;
   size_ = 0;
+  huge_pages_ = false;
 }
 
 Result<LargeBuffer> LargeBuffer::Allocate(size_t bytes, bool, const std::string& what) {
