@@ -157,7 +157,15 @@ class Parser {
     int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
     if (n == 0 || pos_ + static_cast<size_t>(n) > s_.size()) return Error("invalid UTF-8");
     uint32_t v = n == 1 ? c : n == 2 ? (c & 0x1fu) : n == 3 ? (c & 0x0fu) : (c & 0x07u);
-    for (int i = 1; i < n; ++i) v = (v << 6) | (static_cast<unsigned char>(s_[pos_ + static_cast<size_t>(i)]) & 0x3fu);
+    for (int i = 1; i < n; ++i) {
+      const auto b = static_cast<unsigned char>(s_[pos_ + static_cast<size_t>(i)]);
+      // A lead byte must be followed by continuation bytes: otherwise a
+      // lead byte before `]` or `"` would swallow the closer, and the
+      // grammar would mean something else than its text shows (the fuzzer
+      // found PrefixRules and the parser disagreeing about such a class).
+      if ((b & 0xc0u) != 0x80u) return Error("invalid UTF-8");
+      v = (v << 6) | (b & 0x3fu);
+    }
     pos_ += static_cast<size_t>(n);
     *cp = v;
     return Status::Ok();

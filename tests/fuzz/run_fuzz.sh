@@ -231,6 +231,9 @@ case "$target" in
 esac
 
 cd "$build" || exit 2
+# libFuzzer's own exit code for a finding is 77, which ctest reads as SKIP:
+# -error_exitcode=1 and -timeout_exitcode=1 make every finding a failure.
 "$binary" "$corpus" "$seeds" "${dict[@]}" "${fuzz_options[@]}" -max_total_time="$seconds" \
-  -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 2>&1 | tail -n 25
+  -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  -error_exitcode=1 -timeout_exitcode=1 2>&1 | tail -n 25
 exit "${PIPESTATUS[0]}"

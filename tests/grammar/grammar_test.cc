@@ -59,6 +59,18 @@ TEST(Grammar, ErrorsNameTheLineAndTheProblem) {
   EXPECT_FALSE(Grammar::Parse("other ::= \"a\"\n").has_value());  // no root
 }
 
+// A UTF-8 lead byte must be followed by continuation bytes: "\xf7" before
+// the class's `]` once swallowed the `]` (found by fuzz.grammar), so the
+// grammar meant something else than its text, and PrefixRules disagreed.
+TEST(Grammar, InvalidUtf8IsRefusedNotDecodedAcrossACloser) {
+  for (const char* text : {"root ::= [a\xf7]]\n", "root ::= \"a\xe8\"\"\n", "root ::= [\xc3]\n"}) {
+    auto g = Grammar::Parse(text);
+    ASSERT_FALSE(g.has_value()) << text;
+    EXPECT_NE(g.error().message().find("invalid UTF-8"), std::string::npos) << g.error().message();
+  }
+  EXPECT_TRUE(Grammar::Parse("root ::= [\xc3\xa9]\n").has_value());  // a real é
+}
+
 // A toy vocabulary: single letters, a few words, two control tokens.
 std::shared_ptr<const Vocabulary> ToyVocab() {
   std::vector<std::string> pieces = {"<|end|>", "a", "b", "{", "}", "\"", "ab", "abc", "x", "<|sep|>", "\xc3", "\xa9"};
