@@ -7,6 +7,7 @@
 #include <iterator>
 #include <span>
 
+#include "base/base64.h"
 #include "waste/image.h"
 
 namespace waste::server {
@@ -60,15 +61,6 @@ bool ParseDataUrl(const std::string& url, size_t* payload, bool* base64) {
   if (i >= url.size() || url[i] != ',') return false;
   *payload = i + 1;
   return true;
-}
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
 }
 
 std::optional<ApiError> ReadLocal(std::string path, const VisionOptions& options,

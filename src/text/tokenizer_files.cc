@@ -9,19 +9,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/base64.h"
 #include "platform/platform.h"
 
 namespace waste {
 namespace {
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
 // Standard alphabet; '=' padding optional but only at the end.
 bool DecodeBase64(std::string_view in, std::string* out) {
