@@ -203,6 +203,23 @@ Ran Shell(const std::string& cmd) {
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
+// The expert cache arena is advised for huge pages unless WASTE_HUGE_PAGES=0
+// (Linux kernels with transparent huge pages take the advice).
+TEST(StreamingCli, HugePagesFollowTheEnvironment) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  }
+  const std::string cmd = std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
+                          " --budget " + std::to_string(BudgetUnderTest(1)) + "B -n 1 --json 2>/dev/null";
+  for (const char* value : {"1", "0"}) {
+    Ran r = Shell("WASTE_HUGE_PAGES=" + std::string(value) + " " + cmd);
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j["huge_pages"].get<bool>(), std::string(value) == "1") << value;
+  }
+}
+
 TEST(StreamingCli, BenchJsonIsOneObjectWithTheStreamingKeys) {
   Ran r = Shell(std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
                 " --budget " + std::to_string(BudgetUnderTest(1)) + "B -n 4 --json 2>/dev/null");
@@ -214,7 +231,7 @@ TEST(StreamingCli, BenchJsonIsOneObjectWithTheStreamingKeys) {
        {"tokens", "tok_per_s", "experts_hit", "experts_missed", "bytes_read", "direct_io",
         "prefill_tok_s", "decode_tok_s", "hit_rate", "read_seconds", "read_gbps", "backend",
         "threads", "peak_rss_bytes", "io_backend", "io_threads", "io_depth", "read_wait_s",
-        "cache_policy", "spec_reads"}) {
+        "cache_policy", "spec_reads", "huge_pages"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["tokens"], 4);
