@@ -107,10 +107,15 @@ class Parser {
     return id;
   }
 
+  // Helpers stay out of the name table: a grammar that writes "_4" means
+  // its own rule, never a repetition's helper (fuzz.grammar found a
+  // reference to an undefined "_4" binding to one).
   uint32_t NewHelper(Alts alts) {
-    uint32_t id = RuleId("_" + std::to_string(names_.size()));
-    rules_[id] = std::move(alts);
-    helper_[id] = true;
+    uint32_t id = static_cast<uint32_t>(names_.size());
+    names_.push_back("(repetition " + std::to_string(id) + ")");
+    rules_.push_back(std::move(alts));
+    defined_.push_back(false);
+    helper_.push_back(true);
     return id;
   }
 

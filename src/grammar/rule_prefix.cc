@@ -2,7 +2,6 @@
 // compiled apart (one per tool schema) can live side by side in one
 // grammar without their rule names (root, s0, ws, string, ...) colliding.
 #include <cctype>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -69,21 +68,16 @@ Result<std::string> Grammar::PrefixRules(std::string_view gbnf, std::string_view
   try {
     std::vector<Piece> pieces;
     if (!Lex(gbnf, &pieces)) return Status(Errc::kFormat, "grammar: unterminated literal or class");
-    // A defined rule is a name followed (after blanks) by "::=".
-    std::set<std::string> defined;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      if (!pieces[i].name) continue;
-      size_t j = i + 1;
-      while (j < pieces.size() && (pieces[j].text == " " || pieces[j].text == "\t")) ++j;
-      if (j + 2 < pieces.size() && pieces[j].text == ":" && pieces[j + 1].text == ":" &&
-          pieces[j + 2].text == "=") {
-        defined.insert(pieces[i].text);
-      }
-    }
+    // Every bare name in GBNF is a rule name (a definition or a reference;
+    // literals, classes, comments and counts are separate pieces), so all
+    // of them are renamed. Recognising definitions here instead once
+    // disagreed with the parser about which blanks may precede "::="
+    // ("root\r ::=", found by fuzz.grammar), and an undefined reference
+    // would have resolved to a rule of the grammar it was combined into.
     std::string out;
-    out.reserve(gbnf.size() + defined.size() * prefix.size() * 4);
+    out.reserve(gbnf.size() + pieces.size() * prefix.size());
     for (const Piece& p : pieces) {
-      if (p.name && defined.count(p.text)) out += prefix;
+      if (p.name) out += prefix;
       out += p.text;
     }
     return out;

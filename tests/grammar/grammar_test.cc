@@ -71,6 +71,19 @@ TEST(Grammar, InvalidUtf8IsRefusedNotDecodedAcrossACloser) {
   EXPECT_TRUE(Grammar::Parse("root ::= [\xc3\xa9]\n").has_value());  // a real é
 }
 
+// Repetitions compile to helper rules; a rule the grammar names "_1" is
+// its own, never a helper's (an undefined "_4" once bound to one; found by
+// fuzz.grammar).
+TEST(Grammar, RuleNamesNeverBindToRepetitionHelpers) {
+  auto undefined = Grammar::Parse("root ::= \"a\"* _1\n");
+  ASSERT_FALSE(undefined.has_value());
+  EXPECT_NE(undefined.error().message().find("'_1'"), std::string::npos) << undefined.error().message();
+  auto own = Grammar::Parse("root ::= \"a\"* _1\n_1 ::= \"b\"\n");
+  ASSERT_TRUE(own.has_value()) << own.error().message();
+  GrammarMatcher m(*own, nullptr);
+  EXPECT_TRUE(m.AcceptText("aab") && m.CanEnd());
+}
+
 // A toy vocabulary: single letters, a few words, two control tokens.
 std::shared_ptr<const Vocabulary> ToyVocab() {
   std::vector<std::string> pieces = {"<|end|>", "a", "b", "{", "}", "\"", "ab", "abc", "x", "<|sep|>", "\xc3", "\xa9"};

@@ -14,6 +14,18 @@ TEST(GrammarPrefix, RenamesRulesButNotLiteralsOrClasses) {
   EXPECT_EQ(*out, "p-root ::= \"ws root\" p-ws [a-z]{1,2} # root ws\np-ws ::= [ ]*\n");
 }
 
+// The parser allows a carriage return (and a comment) between a rule's
+// name and "::="; PrefixRules once recognised definitions itself, missed
+// "root\r ::=", and left it unprefixed (found by fuzz.grammar). Undefined
+// names are renamed too, so they cannot bind to the combining grammar.
+TEST(GrammarPrefix, RenamesWhateverBlanksPrecedeTheDefinition) {
+  auto out = Grammar::PrefixRules("root\r ::= ws other\nws # c\n  ::= \" \"\n", "p-");
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, "p-root\r ::= p-ws p-other\np-ws # c\n  ::= \" \"\n");
+  auto g = Grammar::Parse(*Grammar::PrefixRules("root\r ::= \"a\"\n", "p-") + "root ::= p-root\n");
+  EXPECT_TRUE(g.has_value()) << g.error().message();
+}
+
 TEST(GrammarPrefix, TwoSchemasShareOneGrammar) {
   const char* a = R"({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
                       "additionalProperties": false})";
