@@ -28,7 +28,7 @@ enum class Errc : int {
 WASTE_EXPORT const char* ErrcText(Errc code) noexcept;
 
 // A code plus a message that names what is wrong and where.
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
   Status(Errc code, std::string message) noexcept
@@ -57,7 +57,7 @@ inline Status OomError(std::string m) noexcept { return Status(Errc::kOom, std::
 
 // Spelled like std::expected so a move to C++23 is a rename.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) noexcept : v_(std::move(value)) {}           // NOLINT
   Result(Status status) noexcept : v_(std::move(status)) {}    // NOLINT

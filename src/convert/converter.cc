@@ -27,6 +27,7 @@
 #include "platform/platform.h"
 #include "runtime/thread_pool.h"
 #include "waste/convert.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -375,7 +376,7 @@ Result<ConvertReport> Convert(const ConvertOptions& options) noexcept {
   try {
     return Run(options);
   } catch (const std::exception& e) {
-    return IoError(fmt::format("conversion failed: {}", e.what()));
+    return StatusFromException(e, Errc::kIo, fmt::format("conversion failed: {}", e.what()));
   }
 }
 

@@ -1,4 +1,5 @@
 #include "convert/safetensors.h"
+#include "base/exception_status.h"
 
 #include <fmt/format.h>
 
@@ -122,7 +123,7 @@ Result<std::map<std::string, TensorEntry>> ParseSafetensorsHeader(std::string_vi
   try {
     header = Json::parse(text);
   } catch (const std::exception& e) {
-    return FormatError(fmt::format("{}: header is not JSON: {}", path, e.what()));
+    return StatusFromException(e, Errc::kFormat, fmt::format("{}: header is not JSON: {}", path, e.what()));
   }
   if (!header.is_object()) return FormatError(fmt::format("{}: header is not an object", path));
   const uint64_t data_start = 8 + text.size();
@@ -185,7 +186,7 @@ Result<std::map<std::string, std::string>> ParseSafetensorsIndex(std::string_vie
       weight_map[it.key()] = shard;
     }
   } catch (const std::exception& e) {
-    return FormatError(fmt::format("{}: {}", path, e.what()));
+    return StatusFromException(e, Errc::kFormat, fmt::format("{}: {}", path, e.what()));
   }
   return weight_map;
 }

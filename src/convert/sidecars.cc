@@ -17,6 +17,7 @@
 #include "convert/passes.h"
 #include "platform/platform.h"
 #include "waste/files.h"
+#include "base/exception_status.h"
 
 namespace waste::convert {
 namespace {
@@ -148,7 +149,7 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
       }
       if (tc.contains("chat_template")) chat_template = TemplateText(tc["chat_template"]);
     } catch (const std::exception& e) {
-      return FormatError(fmt::format("{}: {}", tc_path, e.what()));
+      return StatusFromException(e, Errc::kFormat, fmt::format("{}: {}", tc_path, e.what()));
     }
   }
   if (platform::PathExists(JoinPath(src, "chat_template.jinja"))) {
@@ -159,7 +160,7 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
       OJson j = OJson::parse(text);
       chat_template = TemplateText(j.is_object() && j.contains("chat_template") ? j["chat_template"] : j);
     } catch (const std::exception& e) {
-      return FormatError(fmt::format("{}/chat_template.json: {}", src, e.what()));
+      return StatusFromException(e, Errc::kFormat, fmt::format("{}/chat_template.json: {}", src, e.what()));
     }
   }
   if (!chat_template.empty()) {
@@ -197,7 +198,7 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
           if (m.contains(k) && !m[k].is_null()) v[k] = m[k];
         }
       } catch (const std::exception& e) {
-        return FormatError(fmt::format("{}: {}", pp, e.what()));
+        return StatusFromException(e, Errc::kFormat, fmt::format("{}: {}", pp, e.what()));
       }
     }
     WASTE_TRY(Put(out_dir, "vision.json", v.dump(1) + "\n"));

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "platform/platform.h"
+#include "base/exception_status.h"
 
 namespace waste::convert {
 namespace {
@@ -144,7 +145,7 @@ Result<SourceModel> DescribeSource(const Checkpoint& ckpt) {
     }
     m.config = std::move(cfg);
   } catch (const std::exception& e) {
-    return FormatError(fmt::format("{}: {}", path, e.what()));
+    return StatusFromException(e, Errc::kFormat, fmt::format("{}: {}", path, e.what()));
   }
 
   // MoE naming: probe expert 0 of every layer from first_dense.

@@ -21,6 +21,7 @@
 #include "platform/platform.h"
 #include "runtime/thread_pool.h"
 #include "waste/convert.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -208,7 +209,7 @@ Result<VerifyReport> Verify(const VerifyOptions& options) noexcept {
   try {
     return Run(options);
   } catch (const std::exception& e) {
-    return IoError(fmt::format("verify failed: {}", e.what()));
+    return StatusFromException(e, Errc::kIo, fmt::format("verify failed: {}", e.what()));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "container/tensor_list.h"
 #include "vision/vision_plan.h"
 #include "waste/memplan.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -151,7 +152,7 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     p.usable_ram_source = usable.source;
     return p;
   } catch (const std::exception& e) {
-    return FormatError(fmt::format("{}: cannot plan memory: {}", container_dir, e.what()));
+    return StatusFromException(e, Errc::kFormat, fmt::format("{}: cannot plan memory: {}", container_dir, e.what()));
   }
 }
 

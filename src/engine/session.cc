@@ -14,6 +14,7 @@
 #include "model/sampler.h"
 #include "waste/grammar.h"
 #include "waste/model.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -188,7 +189,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during eval");
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -315,7 +316,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during generation");
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -327,7 +328,7 @@ Result<SessionSnapshot> Session::Snapshot() noexcept {
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while taking a snapshot");
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -342,7 +343,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while restoring a snapshot");
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -352,7 +353,7 @@ Status Session::SaveState(const std::string& path) noexcept {
     WASTE_TRY(core_->Flush());
     return core_->state->Save(path, core_->forward->last_hidden());
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -363,7 +364,7 @@ Status Session::LoadState(const std::string& path, bool any_container) noexcept 
     if (st.ok()) core_->pending = -1;
     return st;
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "grammar/grammar_data.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -396,7 +397,7 @@ Result<std::shared_ptr<const GrammarData>> ParseGbnf(std::string_view text) noex
     WASTE_TRY(p.Run(data.get()));
     return std::shared_ptr<const GrammarData>(std::move(data));
   } catch (const std::exception& e) {
-    return FormatError(std::string("grammar: ") + e.what());
+    return StatusFromException(e, Errc::kFormat, std::string("grammar: ") + e.what());
   }
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -109,8 +110,8 @@ class Compiler {
       std::string pointer = ref.substr(1);
       *out = pointer.empty() ? &root_ : &root_.at(Json::json_pointer(pointer));
       return Status::Ok();
-    } catch (const std::exception&) {
-      return FormatError("$ref " + ref + " does not resolve, at " + path);
+    } catch (const std::exception& e) {
+      return StatusFromException(e, Errc::kFormat, "$ref " + ref + " does not resolve, at " + path);
     }
   }
 
@@ -501,7 +502,7 @@ Result<std::string> JsonSchemaToGbnfText(std::string_view schema) noexcept {
     WASTE_TRY(c.Run(&out));
     return out;
   } catch (const std::exception& e) {
-    return FormatError(std::string("JSON Schema: ") + e.what());
+    return StatusFromException(e, Errc::kFormat, std::string("JSON Schema: ") + e.what());
   }
 }
 

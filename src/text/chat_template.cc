@@ -12,6 +12,7 @@
 #include "waste/chat.h"
 #include "waste/files.h"
 #include "platform/platform.h"
+#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -58,7 +59,7 @@ Result<ChatTemplate> ChatTemplate::Parse(std::string_view json, std::string_view
   } catch (const std::bad_alloc&) {
     return OomError(std::string(name) + ": out of memory");
   } catch (const std::exception& e) {
-    return FormatError(std::string(name) + ": " + e.what());
+    return StatusFromException(e, Errc::kFormat, std::string(name) + ": " + e.what());
   }
 }
 

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "vision/image_decode.h"
+#include "base/exception_status.h"
 
 namespace waste {
 
@@ -12,7 +13,7 @@ Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept {
     WASTE_ASSIGN_OR_RETURN(vision::ImageSize s, vision::ProbeImageFile(path));
     return ImageDimensions{s.width, s.height};
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
@@ -22,7 +23,7 @@ Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
     WASTE_ASSIGN_OR_RETURN(vision::ImageSize s, vision::ProbeImage(bytes, name));
     return ImageDimensions{s.width, s.height};
   } catch (const std::exception& e) {
-    return IoError(e.what());
+    return StatusFromException(e, Errc::kIo, e.what());
   }
 }
 
