@@ -31,7 +31,7 @@ uint64_t AlignUp(uint64_t n) {
 
 TensorView MakeView(const TensorInfo& t) {
   format::TrunkGeometry g =
-      format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+      format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
   TensorView v;
   v.fmt = t.fmt;
   v.rows = g.rows;
@@ -116,7 +116,7 @@ Status LoadTrunk(const Manifest& m, const std::vector<TensorInfo>& index, bool h
     }
     if (!IsResidentTensor(cfg, t)) continue;    // outside the prefix: never read
     format::TrunkGeometry g =
-        format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+        format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
     plan.push_back({&t, g, total});
     total += AlignUp(g.payload_bytes) + AlignUp(g.scale_bytes);
   }

@@ -17,7 +17,7 @@
 
 namespace waste {
 
-enum class TensorFmt : uint8_t { kF32 = 0, kF16 = 1, kQ8G = 2, kQ4G = 3, kQ3G = 7 };
+using format::TensorFmt;
 const char* TensorFmtName(TensorFmt fmt);
 
 // One manifest trunk entry, as written.

@@ -208,7 +208,7 @@ Status ValidateTrunkIndex(const Manifest& m, uint64_t trunk_file_size) {
   for (size_t i = 0; i < m.trunk.size(); ++i) {
     const TensorInfo& t = m.trunk[i];
     format::TrunkGeometry g =
-        format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+        format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
     // Sizes are < 2^52 (elements <= 2^40), offsets are checked first, so
     // none of these sums can wrap.
     if (t.off > trunk_file_size || g.payload_bytes > trunk_file_size - t.off) {

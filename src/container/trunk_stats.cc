@@ -18,6 +18,9 @@ const char* TensorFmtName(TensorFmt fmt) {
     case TensorFmt::kQ8G: return "Q8G";
     case TensorFmt::kQ4G: return "Q4G";
     case TensorFmt::kQ3G: return "Q3G";
+    case TensorFmt::kVq3r: return "VQ3R";
+    case TensorFmt::kVq2r: return "VQ2R";
+    case TensorFmt::kVq4p: return "VQ4P";
   }
   return "?";
 }
@@ -53,7 +56,7 @@ uint64_t ResidentTrunkBytes(const Manifest& m) {
   for (const TensorInfo& t : m.trunk) {
     if (!seen.insert(t.name).second || !IsResidentTensor(m.config, t)) continue;
     format::TrunkGeometry g =
-        format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+        format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
     total += AlignUp(g.payload_bytes) + AlignUp(g.scale_bytes);
   }
   return total;
@@ -77,14 +80,14 @@ ParamCounts CountParameters(const ModelConfig& c, const std::vector<TensorInfo>&
 }
 
 std::string QuantizationSummary(const ModelConfig& config, const std::vector<TensorInfo>& index) {
-  bool present[8] = {};
+  bool present[16] = {};
   for (const TensorInfo& t : index) {
-    if (UnderPrefix(config, t)) present[static_cast<int>(t.fmt) & 7] = true;
+    if (UnderPrefix(config, t)) present[format::FmtByte(t.fmt) & 15] = true;
   }
   std::string trunk;
   for (TensorFmt f : {TensorFmt::kQ3G, TensorFmt::kQ4G, TensorFmt::kQ8G, TensorFmt::kF16,
                       TensorFmt::kF32}) {
-    if (!present[static_cast<int>(f)]) continue;
+    if (!present[format::FmtByte(f)]) continue;
     if (!trunk.empty()) trunk += '/';
     trunk += TensorFmtName(f);
   }

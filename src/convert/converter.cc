@@ -111,7 +111,7 @@ Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::Sour
     shape = convert::TrunkShapeFor(t, shape);
     TensorInfo info;
     info.name = t.target;
-    info.fmt = static_cast<TensorFmt>(convert::TrunkFormatFor(t, shape, trunk8));
+    info.fmt = convert::TrunkFormatFor(t, shape, trunk8);
     info.shape = shape;
     manifest.trunk.push_back(std::move(info));
   }

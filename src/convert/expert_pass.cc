@@ -193,7 +193,7 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
       format::CodebookHeader h{};
       h.magic = format::kCodebookMagic;
       h.codebook_id = static_cast<uint16_t>(job.codebook_base + k * q.stages + s);
-      h.fmt = format::kFmtVq3r;  // the engine's books always carry 4
+      h.fmt = format::FmtByte(format::TensorFmt::kVq3r);  // the engine's books always carry 4
       h.vec_dim = static_cast<uint8_t>(kVecDim);
       h.n_entries = static_cast<uint32_t>(q.entries);
       std::memcpy(rec.data(), &h, sizeof(h));

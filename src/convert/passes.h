@@ -54,7 +54,7 @@ struct TrunkResult {
 };
 
 // Trunk storage of a source tensor: 0 = F32, 2 = Q8G, 3 = Q4G.
-uint8_t TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8);
+format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8);
 std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64_t>& shape);
 
 Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,

@@ -30,15 +30,15 @@ std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64
   return shape;
 }
 
-uint8_t TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8) {
+format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  if (shape.size() != 2 || n < 65536) return format::kFmtF32;
+  if (shape.size() != 2 || n < 65536) return format::TensorFmt::kF32;
   if (t.vision || trunk8 || t.target.ends_with("embed_tokens.weight") ||
       t.target.ends_with("lm_head.weight")) {
-    return format::kFmtQ8G;
+    return format::TensorFmt::kQ8G;
   }
-  return format::kFmtQ4G;
+  return format::TensorFmt::kQ4G;
 }
 
 Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,
@@ -60,13 +60,13 @@ Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model,
       }
     }
     const std::vector<int64_t> shape = TrunkShapeFor(t, x.shape);
-    const uint8_t fmt = TrunkFormatFor(t, shape, trunk8);
+    const format::TensorFmt fmt = TrunkFormatFor(t, shape, trunk8);
     nlohmann::json e = nlohmann::json::object();
     e["name"] = t.target;
     e["fmt"] = fmt;
     e["off"] = file->size();
     e["shape"] = shape;
-    if (fmt == format::kFmtF32) {
+    if (fmt == format::TensorFmt::kF32) {
       WASTE_TRY(file->Write(x.values.data(), x.values.size() * sizeof(float)));
       e["bytes"] = x.values.size() * sizeof(float);
     } else {

@@ -12,7 +12,7 @@ namespace {
 struct Range {
   int qmin, qmax;
 };
-Range RangeOf(uint8_t fmt) { return fmt == format::kFmtQ8G ? Range{-127, 127} : Range{-8, 7}; }
+Range RangeOf(format::TensorFmt fmt) { return fmt == format::TensorFmt::kQ8G ? Range{-127, 127} : Range{-8, 7}; }
 // Q8G never uses -128 (the engine's kernels assume |code| <= 127).
 
 inline int Code(float x, float inv, Range r) {
@@ -20,8 +20,8 @@ inline int Code(float x, float inv, Range r) {
   return static_cast<int>(std::clamp(q, static_cast<float>(r.qmin), static_cast<float>(r.qmax)));
 }
 
-void Store(uint8_t fmt, int64_t i, int code, uint8_t* packed) {
-  if (fmt == format::kFmtQ8G) {
+void Store(format::TensorFmt fmt, int64_t i, int code, uint8_t* packed) {
+  if (fmt == format::TensorFmt::kQ8G) {
     packed[i] = static_cast<uint8_t>(static_cast<int8_t>(code));
   } else {
     packed[i >> 1] |= static_cast<uint8_t>((code + 8) << (4 * (i & 1)));
@@ -45,7 +45,7 @@ double GroupError(const float* x, int n, uint16_t h, Range r) {
   return e;
 }
 
-uint16_t BestScale(uint8_t fmt, const float* x, int n) {
+uint16_t BestScale(format::TensorFmt fmt, const float* x, int n) {
   const Range r = RangeOf(fmt);
   float amax = 0.0f, vmax = 0.0f, vmin = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -56,10 +56,10 @@ uint16_t BestScale(uint8_t fmt, const float* x, int n) {
   if (amax == 0.0f || !std::isfinite(amax)) return format::F32ToF16(amax == 0.0f ? 0.0f : amax);
   // Largest magnitude on the negative side can map to qmin (-8 for Q4G):
   // one more level of resolution for free.
-  const float top = (-vmin > vmax && fmt != format::kFmtQ8G) ? static_cast<float>(-r.qmin)
+  const float top = (-vmin > vmax && fmt != format::TensorFmt::kQ8G) ? static_cast<float>(-r.qmin)
                                                              : static_cast<float>(r.qmax);
-  const int steps = fmt == format::kFmtQ8G ? 6 : 20;
-  const float lowest = fmt == format::kFmtQ8G ? 0.94f : 0.70f;
+  const int steps = fmt == format::TensorFmt::kQ8G ? 6 : 20;
+  const float lowest = fmt == format::TensorFmt::kQ8G ? 0.94f : 0.70f;
   uint16_t best = format::F32ToF16(amax / top);
   double best_e = GroupError(x, n, best, r);
   for (int k = 1; k <= steps; ++k) {
@@ -77,13 +77,13 @@ uint16_t BestScale(uint8_t fmt, const float* x, int n) {
 
 }  // namespace
 
-void QuantizeTrunkRow(uint8_t fmt, const float* x, int64_t cols, uint8_t* packed,
+void QuantizeTrunkRow(format::TensorFmt fmt, const float* x, int64_t cols, uint8_t* packed,
                       uint16_t* scales) {
   const Range r = RangeOf(fmt);
   const int64_t groups = (cols + kTrunkGroup - 1) / kTrunkGroup;
   const int64_t padded = groups * kTrunkGroup;
   // Store() ORs codes in; padding elements get code 0 below.
-  std::memset(packed, 0, static_cast<size_t>(fmt == format::kFmtQ8G ? padded : padded / 2));
+  std::memset(packed, 0, static_cast<size_t>(fmt == format::TensorFmt::kQ8G ? padded : padded / 2));
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * kTrunkGroup, e = std::min(cols, b + kTrunkGroup);
     const int n = static_cast<int>(e - b);
@@ -103,11 +103,11 @@ void QuantizeTrunkRow(uint8_t fmt, const float* x, int64_t cols, uint8_t* packed
   }
 }
 
-void QuantizeTrunkRowMaxScale(uint8_t fmt, const float* x, int64_t cols, uint8_t* packed,
+void QuantizeTrunkRowMaxScale(format::TensorFmt fmt, const float* x, int64_t cols, uint8_t* packed,
                               uint16_t* scales) {
   const Range r = RangeOf(fmt);
   const int64_t groups = (cols + kTrunkGroup - 1) / kTrunkGroup;
-  std::memset(packed, 0, static_cast<size_t>(fmt == format::kFmtQ8G ? groups * kTrunkGroup
+  std::memset(packed, 0, static_cast<size_t>(fmt == format::TensorFmt::kQ8G ? groups * kTrunkGroup
                                                                      : groups * kTrunkGroup / 2));
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * kTrunkGroup, e = std::min(cols, b + kTrunkGroup);
@@ -121,7 +121,7 @@ void QuantizeTrunkRowMaxScale(uint8_t fmt, const float* x, int64_t cols, uint8_t
   }
 }
 
-double TrunkRowError(uint8_t fmt, const float* x, int64_t cols, const uint8_t* packed,
+double TrunkRowError(format::TensorFmt fmt, const float* x, int64_t cols, const uint8_t* packed,
                      const uint16_t* scales) {
   double err = 0;
   for (int64_t i = 0; i < cols; ++i) {

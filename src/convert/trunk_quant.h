@@ -9,21 +9,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "format/format.h"
+
 namespace waste::convert {
 
 inline constexpr int kTrunkGroup = 128;
 
 // One row of `cols` values into the packed payload (row_bytes, padding
 // encodes quantised zero) and ceil(cols/128) f16 scales. fmt: 2 = Q8G, 3 = Q4G.
-void QuantizeTrunkRow(uint8_t fmt, const float* x, int64_t cols, uint8_t* packed,
+void QuantizeTrunkRow(format::TensorFmt fmt, const float* x, int64_t cols, uint8_t* packed,
                       uint16_t* scales);
 
 // Squared error of one row as quantised above (for reports and tests).
-double TrunkRowError(uint8_t fmt, const float* x, int64_t cols, const uint8_t* packed,
+double TrunkRowError(format::TensorFmt fmt, const float* x, int64_t cols, const uint8_t* packed,
                      const uint16_t* scales);
 
 // The reference's max-scaling, for comparison in tests and benchmarks.
-void QuantizeTrunkRowMaxScale(uint8_t fmt, const float* x, int64_t cols, uint8_t* packed,
+void QuantizeTrunkRowMaxScale(format::TensorFmt fmt, const float* x, int64_t cols, uint8_t* packed,
                               uint16_t* scales);
 
 }  // namespace waste::convert

@@ -127,7 +127,7 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
   for (const TensorInfo& t : c.trunk_index()) {
     std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes));
     WASTE_TRY(trunk.ReadAt(t.off, bytes.data(), bytes.size()));
-    const format::TrunkGeometry g = format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+    const format::TrunkGeometry g = format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
     std::vector<float> values(static_cast<size_t>(g.rows * g.cols));
     for (int64_t r = 0; r < g.rows; ++r) {
       float* out = values.data() + r * g.cols;
@@ -138,7 +138,7 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
       const uint8_t* row = bytes.data() + r * g.row_bytes;
       const uint8_t* sc = bytes.data() + (t.scale_off - t.off) + 2 * r * g.groups;
       for (int64_t i = 0; i < g.cols; ++i) {
-        out[i] = static_cast<float>(format::TrunkCode(static_cast<uint8_t>(t.fmt), row, i)) *
+        out[i] = static_cast<float>(format::TrunkCode(t.fmt, row, i)) *
                  format::F16ToF32(format::LoadU16(sc + 2 * (i / t.group)));
       }
     }

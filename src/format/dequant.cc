@@ -15,7 +15,7 @@ void DequantizeRow(const TensorView& t, int64_t row, float* out) {
     std::memcpy(out, data, cols * sizeof(float));
     return;
   }
-  const uint8_t fmt = static_cast<uint8_t>(t.fmt);
+  const TensorFmt fmt = t.fmt;
   const uint16_t* scales = t.scales + static_cast<size_t>(row) * t.groups;
   const size_t group = static_cast<size_t>(t.group);
   for (size_t g = 0; g * group < cols; ++g) {

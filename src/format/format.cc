@@ -76,13 +76,13 @@ uint32_t Crc32(const uint8_t* data, size_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-TrunkGeometry ComputeTrunkGeometry(uint8_t fmt, const std::vector<int64_t>& shape, int group) {
+TrunkGeometry ComputeTrunkGeometry(TensorFmt fmt, const std::vector<int64_t>& shape, int group) {
   TrunkGeometry g;
   g.cols = shape.empty() ? 0 : shape.back();
   g.rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) g.rows *= shape[i];
   uint64_t rows = static_cast<uint64_t>(g.rows);
-  if (fmt == kFmtF32) {
+  if (fmt == TensorFmt::kF32) {
     g.row_bytes = 4 * static_cast<uint64_t>(g.cols);
     g.payload_bytes = rows * g.row_bytes;
     return g;
@@ -90,9 +90,9 @@ TrunkGeometry ComputeTrunkGeometry(uint8_t fmt, const std::vector<int64_t>& shap
   g.groups = (g.cols + group - 1) / group;
   uint64_t padded = static_cast<uint64_t>(g.groups) * static_cast<uint64_t>(group);
   switch (fmt) {
-    case kFmtQ8G: g.row_bytes = padded; break;
-    case kFmtQ4G: g.row_bytes = padded / 2; break;
-    case kFmtQ3G: g.row_bytes = padded * 3 / 8 + 1; break;  // +1 guard byte
+    case TensorFmt::kQ8G: g.row_bytes = padded; break;
+    case TensorFmt::kQ4G: g.row_bytes = padded / 2; break;
+    case TensorFmt::kQ3G: g.row_bytes = padded * 3 / 8 + 1; break;  // +1 guard byte
     default: g.row_bytes = padded; break;
   }
   g.payload_bytes = rows * g.row_bytes;
@@ -163,7 +163,8 @@ Status ValidateRecordHeader(const uint8_t* record, const RecordExpectation& want
                            h.rec_4k_blocks, static_cast<uint64_t>(h.rec_4k_blocks) * kPageBytes,
                            want.record_bytes));
   }
-  if (l.index_bits == 6 ? h.fmt != kFmtVq4p : (h.fmt != kFmtVq3r && h.fmt != kFmtVq2r)) {
+  if (l.index_bits == 6 ? h.fmt != FmtByte(TensorFmt::kVq4p)
+                           : (h.fmt != FmtByte(TensorFmt::kVq3r) && h.fmt != FmtByte(TensorFmt::kVq2r))) {
     return bad(fmt::format("fmt {} at byte 8, expected {} for index_bits {}", h.fmt,
                            l.index_bits == 6 ? "8" : "4 or 5", l.index_bits));
   }

@@ -26,15 +26,21 @@ inline constexpr uint64_t kPageBytes = 4096;            // record size granule (
 inline constexpr int kIndexBlockRows = 64;              // row blocking of indices (§6.3)
 inline constexpr int kMaxManifestDepth = 64;            // JSON nesting cap (§3.1)
 
-// Trunk storage codes (§4.2). Experts-only codes live in the record header.
-inline constexpr uint8_t kFmtF32 = 0;
-inline constexpr uint8_t kFmtF16 = 1;   // reserved: never loadable
-inline constexpr uint8_t kFmtQ8G = 2;
-inline constexpr uint8_t kFmtQ4G = 3;
-inline constexpr uint8_t kFmtVq3r = 4;  // record fmt byte when index_bits = 8
-inline constexpr uint8_t kFmtVq2r = 5;  // accepted alternative when index_bits = 8
-inline constexpr uint8_t kFmtQ3G = 7;
-inline constexpr uint8_t kFmtVq4p = 8;  // record fmt byte when index_bits = 6
+// Storage formats: one numbering for the manifest's trunk "fmt" (§4.2) and
+// the expert record header's fmt byte (§6.2); the values are the codes on
+// disk. Parsed from disk once (manifest, record header) and typed after.
+enum class TensorFmt : uint8_t {
+  kF32 = 0,
+  kF16 = 1,   // reserved: never loadable
+  kQ8G = 2,
+  kQ4G = 3,
+  kVq3r = 4,  // record fmt byte when index_bits = 8
+  kVq2r = 5,  // accepted alternative when index_bits = 8
+  kQ3G = 7,
+  kVq4p = 8,  // record fmt byte when index_bits = 6
+};
+// The code as stored on disk.
+constexpr uint8_t FmtByte(TensorFmt f) { return static_cast<uint8_t>(f); }
 
 // Expert record header (§6.2). Natural alignment already yields the on-disk
 // offsets, so no packing pragma is needed; the asserts pin every field.
@@ -147,20 +153,20 @@ struct TrunkGeometry {
   uint64_t scale_bytes = 0;  // f16 [rows][groups]; 0 for F32
 };
 
-// Precondition: fmt is 0, 2, 3 or 7; shape already bounds-checked (1..4 dims,
+// Precondition: fmt is F32, Q8G, Q4G or Q3G; shape already bounds-checked (1..4 dims,
 // each 1..2^26, elements <= kMaxTensorElements); group >= 8 and % 8 == 0.
-TrunkGeometry ComputeTrunkGeometry(uint8_t fmt, const std::vector<int64_t>& shape, int group);
+TrunkGeometry ComputeTrunkGeometry(TensorFmt fmt, const std::vector<int64_t>& shape, int group);
 
 // Element i of a packed trunk row, before scaling (§4.4).
-inline int TrunkCode(uint8_t fmt, const uint8_t* row, int64_t i) {
+inline int TrunkCode(TensorFmt fmt, const uint8_t* row, int64_t i) {
   switch (fmt) {
-    case kFmtQ8G:
+    case TensorFmt::kQ8G:
       return static_cast<int8_t>(row[i]);
-    case kFmtQ4G: {
+    case TensorFmt::kQ4G: {
       uint8_t b = row[i >> 1];
       return ((i & 1) ? (b >> 4) : (b & 0x0F)) - 8;
     }
-    case kFmtQ3G: {
+    case TensorFmt::kQ3G: {
       int64_t t = 3 * i;
       int64_t byte = t >> 3;
       int k = static_cast<int>(t & 7);

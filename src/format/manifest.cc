@@ -172,13 +172,14 @@ Status ParseTrunk(const Json& root, std::string_view origin, Manifest& m) {
                                      json::Brief(t)));
     }
     int64_t fmt_code = json::Integer(json::Member(t, "fmt")).value_or(0);
-    if (fmt_code != format::kFmtF32 && fmt_code != format::kFmtQ8G &&
-        fmt_code != format::kFmtQ4G && fmt_code != format::kFmtQ3G) {
+    using format::FmtByte;
+    if (fmt_code != FmtByte(TensorFmt::kF32) && fmt_code != FmtByte(TensorFmt::kQ8G) &&
+        fmt_code != FmtByte(TensorFmt::kQ4G) && fmt_code != FmtByte(TensorFmt::kQ3G)) {
       return FormatError(fmt::format("{}: fmt {} is not a trunk format (expected 0 F32, 2 Q8G, 3 "
                                      "Q4G or 7 Q3G)",
                                      where, fmt_code));
     }
-    info.fmt = static_cast<TensorFmt>(fmt_code);
+    info.fmt = static_cast<TensorFmt>(fmt_code);  // checked just above: the one cast from disk
     const Json* shape = json::Member(t, "shape");
     if (shape == nullptr || !shape->is_array() || shape->empty() ||
         shape->size() > static_cast<size_t>(format::kMaxTensorDims)) {

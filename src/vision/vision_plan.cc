@@ -14,7 +14,7 @@ uint64_t StoredBytesOutsidePrefix(const std::vector<TensorInfo>& trunk, const st
       continue;
     }
     format::TrunkGeometry g =
-        format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt), t.shape, t.group);
+        format::ComputeTrunkGeometry(t.fmt, t.shape, t.group);
     total += g.payload_bytes + g.scale_bytes;
   }
   return total;

@@ -75,7 +75,7 @@ class Loader {
         }
         break;
     }
-    format::TrunkGeometry g = format::ComputeTrunkGeometry(static_cast<uint8_t>(t.fmt),
+    format::TrunkGeometry g = format::ComputeTrunkGeometry(t.fmt,
                                                            quant ? t.shape : std::vector<int64_t>{rows, cols},
                                                            t.group);
     TensorView v;

@@ -57,10 +57,10 @@ Status CheckPlainName(std::string_view what, const std::string& s, size_t max_le
   return Status::Ok();
 }
 
-void Quantize(uint8_t fmt, const float* x, int64_t cols, int64_t groups, std::vector<int>& codes,
+void Quantize(format::TensorFmt fmt, const float* x, int64_t cols, int64_t groups, std::vector<int>& codes,
               uint16_t* scales, bool* bad) {
-  const int qmax = fmt == format::kFmtQ8G ? 127 : fmt == format::kFmtQ4G ? 7 : 3;
-  const int qmin = fmt == format::kFmtQ8G ? -127 : fmt == format::kFmtQ4G ? -8 : -4;
+  const int qmax = fmt == format::TensorFmt::kQ8G ? 127 : fmt == format::TensorFmt::kQ4G ? 7 : 3;
+  const int qmin = fmt == format::TensorFmt::kQ8G ? -127 : fmt == format::TensorFmt::kQ4G ? -8 : -4;
   std::fill(codes.begin(), codes.end(), 0);  // padding elements: quantised zero
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t begin = g * kGroup, end = std::min(cols, begin + kGroup);
@@ -78,19 +78,19 @@ void Quantize(uint8_t fmt, const float* x, int64_t cols, int64_t groups, std::ve
   }
 }
 
-void Pack(uint8_t fmt, const std::vector<int>& codes, uint8_t* row, size_t row_bytes) {
+void Pack(format::TensorFmt fmt, const std::vector<int>& codes, uint8_t* row, size_t row_bytes) {
   std::memset(row, 0, row_bytes);
   const size_t n = codes.size();
   switch (fmt) {
-    case format::kFmtQ8G:
+    case format::TensorFmt::kQ8G:
       for (size_t i = 0; i < n; ++i) row[i] = static_cast<uint8_t>(static_cast<int8_t>(codes[i]));
       break;
-    case format::kFmtQ4G:
+    case format::TensorFmt::kQ4G:
       for (size_t i = 0; i < n; ++i) {
         row[i >> 1] |= static_cast<uint8_t>((codes[i] + 8) << (4 * (i & 1)));
       }
       break;
-    case format::kFmtQ3G:
+    case format::TensorFmt::kQ3G:
       for (size_t i = 0; i < n; ++i) {
         unsigned u = static_cast<unsigned>(codes[i] + 4);
         size_t t = 3 * i, b = t >> 3;
@@ -185,7 +185,6 @@ Status ContainerWriter::Append(Output& out, const void* data, size_t n) {
 Status ContainerWriter::WriteQuantizedTensor(TensorFmt fmt, const format::TrunkGeometry& g,
                                              int group, const RowSource& rows,
                                              uint64_t* scale_off) {
-  const uint8_t code = static_cast<uint8_t>(fmt);
   std::vector<float> x(static_cast<size_t>(g.cols));
   std::vector<int> codes(static_cast<size_t>(g.groups * group));
   std::vector<uint8_t> packed(static_cast<size_t>(g.row_bytes));
@@ -193,8 +192,8 @@ Status ContainerWriter::WriteQuantizedTensor(TensorFmt fmt, const format::TrunkG
   bool bad = false;
   for (int64_t r = 0; r < g.rows; ++r) {
     rows(r, x.data());
-    Quantize(code, x.data(), g.cols, g.groups, codes, scales.data() + r * g.groups, &bad);
-    Pack(code, codes, packed.data(), packed.size());
+    Quantize(fmt, x.data(), g.cols, g.groups, codes, scales.data() + r * g.groups, &bad);
+    Pack(fmt, codes, packed.data(), packed.size());
     WASTE_TRY(Append(*trunk_, packed.data(), packed.size()));
   }
   if (bad) return ArgError("values are not finite or too large for an f16 scale");
@@ -223,7 +222,7 @@ Status ContainerWriter::AddTensor(const std::string& name, TensorFmt fmt,
     elements *= d;
   }
   if (!trunk_) trunk_ = std::make_unique<Output>(Output{"trunk.bin", Join(dir_, "trunk.bin")});
-  format::TrunkGeometry g = format::ComputeTrunkGeometry(static_cast<uint8_t>(fmt), shape, kGroup);
+  format::TrunkGeometry g = format::ComputeTrunkGeometry(fmt, shape, kGroup);
   OJson entry = OJson::object();
   entry["name"] = name;
   entry["fmt"] = static_cast<int>(fmt);
@@ -298,7 +297,7 @@ Result<int> ContainerWriter::AddCodebooks(int layer, std::span<const float> book
     format::CodebookHeader h{};
     h.magic = format::kCodebookMagic;
     h.codebook_id = static_cast<uint16_t>(base + static_cast<int>(b));
-    h.fmt = format::kFmtVq3r;  // both reference writers always write 4 (§5)
+    h.fmt = format::FmtByte(format::TensorFmt::kVq3r);  // both reference writers always write 4 (§5)
     h.vec_dim = static_cast<uint8_t>(q.vec_dim);
     h.n_entries = static_cast<uint32_t>(q.entries);
     std::memcpy(rec.data(), &h, sizeof(h));

@@ -88,7 +88,7 @@ const uint8_t* ExpertRecordBuilder::Finish(int layer, int expert, int codebook_i
   h.magic = format::kRecordMagic;
   h.layer = static_cast<uint16_t>(layer);
   h.expert_id = static_cast<uint16_t>(expert);
-  h.fmt = layout_.index_bits == 6 ? format::kFmtVq4p : format::kFmtVq3r;
+  h.fmt = format::FmtByte(layout_.index_bits == 6 ? format::TensorFmt::kVq4p : format::TensorFmt::kVq3r);
   h.codebook_id = static_cast<uint16_t>(codebook_id);
   h.rec_4k_blocks = static_cast<uint32_t>(layout_.record_bytes / format::kPageBytes);
   h.gate_off = static_cast<uint32_t>(layout_.m[0].offset);

@@ -222,7 +222,7 @@ std::vector<float> HeavyTailed(size_t n, uint32_t seed) {
 
 TEST(ConvertTrunkQuant, MinimisedScalesBeatMaxScaling) {
   const int64_t cols = 1000;  // not a multiple of 128: a padded last group
-  for (uint8_t fmt : {format::kFmtQ4G, format::kFmtQ8G}) {
+  for (format::TensorFmt fmt : {format::TensorFmt::kQ4G, format::TensorFmt::kQ8G}) {
     double ours = 0, ref = 0;
     for (int r = 0; r < 64; ++r) {
       std::vector<float> x = HeavyTailed(cols, 7 + r);
@@ -235,7 +235,7 @@ TEST(ConvertTrunkQuant, MinimisedScalesBeatMaxScaling) {
       ref += TrunkRowError(fmt, x.data(), cols, p.data(), s.data());
     }
     // Q4G: clipping and the code -8 pay; Q8G: 254 levels leave little to gain.
-    EXPECT_LT(ours, (fmt == format::kFmtQ4G ? 0.85 : 1.0) * ref) << "fmt " << int(fmt);
+    EXPECT_LT(ours, (fmt == format::TensorFmt::kQ4G ? 0.85 : 1.0) * ref) << "fmt " << int(fmt);
   }
 }
 
@@ -243,10 +243,10 @@ TEST(ConvertTrunkQuant, PaddingEncodesZero) {
   std::vector<float> x(130, 0.5f);
   std::vector<uint8_t> p(128);
   std::vector<uint16_t> s(2);
-  QuantizeTrunkRow(format::kFmtQ4G, x.data(), 130, p.data(), s.data());
-  for (int64_t i = 130; i < 256; ++i) EXPECT_EQ(format::TrunkCode(format::kFmtQ4G, p.data(), i), 0);
+  QuantizeTrunkRow(format::TensorFmt::kQ4G, x.data(), 130, p.data(), s.data());
+  for (int64_t i = 130; i < 256; ++i) EXPECT_EQ(format::TrunkCode(format::TensorFmt::kQ4G, p.data(), i), 0);
   // Only the f16 rounding of the scale is lost: 7 x f16(0.5/7) = 0.49988.
-  EXPECT_NEAR(TrunkRowError(format::kFmtQ4G, x.data(), 130, p.data(), s.data()), 0.0, 1e-5);
+  EXPECT_NEAR(TrunkRowError(format::TensorFmt::kQ4G, x.data(), 130, p.data(), s.data()), 0.0, 1e-5);
 }
 
 TEST(ConvertKmeans, SameBooksAtAnyThreadCountAndEveryEntryUsed) {

@@ -92,21 +92,21 @@ TEST(Vq4p, EveryByteTripleDecodesAndRepacks) {
 }
 
 TEST(TrunkGeometry, MatchesTheWorkedExample) {
-  TrunkGeometry q = ComputeTrunkGeometry(kFmtQ4G, {128, 128}, 128);
+  TrunkGeometry q = ComputeTrunkGeometry(TensorFmt::kQ4G, {128, 128}, 128);
   EXPECT_EQ(q.row_bytes, 64u);
   EXPECT_EQ(q.payload_bytes + q.scale_bytes, 8448u);
-  TrunkGeometry b = ComputeTrunkGeometry(kFmtQ4G, {4, 128}, 128);
+  TrunkGeometry b = ComputeTrunkGeometry(TensorFmt::kQ4G, {4, 128}, 128);
   EXPECT_EQ(b.payload_bytes, 256u);
   EXPECT_EQ(b.scale_bytes, 8u);
-  TrunkGeometry e = ComputeTrunkGeometry(kFmtQ8G, {256, 128}, 128);
+  TrunkGeometry e = ComputeTrunkGeometry(TensorFmt::kQ8G, {256, 128}, 128);
   EXPECT_EQ(e.payload_bytes, 32768u);
   EXPECT_EQ(e.payload_bytes + e.scale_bytes, 33280u);
-  TrunkGeometry f = ComputeTrunkGeometry(kFmtF32, {128, 1, 4}, 128);
+  TrunkGeometry f = ComputeTrunkGeometry(TensorFmt::kF32, {128, 1, 4}, 128);
   EXPECT_EQ(f.rows, 128);
   EXPECT_EQ(f.cols, 4);
   EXPECT_EQ(f.payload_bytes, 2048u);
   // Padded groups: 136 columns -> 2 groups of 128; Q3G rows carry a guard byte.
-  TrunkGeometry g = ComputeTrunkGeometry(kFmtQ3G, {3, 136}, 128);
+  TrunkGeometry g = ComputeTrunkGeometry(TensorFmt::kQ3G, {3, 136}, 128);
   EXPECT_EQ(g.groups, 2);
   EXPECT_EQ(g.row_bytes, 256u * 3 / 8 + 1);
   EXPECT_EQ(g.scale_bytes, 2u * 3 * 2);
@@ -114,11 +114,11 @@ TEST(TrunkGeometry, MatchesTheWorkedExample) {
 
 TEST(TrunkCode, DecodesEachFormat) {
   const uint8_t q8[2] = {0x59, 0xE3};
-  EXPECT_EQ(TrunkCode(kFmtQ8G, q8, 0), 89);
-  EXPECT_EQ(TrunkCode(kFmtQ8G, q8, 1), -29);
+  EXPECT_EQ(TrunkCode(TensorFmt::kQ8G, q8, 0), 89);
+  EXPECT_EQ(TrunkCode(TensorFmt::kQ8G, q8, 1), -29);
   const uint8_t q4[1] = {0x6A};
-  EXPECT_EQ(TrunkCode(kFmtQ4G, q4, 0), 2);
-  EXPECT_EQ(TrunkCode(kFmtQ4G, q4, 1), -2);
+  EXPECT_EQ(TrunkCode(TensorFmt::kQ4G, q4, 0), 2);
+  EXPECT_EQ(TrunkCode(TensorFmt::kQ4G, q4, 1), -2);
   // Q3G: codes u = 0..7 at bits 3i; element 2 spans bytes 0 and 1.
   uint8_t q3[4] = {};
   const unsigned u[8] = {7, 0, 5, 3, 1, 6, 2, 4};
@@ -127,7 +127,7 @@ TEST(TrunkCode, DecodesEachFormat) {
     q3[t >> 3] |= static_cast<uint8_t>((u[i] << (t & 7)) & 0xFF);
     if ((t & 7) > 5) q3[(t >> 3) + 1] |= static_cast<uint8_t>(u[i] >> (8 - (t & 7)));
   }
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(TrunkCode(kFmtQ3G, q3, i), static_cast<int>(u[i]) - 4) << i;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(TrunkCode(TensorFmt::kQ3G, q3, i), static_cast<int>(u[i]) - 4) << i;
 }
 
 ExpertQuant Vq3r() { return ExpertQuant{3, 8, 256, 8, "VQ3R"}; }
