@@ -3,8 +3,9 @@
 // Prompts run in chunks of up to kMaxChunk tokens, layer-major: attention
 // steps token by token (the recurrence and the causal cache need it), the
 // channel mixers run over the whole chunk (batched matmuls, each distinct
-// expert read once). A chunk of one token is the decode step. Attention
-// Residuals keep a per-token block history inside the pass.
+// expert read once). A chunk of one token is the decode step. The residual
+// bookkeeping (plain, or Attention Residuals' per-token block history) is
+// model/residual_stream.h's.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "model/kda.h"
 #include "model/layer_weights.h"
 #include "model/moe.h"
+#include "model/residual_stream.h"
 #include "runtime/ops.h"
 #include "model/session_state.h"
 
@@ -60,7 +62,6 @@ class Forward {
 
  private:
   Status RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits);
-  void Mix(size_t t, const float* p, const float* norm_w, const float* proj_w, float* out);
 
   const Container& container_;
   const ModelConfig& cfg_;
@@ -72,16 +73,11 @@ class Forward {
   std::unique_ptr<Mlp> dense_;
   std::unique_ptr<MoeLayer> moe_;
 
-  std::vector<float> x_;      // [chunk][hidden] residual (AttnRes: the mixture)
-  std::vector<float> p_;      // [chunk][hidden] AttnRes live partial sum
+  ResidualStream stream_;     // the residual rows of the chunk (plain or AttnRes)
   std::vector<float> xn_;     // [chunk][hidden] normed input of a sub-layer
   std::vector<float> f_;      // [chunk][hidden] sub-layer output
-  std::vector<float> blocks_; // AttnRes: [chunk][max_blocks][hidden]
-  std::vector<float> mix_s_;  // AttnRes scores
   std::vector<int> next_moe_;  // [layer] next MoE layer after it, or -1
   int lookahead_ = 0;
-  size_t max_blocks_ = 0;
-  size_t n_blocks_ = 0;
   std::vector<float> logits_;
   std::vector<float> last_hidden_;
 };
