@@ -1,13 +1,14 @@
 #!/bin/bash
 # The K3-width layer measurements of docs/PERFORMANCE.md ("K3-width layer"):
 # two synthetic containers at Kimi K3's real widths, one with a dense KDA
-# layer and one MoE MLA layer (896 experts, 12,406,784-byte records) and one
-# with the dense layer alone, so that their difference is one MoE layer.
+# layer and one MoE MLA layer (896 experts, 12,406,784-byte records), the
+# same with a MoE KDA layer, and one with the dense layer alone, so that
+# their differences are one MoE layer of either kind.
 #
 #   bench/k3_width_measure.sh BUILD MODELS_DIR OUT [ROUTING_TRACE]
 #
 # BUILD: a release build tree (waste and tools/gen/waste-gen built).
-# MODELS_DIR: where the containers go (about 17 GB; made once, reused).
+# MODELS_DIR: where the containers go (about 31 GB; made once, reused).
 # ROUTING_TRACE: JSON lines of routed expert ids; the MoE router biases are
 # fitted to its popularity (optional; uniform routing without it).
 # Peak RSS stays under 8.2 GiB (the largest budget is 8.5G). Every run is
@@ -30,11 +31,15 @@ K3='"hidden_size":7168,"first_k_dense_replace":1,"intermediate_size":18432,
 "qk_rope_head_dim":64,"v_head_dim":128,"kv_lora_rank":512,"q_lora_rank":1536,"vocab_size":163840'
 KDA='"head_dim":128,"num_heads":96,"short_conv_kernel_size":4,"use_full_rank_gate":true,"gate_lower_bound":-5.0'
 TWO="{$K3,\"num_hidden_layers\":2,\"attn_res_block_size\":2,\"linear_attn_config\":{$KDA,\"kda_layers\":[1],\"full_attn_layers\":[2]}}"
+TWOK="{$K3,\"num_hidden_layers\":2,\"attn_res_block_size\":2,\"linear_attn_config\":{$KDA,\"kda_layers\":[1,2],\"full_attn_layers\":[]}}"
 ONE="{$K3,\"num_hidden_layers\":1,\"attn_res_block_size\":1,\"linear_attn_config\":{$KDA,\"kda_layers\":[1],\"full_attn_layers\":[]}}"
 W="$MODELS/k3w"
+K="$MODELS/k3wk"
 D="$MODELS/k3w1"
 [ -f "$W/manifest.json" ] || "$BUILD/tools/gen/waste-gen" "$W" --preset k3-tiny --seed 1 --tokenizer \
   --trace "$TRACE" --override "$TWO" || exit 1
+[ -f "$K/manifest.json" ] || "$BUILD/tools/gen/waste-gen" "$K" --preset k3-tiny --seed 1 --tokenizer \
+  --trace "$TRACE" --override "$TWOK" || exit 1
 [ -f "$D/manifest.json" ] || "$BUILD/tools/gen/waste-gen" "$D" --preset k3-tiny --seed 1 --tokenizer \
   --override "$ONE" || exit 1
 
@@ -63,6 +68,15 @@ done
 for r in 1 2 3; do
   WASTE_WARM_WAIT=1 one p85_warm_$r "$W" --budget 8.5G -n 1 --usage "$OUT/u85.waste"
   one pd1_$r "$D" --budget 8.5G -n 1
+done
+# The MoE KDA layer, warm, alternating with the MoE MLA layer and k3w1.
+"$BUILD/waste" run "$K" --budget 8.5G --ids "$IDS" -n 32 --learn --usage "$OUT/uk85.waste" -q \
+  > /dev/null 2>&1
+for r in 1 2 3; do
+  WASTE_WARM_WAIT=1 one k85_warm_$r "$K" --budget 8.5G -n 32 --usage "$OUT/uk85.waste"
+  WASTE_WARM_WAIT=1 one c85_warm_$((r + 3)) "$W" --budget 8.5G -n 32 --usage "$OUT/u85.waste"
+  WASTE_WARM_WAIT=1 one pk85_warm_$r "$K" --budget 8.5G -n 1 --usage "$OUT/uk85.waste"
+  one d1_$((r + 3)) "$D" --budget 8.5G -n 32
 done
 # The same cold run with 4 KiB pages (the big-budget penalty, below).
 for r in 1 2; do
