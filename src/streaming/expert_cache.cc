@@ -72,7 +72,13 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
 Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& container,
                                                          const SlotLayout& layout,
                                                          const ExpertCacheOptions& options) {
-  const uint64_t record = container.max_record_bytes();
+  return Create(ContainerRecords(container, options.verify_crc), layout, options);
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(RecordSource source,
+                                                         const SlotLayout& layout,
+                                                         const ExpertCacheOptions& options) {
+  const uint64_t record = source.max_record_bytes;
   SlotLayout l = layout;
   if (record == 0) l.slots = 0;  // dense model: nothing to hold
   if (record > 0 && l.slot_bytes < RoundUp(record, kPageAlign)) {
@@ -82,7 +88,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
   if (record > 0 && l.slots < 1) {
     return Status(Errc::kRamBudget, "the expert cache has room for no record at all");
   }
-  std::unique_ptr<ExpertCache> cache(new ExpertCache(container, l, options));
+  std::unique_ptr<ExpertCache> cache(new ExpertCache(std::move(source), l, options));
   if (l.slots == 0) return cache;
   // One mapping for every slot, starting on a 2 MiB boundary (so also on
   // kSlotAlign): first touch of a multi-GB cache in huge pages costs 512x
@@ -98,27 +104,27 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
     cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
   }
   ExpertCache* self = cache.get();
-  WASTE_ASSIGN_OR_RETURN(
-      cache->reader_,
-      ExpertReader::Create(options.io,
-                           std::span<uint8_t>(cache->arena_.data(), l.slots * l.slot_bytes),
-                           l.slot_bytes,
-                           [self](uint64_t tag, Status st) { self->OnRead(tag, std::move(st)); }));
+  const std::span<uint8_t> arena(cache->arena_.data(), l.slots * l.slot_bytes);
+  ExpertReader::Completion done = [self](uint64_t tag, Status st) {
+    self->OnRead(tag, std::move(st));
+  };
+  WASTE_ASSIGN_OR_RETURN(cache->reader_,
+                         options.make_reader
+                             ? options.make_reader(arena, l.slot_bytes, std::move(done))
+                             : ExpertReader::Create(options.io, arena, l.slot_bytes, std::move(done)));
   return cache;
 }
 
-ExpertCache::ExpertCache(const Container& c, const SlotLayout& layout,
+ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
                          const ExpertCacheOptions& o)
-    : container_(c),
+    : source_(std::move(source)),
       slot_count_(layout.slots),
       slot_bytes_(layout.slot_bytes),
       policy_(o.policy),
-      verify_(o.verify_crc),
       max_spec_(std::max(1, o.max_speculative)),
       slots_(layout.slots) {
-  const ModelConfig& cfg = c.config();
-  n_experts_ = std::max(1, cfg.moe.n_experts);
-  index_.assign(static_cast<size_t>(std::max(1, cfg.n_layers)) * static_cast<size_t>(n_experts_),
+  n_experts_ = std::max(1, source_.experts);
+  index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   free_.reserve(slots_.size());
@@ -143,8 +149,8 @@ uint64_t ExpertCache::metadata_bytes() const {
 }
 
 bool ExpertCache::Valid(int layer, int expert) const {
-  return layer >= 0 && layer < container_.config().n_layers && container_.is_moe_layer(layer) &&
-         expert >= 0 && expert < container_.bank(layer).experts;
+  return layer >= 0 && layer < source_.layers && expert >= 0 && expert < source_.experts &&
+         source_.locate(layer, expert).bytes > 0;
 }
 
 size_t ExpertCache::Key(int layer, int expert) const {
@@ -295,12 +301,12 @@ void ExpertCache::CountAccess(int layer, int expert) {
 
 void ExpertCache::StartRead(int slot, ReadClass cls) {
   Slot& s = slots_[static_cast<size_t>(slot)];
-  const BankInfo& bank = container_.bank(s.layer);
+  const RecordLocation at = source_.locate(s.layer, s.expert);
   ReadRequest r;
-  r.file = &container_.bank_file(s.layer);
-  r.offset = static_cast<uint64_t>(s.expert) * bank.record_bytes;
+  r.file = at.file;
+  r.offset = at.offset;
   r.dst = s.data;
-  r.bytes = bank.record_bytes;
+  r.bytes = at.bytes;
   r.tag = MakeTag(slot, s.layer, s.expert);
   r.cls = cls;
   ++loading_;
@@ -313,10 +319,10 @@ void ExpertCache::StartRead(int slot, ReadClass cls) {
 Status ExpertCache::ReadNow(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   const int layer = s.layer, expert = s.expert;
-  const BankInfo& bank = container_.bank(layer);
+  const RecordLocation at = source_.locate(layer, expert);
   auto t0 = Clock::now();
-  Status st = container_.bank_file(layer).ReadAt(static_cast<uint64_t>(expert) * bank.record_bytes,
-                                                 s.data, bank.record_bytes);
+  Status st = at.file != nullptr ? at.file->ReadAt(at.offset, s.data, at.bytes)
+                                 : IoError("the record source names no file");
   double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   ++counters_.io_reads;
   counters_.io_busy_seconds += dt;
@@ -325,9 +331,9 @@ Status ExpertCache::ReadNow(int slot) {
     Drop(slot);
     return ErrorFor(layer, expert, st);
   }
-  counters_.io_bytes += bank.record_bytes;
-  if (s.origin != Origin::kWarm) counters_.bytes_read += bank.record_bytes;
-  auto view = container_.ParseRecord(layer, expert, s.data, verify_);
+  counters_.io_bytes += at.bytes;
+  if (s.origin != Origin::kWarm) counters_.bytes_read += at.bytes;
+  auto view = source_.validate(layer, expert, s.data);
   if (!view) {
     Drop(slot);
     return ErrorFor(layer, expert, view.error());
@@ -344,16 +350,15 @@ void ExpertCache::OnRead(uint64_t tag, Status status) {
   const int expert = static_cast<int>((tag >> 48) & 0xffff);
   Slot& s = slots_[static_cast<size_t>(slot)];
   // The slot is ours while it is loading: validate outside the lock.
-  Result<ExpertRecordView> view = status.ok()
-                                      ? container_.ParseRecord(layer, expert, s.data, verify_)
-                                      : Result<ExpertRecordView>(status);
+  Result<ExpertRecordView> view =
+      status.ok() ? source_.validate(layer, expert, s.data) : Result<ExpertRecordView>(status);
   {
     std::lock_guard<std::mutex> lock(mu_);
     --loading_;
     if (s.origin == Origin::kSpeculative) --spec_in_flight_;
     s.queued_low = false;
     if (status.ok()) {
-      const uint64_t bytes = container_.bank(layer).record_bytes;
+      const uint64_t bytes = source_.locate(layer, expert).bytes;
       if (s.origin != Origin::kWarm) counters_.bytes_read += bytes;
     }
     if (view) {

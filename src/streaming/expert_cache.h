@@ -1,9 +1,10 @@
 // The bounded expert cache (ENGINE.md §5): equal slots sized from the
 // largest record, LFRU replacement with sampled eviction (or LRU), pinned
 // records never evicted, hits never re-read. A miss is one positioned read
-// of the whole record through the container's bank file (cache-bypass when
-// the filesystem allows) straight into its slot, validated by
-// Container::ParseRecord on arrival.
+// of the whole record straight into its slot, from where its RecordSource
+// says it lives (for the engine: the container's bank file, cache-bypass
+// when the filesystem allows), checked by the source's validation callback
+// on arrival (for the engine: Container::CheckRecord).
 //
 // Reads are asynchronous unless the reader is off (WASTE_IO_THREADS=0 or
 // WASTE_IO=sync): Hint() issues all of a layer's misses at once (demand
@@ -25,8 +26,11 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include "container/container.h"
 #include "streaming/expert_reader.h"
+#include "streaming/record_source.h"
 #include "platform/platform.h"
 #include "waste/config.h"
 #include "waste/status.h"
@@ -76,6 +80,11 @@ struct ExpertCacheOptions {
   int max_speculative = 32;          // lookahead reads in flight at most
   bool huge_pages = true;            // advise the arena for transparent huge pages
   std::string trace_path;            // WASTE_CACHE_TRACE: append every cache event here
+  // Builds the reader instead of ExpertReader::Create(io) (the unit tests'
+  // fake reader); a null reader means synchronous reads.
+  std::function<Result<std::unique_ptr<ExpertReader>>(
+      std::span<uint8_t> arena, uint64_t arena_stride, ExpertReader::Completion done)>
+      make_reader;
 };
 
 // Slot geometry for a cache of at most `cache_bytes` holding records of
@@ -89,6 +98,10 @@ SlotLayout PlanSlots(uint64_t record_bytes, uint64_t cache_bytes, uint64_t min_s
 
 class ExpertCache {
  public:
+  static Result<std::unique_ptr<ExpertCache>> Create(RecordSource source,
+                                                     const SlotLayout& layout,
+                                                     const ExpertCacheOptions& options);
+  // The container's banks (ContainerRecords with options.verify_crc).
   static Result<std::unique_ptr<ExpertCache>> Create(const Container& container,
                                                      const SlotLayout& layout,
                                                      const ExpertCacheOptions& options);
@@ -174,7 +187,7 @@ class ExpertCache {
     bool miss = false;               // counted as a miss when issued
   };
 
-  ExpertCache(const Container& c, const SlotLayout& layout, const ExpertCacheOptions& o);
+  ExpertCache(RecordSource source, const SlotLayout& layout, const ExpertCacheOptions& o);
   bool Valid(int layer, int expert) const;
   size_t Key(int layer, int expert) const;
   int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand);
@@ -195,11 +208,10 @@ class ExpertCache {
   void CountAccess(int layer, int expert);
   Status ErrorFor(int layer, int expert, const Status& why) const;
 
-  const Container& container_;
+  const RecordSource source_;
   uint64_t slot_count_;
   uint64_t slot_bytes_;
   Replacement policy_;
-  bool verify_;
   int n_experts_ = 0;
   int max_spec_ = 32;
   size_t hint_window_ = 1;
