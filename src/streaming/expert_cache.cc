@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -374,7 +375,7 @@ void ExpertCache::OnRead(uint64_t tag, Status status) {
   landed_.notify_all();
 }
 
-Result<ExpertRef> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
+Result<ExpertPin> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.state == State::kLoading) {
     auto t0 = Clock::now();
@@ -387,7 +388,7 @@ Result<ExpertRef> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>&
     if (--s.pins == 0) Drop(slot);
     return err;
   }
-  return ExpertRef{s.view, slot};
+  return ExpertPin(this, slot, s.view);
 }
 
 // --- hints -----------------------------------------------------------------------
@@ -489,7 +490,7 @@ void ExpertCache::Urgent(int slot) {
 
 // --- demand ----------------------------------------------------------------------
 
-Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
+Result<ExpertPin> ExpertCache::Acquire(int layer, int expert) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!Valid(layer, expert)) {
     return ArgError(fmt::format("expert {} of layer {}: no such expert record", expert, layer));
@@ -546,7 +547,7 @@ Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
     return WaitReady(s, lock);
   }
   WASTE_TRY(ReadNow(s));
-  return ExpertRef{sl.view, s};
+  return ExpertPin(this, s, sl.view);
 }
 
 bool ExpertCache::Ready(int layer, int expert) const {
@@ -554,6 +555,23 @@ bool ExpertCache::Ready(int layer, int expert) const {
   if (!Valid(layer, expert)) return false;
   int s = index_[Key(layer, expert)];
   return s >= 0 && slots_[static_cast<size_t>(s)].state == State::kReady;
+}
+
+ExpertPin& ExpertPin::operator=(ExpertPin&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    cache_ = std::exchange(other.cache_, nullptr);
+    slot_ = std::exchange(other.slot_, -1);
+    view_ = std::exchange(other.view_, {});
+  }
+  return *this;
+}
+
+void ExpertPin::Reset() {
+  if (cache_ != nullptr) cache_->Release(slot_);
+  cache_ = nullptr;
+  slot_ = -1;
+  view_ = {};
 }
 
 void ExpertCache::Release(int slot) {

@@ -37,9 +37,33 @@
 
 namespace waste {
 
-struct ExpertRef {
-  ExpertRecordView view;
-  int slot = -1;
+class ExpertCache;
+
+// A record held in the cache: it cannot be evicted while the pin lives.
+// Move-only; the destructor (or Reset) releases it. The cache must outlive
+// its pins.
+class ExpertPin {
+ public:
+  ExpertPin() = default;
+  ExpertPin(ExpertPin&& other) noexcept { *this = std::move(other); }
+  ExpertPin& operator=(ExpertPin&& other) noexcept;
+  ExpertPin(const ExpertPin&) = delete;
+  ExpertPin& operator=(const ExpertPin&) = delete;
+  ~ExpertPin() { Reset(); }
+
+  const ExpertRecordView& view() const { return view_; }
+  bool held() const { return cache_ != nullptr; }
+  // Releases now (a no-op on an empty pin).
+  void Reset();
+
+ private:
+  friend class ExpertCache;
+  ExpertPin(ExpertCache* cache, int slot, const ExpertRecordView& view)
+      : cache_(cache), slot_(slot), view_(view) {}
+
+  ExpertCache* cache_ = nullptr;
+  int slot_ = -1;
+  ExpertRecordView view_;
 };
 
 struct ExpertCacheCounters {
@@ -112,10 +136,9 @@ class ExpertCache {
   ExpertCache(const ExpertCache&) = delete;
   ExpertCache& operator=(const ExpertCache&) = delete;
 
-  // Returns the record pinned until Release(ref.slot). Errors read
+  // Returns the record, pinned while the ExpertPin lives. Errors read
   // "expert E of layer L: <reason>".
-  Result<ExpertRef> Acquire(int layer, int expert);
-  void Release(int slot);
+  Result<ExpertPin> Acquire(int layer, int expert);
   // True when (layer, expert) is in memory and read completely: Acquire
   // will not wait for it. For callers that order work so compute on
   // resident records covers the reads still in flight.
@@ -164,6 +187,7 @@ class ExpertCache {
   uint64_t clock() const;
 
  private:
+  friend class ExpertPin;
   enum class State : uint8_t { kEmpty, kLoading, kReady, kFailed };
   enum class Origin : uint8_t { kDemand, kSpeculative, kWarm };
   struct Slot {
@@ -204,7 +228,8 @@ class ExpertCache {
   bool IssueHint(HintEntry& e);
   void IssueHints();
   void ReleaseHint();
-  Result<ExpertRef> WaitReady(int slot, std::unique_lock<std::mutex>& lock);
+  Result<ExpertPin> WaitReady(int slot, std::unique_lock<std::mutex>& lock);
+  void Release(int slot);  // ExpertPin's end
   void CountAccess(int layer, int expert);
   Status ErrorFor(int layer, int expert, const Status& why) const;
 

@@ -21,10 +21,9 @@ using testing::RecordId;
 
 // One use of a record: acquired and released at once.
 void Use(ExpertCache& c, int layer, int expert) {
-  auto ref = c.Acquire(layer, expert);
-  ASSERT_TRUE(ref.has_value()) << ref.error().message();
-  EXPECT_EQ(ref->view.codebook_id, layer * 100 + expert);  // the record asked for
-  c.Release(ref->slot);
+  auto pin = c.Acquire(layer, expert);
+  ASSERT_TRUE(pin.has_value()) << pin.error().message();
+  EXPECT_EQ(pin->view().codebook_id, layer * 100 + expert);  // the record asked for
 }
 
 // --- slot geometry -------------------------------------------------------------
@@ -107,14 +106,14 @@ TEST(ExpertCacheReplacement, LruEvictsOldestUseNotFewestHits) {
 void EvictRecordWithHistory(Harness& h) {
   ExpertCache& c = *h.cache;
   for (int i = 0; i < 3; ++i) Use(c, 1, 7);
-  std::vector<ExpertRef> held;
+  std::vector<ExpertPin> held;
   for (int e = 0; e < 4; ++e) {
-    auto ref = c.Acquire(2, e);  // the fourth can only take 1/7's slot
-    ASSERT_TRUE(ref.has_value()) << ref.error().message();
-    held.push_back(*ref);
+    auto pin = c.Acquire(2, e);  // the fourth can only take 1/7's slot
+    ASSERT_TRUE(pin.has_value()) << pin.error().message();
+    held.push_back(std::move(*pin));
   }
   EXPECT_FALSE(c.Ready(1, 7));
-  for (const ExpertRef& r : held) c.Release(r.slot);
+  held.clear();
   Use(c, 1, 7);                                   // takes 2/0's slot (all policies)
   for (int e : {1, 2, 3}) Use(c, 2, e);           // two uses each, newer than 1/7
   Use(c, 2, 5);
@@ -169,10 +168,31 @@ TEST(ExpertCachePins, PinnedRecordIsNeverEvicted) {
   for (int e = 1; e < 8; ++e) Use(*h.cache, 1, e);  // all through the other slot
   EXPECT_TRUE(h.cache->Ready(1, 0));
   EXPECT_EQ(h.cache->counters().evictions, 6u);
-  h.cache->Release(pinned->slot);
+  pinned->Reset();
   Use(*h.cache, 2, 0);
   Use(*h.cache, 2, 1);
   EXPECT_FALSE(h.cache->Ready(1, 0));  // evictable again once released
+}
+
+TEST(ExpertCachePins, PinReleasesOnceWhenItsLastOwnerGoes) {
+  Harness h(2, Replacement::kLru, Mode::kSync);
+  auto first = h.cache->Acquire(1, 0);
+  auto second = h.cache->Acquire(1, 0);  // two pins on one record
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(first->view().codebook_id, 100);
+  {
+    ExpertPin moved = std::move(*first);
+    EXPECT_FALSE(first->held());
+    EXPECT_TRUE(moved.held());
+    EXPECT_EQ(moved.view().codebook_id, 100);
+  }  // one release, not two: the moved-from pin holds nothing
+  for (int e = 1; e < 4; ++e) Use(*h.cache, 1, e);
+  EXPECT_TRUE(h.cache->Ready(1, 0));  // still pinned by `second`
+  second->Reset();
+  second->Reset();  // a second Reset is a no-op
+  EXPECT_FALSE(second->held());
+  for (int e = 4; e < 6; ++e) Use(*h.cache, 1, e);
+  EXPECT_FALSE(h.cache->Ready(1, 0));
 }
 
 void ExpectOutOfSlots(Mode mode) {
@@ -185,9 +205,9 @@ void ExpectOutOfSlots(Mode mode) {
   EXPECT_EQ(c.error().code(), Errc::kIo);
   EXPECT_EQ(c.error().message(),
             "expert 3 of layer 2: expert cache could not free a slot to read into");
-  h.cache->Release(a->slot);
+  a->Reset();
   Use(*h.cache, 2, 3);  // a slot again: the same request works
-  h.cache->Release(b->slot);
+  b->Reset();
 }
 
 TEST(ExpertCachePins, RunningOutOfUnpinnedSlotsIsAnErrorSync) { ExpectOutOfSlots(Mode::kSync); }
@@ -226,8 +246,8 @@ TEST(ExpertCacheHints, HintedRecordsStayPinnedUntilAcquired) {
   EXPECT_EQ(c.misses, 10u);     // the hinted two counted when the hint issued them
   EXPECT_EQ(c.prefetched, 2u);
   EXPECT_EQ(c.hits, 0u);
-  h.cache->Release(a->slot);
-  h.cache->Release(b->slot);
+  a->Reset();
+  b->Reset();
   h.cache->Hint(2, std::vector<int>{});  // the next layer: the hint's pins are gone too
   for (int e = 0; e < 4; ++e) Use(*h.cache, 1, e);
   EXPECT_FALSE(h.cache->Ready(1, 4));
@@ -244,7 +264,7 @@ TEST(ExpertCacheHints, HintReadsSlideInAWindowOfHalfTheSlots) {
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[2].id, (RecordId{1, 2}));
   h.reader->CompleteAll();
-  h.cache->Release(first->slot);
+  first->Reset();
 }
 
 TEST(ExpertCacheHints, HintOfAQueuedGuessPromotesItsRead) {
@@ -357,11 +377,10 @@ TEST(ExpertCacheErrors, FailedGuessIsDroppedAndReadAgainOnDemand) {
     while (h.reader->queued() == 0) std::this_thread::yield();
     h.reader->CompleteAll();
   });
-  auto ref = h.cache->Acquire(1, 6);
+  auto pin = h.cache->Acquire(1, 6);
   completer.join();
-  ASSERT_TRUE(ref.has_value()) << ref.error().message();
-  EXPECT_EQ(ref->view.codebook_id, 106);
-  h.cache->Release(ref->slot);
+  ASSERT_TRUE(pin.has_value()) << pin.error().message();
+  EXPECT_EQ(pin->view().codebook_id, 106);
   EXPECT_EQ(h.bank.validations(), 2);
 }
 
