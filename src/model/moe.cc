@@ -21,7 +21,7 @@ size_t Window(const ExpertCache& cache) {
 }
 
 // Acquire, with the time spent there booked as waiting for reads.
-Result<ExpertPin> AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
+ExpertResult AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
   ScopedPhase phase(ops.profiler(), Phase::kReadWait);
   return cache.Acquire(layer, expert);
 }

@@ -158,14 +158,9 @@ size_t ExpertCache::Key(int layer, int expert) const {
   return static_cast<size_t>(layer) * static_cast<size_t>(n_experts_) + static_cast<size_t>(expert);
 }
 
-Status ExpertCache::ErrorFor(int layer, int expert, const Status& why) const {
-  // ParseRecord already names the record; plain I/O errors do not.
-  std::string prefix = fmt::format("expert {} of layer {}: ", expert, layer);
-  if (why.message().rfind(prefix, 0) == 0) return why;
-  // The reason already says what went wrong ("short read: ...", "read
-  // ...: Input/output error"): prefixed once, never wrapped in a second
-  // "short read (...)".
-  return Status(why.code(), prefix + why.message());
+Status ExpertFailure::ToStatus() const {
+  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer,
+                                           reason.message()));
 }
 
 // --- replacement ---------------------------------------------------------------
@@ -317,7 +312,7 @@ void ExpertCache::StartRead(int slot, ReadClass cls) {
 }
 
 // Synchronous mode: the read happens here, on the caller's thread.
-Status ExpertCache::ReadNow(int slot) {
+ExpertFailure ExpertCache::ReadNow(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   const int layer = s.layer, expert = s.expert;
   const RecordLocation at = source_.locate(layer, expert);
@@ -330,18 +325,18 @@ Status ExpertCache::ReadNow(int slot) {
   if (s.origin != Origin::kWarm) counters_.read_seconds += dt;
   if (!st.ok()) {
     Drop(slot);
-    return ErrorFor(layer, expert, st);
+    return ExpertFailure{layer, expert, st};
   }
   counters_.io_bytes += at.bytes;
   if (s.origin != Origin::kWarm) counters_.bytes_read += at.bytes;
   auto view = source_.validate(layer, expert, s.data);
   if (!view) {
     Drop(slot);
-    return ErrorFor(layer, expert, view.error());
+    return ExpertFailure{layer, expert, view.error()};
   }
   s.view = *view;
   s.state = State::kReady;
-  return Status::Ok();
+  return ExpertFailure{layer, expert, Status::Ok()};
 }
 
 // Completion, on a reader thread.
@@ -369,13 +364,13 @@ void ExpertCache::OnRead(uint64_t tag, Status status) {
       Drop(slot);  // nobody is waiting: a later demand re-reads and reports
     } else {
       s.state = State::kFailed;
-      s.error = ErrorFor(layer, expert, view.error());
+      s.error = view.error();
     }
   }
   landed_.notify_all();
 }
 
-Result<ExpertPin> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
+ExpertResult ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.state == State::kLoading) {
     auto t0 = Clock::now();
@@ -384,9 +379,9 @@ Result<ExpertPin> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>&
     counters_.read_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   }
   if (s.state == State::kFailed) {
-    Status err = s.error;
+    ExpertFailure failed{s.layer, s.expert, s.error};
     if (--s.pins == 0) Drop(slot);
-    return err;
+    return failed;
   }
   return ExpertPin(this, slot, s.view);
 }
@@ -490,11 +485,9 @@ void ExpertCache::Urgent(int slot) {
 
 // --- demand ----------------------------------------------------------------------
 
-Result<ExpertPin> ExpertCache::Acquire(int layer, int expert) {
+ExpertResult ExpertCache::Acquire(int layer, int expert) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!Valid(layer, expert)) {
-    return ArgError(fmt::format("expert {} of layer {}: no such expert record", expert, layer));
-  }
+  if (!Valid(layer, expert)) return ExpertFailure{layer, expert, ArgError("no such expert record")};
   ++clock_;
   CountAccess(layer, expert);
   Trace('A', layer, std::span<const int>(&expert, 1));
@@ -535,8 +528,7 @@ Result<ExpertPin> ExpertCache::Acquire(int layer, int expert) {
   ++counters_.misses;
   s = FindVictim(reader_ ? &lock : nullptr, /*demand=*/true);
   if (s < 0) {
-    return IoError(fmt::format(
-        "expert {} of layer {}: expert cache could not free a slot to read into", expert, layer));
+    return ExpertFailure{layer, expert, IoError("expert cache could not free a slot to read into")};
   }
   Claim(s, layer, expert, Origin::kDemand, 1);
   Slot& sl = slots_[static_cast<size_t>(s)];
@@ -546,7 +538,8 @@ Result<ExpertPin> ExpertCache::Acquire(int layer, int expert) {
     StartRead(s, ReadClass::kDemand);
     return WaitReady(s, lock);
   }
-  WASTE_TRY(ReadNow(s));
+  ExpertFailure failed = ReadNow(s);
+  if (!failed.reason.ok()) return failed;
   return ExpertPin(this, s, sl.view);
 }
 

@@ -66,6 +66,36 @@ class ExpertPin {
   ExpertRecordView view_;
 };
 
+// A record the cache could not deliver, as data: which record, and why
+// (the reason alone: "short read: ...", "checksum mismatch", ...). Callers
+// that care which expert failed read the fields, never the message text.
+struct ExpertFailure {
+  int layer = -1;
+  int expert = -1;
+  Status reason;
+  // The reason's code with "expert E of layer L: <reason>": what is reported.
+  Status ToStatus() const;
+};
+
+// What Acquire returns: the pinned record or the failure. Reads like
+// Result<ExpertPin>; error() is the failure as a Status.
+class [[nodiscard]] ExpertResult {
+ public:
+  ExpertResult(ExpertPin pin) : pin_(std::move(pin)), ok_(true) {}          // NOLINT
+  ExpertResult(ExpertFailure failure) : failure_(std::move(failure)) {}     // NOLINT
+  bool has_value() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  ExpertPin& operator*() { return pin_; }
+  ExpertPin* operator->() { return &pin_; }
+  const ExpertFailure& failure() const { return failure_; }
+  Status error() const { return failure_.ToStatus(); }
+
+ private:
+  ExpertPin pin_;
+  ExpertFailure failure_;
+  bool ok_ = false;
+};
+
 struct ExpertCacheCounters {
   uint64_t hits = 0;                 // demand accesses found resident (or in flight)
   uint64_t misses = 0;               // demand accesses that had to read
@@ -136,9 +166,9 @@ class ExpertCache {
   ExpertCache(const ExpertCache&) = delete;
   ExpertCache& operator=(const ExpertCache&) = delete;
 
-  // Returns the record, pinned while the ExpertPin lives. Errors read
-  // "expert E of layer L: <reason>".
-  Result<ExpertPin> Acquire(int layer, int expert);
+  // Returns the record, pinned while the ExpertPin lives, or the failure
+  // naming (layer, expert); its Status reads "expert E of layer L: <reason>".
+  ExpertResult Acquire(int layer, int expert);
   // True when (layer, expert) is in memory and read completely: Acquire
   // will not wait for it. For callers that order work so compute on
   // resident records covers the reads still in flight.
@@ -202,7 +232,7 @@ class ExpertCache {
     uint64_t last = 0;
     int pins = 0;
     ExpertRecordView view;
-    Status error;
+    Status error;                    // kFailed: the reason alone
   };
   struct HintEntry {
     int expert;
@@ -223,15 +253,14 @@ class ExpertCache {
   void StartRead(int slot, ReadClass cls);
   void Trace(char kind, int layer, std::span<const int> ids);
   void Urgent(int slot);
-  Status ReadNow(int slot);
+  ExpertFailure ReadNow(int slot);   // reason Ok when the record is ready
   void OnRead(uint64_t tag, Status status);
   bool IssueHint(HintEntry& e);
   void IssueHints();
   void ReleaseHint();
-  Result<ExpertPin> WaitReady(int slot, std::unique_lock<std::mutex>& lock);
+  ExpertResult WaitReady(int slot, std::unique_lock<std::mutex>& lock);
   void Release(int slot);  // ExpertPin's end
   void CountAccess(int layer, int expert);
-  Status ErrorFor(int layer, int expert, const Status& why) const;
 
   const RecordSource source_;
   uint64_t slot_count_;

@@ -203,6 +203,8 @@ void ExpectOutOfSlots(Mode mode) {
   auto c = h.cache->Acquire(2, 3);  // nothing to evict, nothing in flight: no wait
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.error().code(), Errc::kIo);
+  EXPECT_EQ(c.failure().layer, 2);
+  EXPECT_EQ(c.failure().expert, 3);
   EXPECT_EQ(c.error().message(),
             "expert 3 of layer 2: expert cache could not free a slot to read into");
   a->Reset();
@@ -324,7 +326,11 @@ void ExpectNamedFailureThenReuse(Mode mode, bool damage) {
   auto bad = h.cache->Acquire(2, 3);
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().code(), Errc::kIo);
-  const std::string& m = bad.error().message();
+  EXPECT_EQ(bad.failure().layer, 2);  // as data, for callers that act on it
+  EXPECT_EQ(bad.failure().expert, 3);
+  EXPECT_EQ(bad.failure().reason.message().find("expert 3"), std::string::npos)
+      << "the reason alone: " << bad.failure().reason.message();
+  const std::string m = bad.error().message();
   EXPECT_EQ(m.rfind("expert 3 of layer 2: ", 0), 0u) << m;
   EXPECT_EQ(m.find("expert 3 of layer 2: ", 1), std::string::npos) << "named twice: " << m;
   if (damage) {
@@ -359,6 +365,9 @@ TEST(ExpertCacheErrors, HintedReadThatFailsIsReportedAtAcquire) {
   auto bad = h.cache->Acquire(1, 6);
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message(), "expert 6 of layer 1: read failed: injected device error");
+  EXPECT_EQ(bad.failure().layer, 1);
+  EXPECT_EQ(bad.failure().expert, 6);
+  EXPECT_EQ(bad.failure().reason.message(), "read failed: injected device error");
   // Both slots usable again (the failed one was dropped with its pin).
   h.cache->Prefetch(2, std::vector<int>{0, 1});
   EXPECT_EQ(h.reader->CompleteAll(), 2);
@@ -390,6 +399,8 @@ TEST(ExpertCacheErrors, NoSuchRecord) {
     auto r = h.cache->Acquire(id.first, id.second);
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error().code(), Errc::kArg);
+    EXPECT_EQ(r.failure().layer, id.first);
+    EXPECT_EQ(r.failure().expert, id.second);
     EXPECT_EQ(r.error().message(), "expert " + std::to_string(id.second) + " of layer " +
                                         std::to_string(id.first) + ": no such expert record");
   }
