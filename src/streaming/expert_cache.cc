@@ -109,10 +109,10 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(RecordSource source,
   ExpertReader::Completion done = [self](uint64_t tag, Status st) {
     self->OnRead(tag, std::move(st));
   };
-  WASTE_ASSIGN_OR_RETURN(cache->reader_,
-                         options.make_reader
-                             ? options.make_reader(arena, l.slot_bytes, std::move(done))
-                             : ExpertReader::Create(options.io, arena, l.slot_bytes, std::move(done)));
+  auto reader = options.make_reader
+                    ? options.make_reader(arena, l.slot_bytes, std::move(done))
+                    : ExpertReader::Create(options.io, arena, l.slot_bytes, std::move(done));
+  WASTE_ASSIGN_OR_RETURN(cache->reader_, std::move(reader));
   return cache;
 }
 
@@ -406,7 +406,7 @@ bool ExpertCache::IssueHint(HintEntry& e) {
     StartRead(s, ReadClass::kDemand);
   }
   e.slot = s;
-  e.state = 1;
+  e.state = HintState::kIssued;
   ++hint_outstanding_;
   return true;
 }
@@ -414,7 +414,7 @@ bool ExpertCache::IssueHint(HintEntry& e) {
 void ExpertCache::IssueHints() {
   while (hint_outstanding_ < hint_window_ && hint_cursor_ < hint_.size()) {
     HintEntry& e = hint_[hint_cursor_];
-    if (e.state != 0) {
+    if (e.state != HintState::kPending) {
       ++hint_cursor_;
       continue;
     }
@@ -425,7 +425,7 @@ void ExpertCache::IssueHints() {
 
 void ExpertCache::ReleaseHint() {
   for (HintEntry& e : hint_) {
-    if (e.state == 1) {
+    if (e.state == HintState::kIssued) {
       Slot& s = slots_[static_cast<size_t>(e.slot)];
       if (--s.pins == 0 && s.state == State::kFailed) Drop(e.slot);
     }
@@ -494,12 +494,13 @@ ExpertResult ExpertCache::Acquire(int layer, int expert) {
   if (layer == hint_layer_) {
     for (size_t i = 0; i < hint_.size(); ++i) {
       HintEntry& e = hint_[i];
-      if (e.expert != expert || e.state == 2) continue;
-      if (e.state == 0 && !IssueHint(e)) {
-        e.state = 2;  // no slot right now: the plain path below waits for one
+      if (e.expert != expert || e.state == HintState::kConsumed) continue;
+      if (e.state == HintState::kPending && !IssueHint(e)) {
+        // No slot right now: the plain path below waits for one.
+        e.state = HintState::kConsumed;
         break;
       }
-      e.state = 2;
+      e.state = HintState::kConsumed;
       --hint_outstanding_;
       Slot& s = slots_[static_cast<size_t>(e.slot)];
       if (!e.miss) {

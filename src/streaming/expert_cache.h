@@ -234,10 +234,16 @@ class ExpertCache {
     ExpertRecordView view;
     Status error;                    // kFailed: the reason alone
   };
+  // A hinted record's way through Hint → IssueHint → Acquire.
+  enum class HintState : uint8_t {
+    kPending,   // waiting for room in the hint window
+    kIssued,    // slot pinned for it (read started or already resident)
+    kConsumed,  // Acquired (the pin passed to the caller), or given up
+  };
   struct HintEntry {
     int expert;
     int slot = -1;
-    uint8_t state = 0;               // 0 pending, 1 issued, 2 consumed
+    HintState state = HintState::kPending;
     bool miss = false;               // counted as a miss when issued
   };
 

@@ -19,13 +19,13 @@ namespace waste {
 struct RecordLocation {
   const platform::File* file = nullptr;
   uint64_t offset = 0;
-  uint64_t bytes = 0;                // 0: there is no such record
+  uint64_t bytes = 0;  // 0: there is no such record
 };
 
 struct RecordSource {
-  int layers = 0;                    // layer ids are 0..layers-1
-  int experts = 0;                   // expert ids are 0..experts-1 (widest layer)
-  uint64_t max_record_bytes = 0;     // 0: nothing to hold (a dense model)
+  int layers = 0;                 // layer ids are 0..layers-1
+  int experts = 0;                // expert ids are 0..experts-1 (widest layer)
+  uint64_t max_record_bytes = 0;  // 0: nothing to hold (a dense model)
   // Where (layer, expert) lives; bytes == 0 for a layer without experts or
   // an id past the layer's count. Called under the cache's lock: cheap and
   // thread-safe.

@@ -42,7 +42,8 @@ class FakeBank {
       }
     }
     std::ofstream(path_, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     file_ = std::move(platform::File::Open(path_).value());
   }
 
@@ -247,14 +248,16 @@ struct Harness {
     ExpertCacheOptions o;
     o.policy = policy;
     o.huge_pages = false;
-    o.make_reader = [this, mode](std::span<uint8_t>, uint64_t, ExpertReader::Completion done)
-        -> Result<std::unique_ptr<ExpertReader>> {
+    o.make_reader = [this, mode](
+                        std::span<uint8_t>, uint64_t,
+                        ExpertReader::Completion done) -> Result<std::unique_ptr<ExpertReader>> {
       if (mode == Mode::kSync) return std::unique_ptr<ExpertReader>();
       auto r = std::make_unique<FakeReader>(std::move(done), mode == Mode::kAutoReader);
       reader = r.get();
       return std::unique_ptr<ExpertReader>(std::move(r));
     };
-    cache = std::move(ExpertCache::Create(bank.Source(), SlotLayout{kRecordBytes, slots}, o).value());
+    cache =
+        std::move(ExpertCache::Create(bank.Source(), SlotLayout{kRecordBytes, slots}, o).value());
   }
 };
 

@@ -114,8 +114,8 @@ void EvictRecordWithHistory(Harness& h) {
   }
   EXPECT_FALSE(c.Ready(1, 7));
   held.clear();
-  Use(c, 1, 7);                                   // takes 2/0's slot (all policies)
-  for (int e : {1, 2, 3}) Use(c, 2, e);           // two uses each, newer than 1/7
+  Use(c, 1, 7);                          // takes 2/0's slot (all policies)
+  for (int e : {1, 2, 3}) Use(c, 2, e);  // two uses each, newer than 1/7
   Use(c, 2, 5);
 }
 
@@ -152,7 +152,7 @@ TEST(ExpertCacheReplacement, GuessItsLayerRoutedPastGoesFirst) {
   for (int e : {0, 1, 2}) Use(*h.cache, 1, e);
   h.cache->Prefetch(2, std::vector<int>{5});  // the newest: LRU would keep it
   h.cache->Drain();
-  h.cache->Hint(2, std::vector<int>{});        // layer 2 routed without it
+  h.cache->Hint(2, std::vector<int>{});  // layer 2 routed without it
   Use(*h.cache, 1, 3);
   EXPECT_FALSE(h.cache->Ready(2, 5));
   for (int e : {0, 1, 2, 3}) EXPECT_TRUE(h.cache->Ready(1, e)) << e;
@@ -245,7 +245,7 @@ TEST(ExpertCacheHints, HintedRecordsStayPinnedUntilAcquired) {
   auto b = h.cache->Acquire(1, 2);
   ASSERT_TRUE(a.has_value() && b.has_value());
   ExpertCacheCounters c = h.cache->counters();
-  EXPECT_EQ(c.misses, 10u);     // the hinted two counted when the hint issued them
+  EXPECT_EQ(c.misses, 10u);  // the hinted two counted when the hint issued them
   EXPECT_EQ(c.prefetched, 2u);
   EXPECT_EQ(c.hits, 0u);
   a->Reset();
@@ -260,7 +260,7 @@ TEST(ExpertCacheHints, HintReadsSlideInAWindowOfHalfTheSlots) {
   h.cache->Hint(1, std::vector<int>{0, 1, 2, 3});
   EXPECT_EQ(h.reader->log().size(), 2u);  // min(64, slots / 2)
   h.reader->CompleteAll();
-  auto first = h.cache->Acquire(1, 0);      // consumes one: the next is issued
+  auto first = h.cache->Acquire(1, 0);  // consumes one: the next is issued
   ASSERT_TRUE(first.has_value());
   auto log = h.reader->log();
   ASSERT_EQ(log.size(), 3u);
@@ -334,8 +334,9 @@ void ExpectNamedFailureThenReuse(Mode mode, bool damage) {
   EXPECT_EQ(m.rfind("expert 3 of layer 2: ", 0), 0u) << m;
   EXPECT_EQ(m.find("expert 3 of layer 2: ", 1), std::string::npos) << "named twice: " << m;
   if (damage) {
-    EXPECT_EQ(m, "expert 3 of layer 2: record header is not what the bank index describes: "
-                 "test damage");
+    EXPECT_EQ(m,
+              "expert 3 of layer 2: record header is not what the bank index describes: "
+              "test damage");
   }
   EXPECT_FALSE(h.cache->Ready(2, 3));
   Use(*h.cache, 1, 0);  // the only slot is free again
@@ -402,7 +403,7 @@ TEST(ExpertCacheErrors, NoSuchRecord) {
     EXPECT_EQ(r.failure().layer, id.first);
     EXPECT_EQ(r.failure().expert, id.second);
     EXPECT_EQ(r.error().message(), "expert " + std::to_string(id.second) + " of layer " +
-                                        std::to_string(id.first) + ": no such expert record");
+                                       std::to_string(id.first) + ": no such expert record");
   }
   EXPECT_EQ(h.cache->counters().misses, 0u);
 }

@@ -22,7 +22,8 @@ TEST(ExpertReaderPriorities, DemandBeforeSpeculativeBeforeWarm) {
   std::vector<uint8_t> bytes(16 * 64);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i / 64);
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
   platform::File file = std::move(platform::File::Open(path).value());
 
   std::mutex mu;
