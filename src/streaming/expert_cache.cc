@@ -101,8 +101,11 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(RecordSource source,
       platform::LargeBuffer::Allocate(
           l.slots * l.slot_bytes, options.huge_pages,
           fmt::format("expert cache of {} slots x {} bytes", l.slots, l.slot_bytes)));
-  for (uint64_t i = 0; i < l.slots; ++i) {
-    cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
+  {
+    MutexLock lock(cache->mu_);  // not shared yet: for the analysis' sake
+    for (uint64_t i = 0; i < l.slots; ++i) {
+      cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
+    }
   }
   ExpertCache* self = cache.get();
   const std::span<uint8_t> arena(cache->arena_.data(), l.slots * l.slot_bytes);
@@ -144,6 +147,7 @@ ExpertCache::~ExpertCache() {
 }
 
 uint64_t ExpertCache::metadata_bytes() const {
+  MutexLock lock(mu_);
   return slots_.capacity() * sizeof(Slot) + index_.capacity() * sizeof(int32_t) +
          free_.capacity() * sizeof(int) + freq_.capacity() * sizeof(float) +
          hint_.capacity() * sizeof(HintEntry);
@@ -193,10 +197,11 @@ bool ExpertCache::Better(const Slot& a, const Slot& b) const {
   }
 }
 
+bool ExpertCache::Evictable(const Slot& s) const {
+  return s.pins == 0 && s.state != State::kLoading && !Pending(s);
+}
+
 int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) {
-  auto evictable = [this](const Slot& s) {
-    return s.pins == 0 && s.state != State::kLoading && !Pending(s);
-  };
   for (;;) {
     if (!free_.empty()) {
       int i = free_.back();
@@ -207,7 +212,7 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
     if (policy_ == Replacement::kLfuHistory) {
       for (size_t i = 0; i < slots_.size(); ++i) {
         const Slot& s = slots_[i];
-        if (!evictable(s)) continue;
+        if (!Evictable(s)) continue;
         if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = static_cast<int>(i);
       }
     } else {
@@ -215,12 +220,12 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
         rng_ = rng_ * 1664525u + 1013904223u;
         int i = static_cast<int>(rng_ % slots_.size());
         const Slot& s = slots_[static_cast<size_t>(i)];
-        if (!evictable(s)) continue;
+        if (!Evictable(s)) continue;
         if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = i;
       }
       if (best < 0) {
         for (size_t i = 0; i < slots_.size(); ++i) {
-          if (evictable(slots_[i])) {
+          if (Evictable(slots_[i])) {
             best = static_cast<int>(i);
             break;
           }
@@ -339,17 +344,19 @@ ExpertFailure ExpertCache::ReadNow(int slot) {
   return ExpertFailure{layer, expert, Status::Ok()};
 }
 
+ExpertCache::Slot& ExpertCache::LoadingSlot(int slot) { return slots_[static_cast<size_t>(slot)]; }
+
 // Completion, on a reader thread.
 void ExpertCache::OnRead(uint64_t tag, Status status) {
   const int slot = static_cast<int>(tag & 0xffffffffu);
   const int layer = static_cast<int>((tag >> 32) & 0xffff);
   const int expert = static_cast<int>((tag >> 48) & 0xffff);
-  Slot& s = slots_[static_cast<size_t>(slot)];
+  Slot& s = LoadingSlot(slot);
   // The slot is ours while it is loading: validate outside the lock.
   Result<ExpertRecordView> view =
       status.ok() ? source_.validate(layer, expert, s.data) : Result<ExpertRecordView>(status);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --loading_;
     if (s.origin == Origin::kSpeculative) --spec_in_flight_;
     s.queued_low = false;
@@ -444,7 +451,7 @@ void ExpertCache::Trace(char kind, int layer, std::span<const int> ids) {
 }
 
 void ExpertCache::Hint(int layer, std::span<const int> experts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Trace('H', layer, experts);
   ReleaseHint();
   ++hint_seq_;
@@ -457,7 +464,7 @@ void ExpertCache::Hint(int layer, std::span<const int> experts) {
 }
 
 void ExpertCache::Prefetch(int layer, std::span<const int> experts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Trace('P', layer, experts);
   if (!reader_ || slots_.empty()) return;  // synchronous: speculation would only add latency
   int claimed[kMaxHintWindow];
@@ -486,7 +493,7 @@ void ExpertCache::Urgent(int slot) {
 // --- demand ----------------------------------------------------------------------
 
 ExpertResult ExpertCache::Acquire(int layer, int expert) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!Valid(layer, expert)) return ExpertFailure{layer, expert, ArgError("no such expert record")};
   ++clock_;
   CountAccess(layer, expert);
@@ -511,7 +518,7 @@ ExpertResult ExpertCache::Acquire(int layer, int expert) {
       if (s.origin == Origin::kSpeculative && !s.used) ++counters_.spec_used;
       s.used = true;
       IssueHints();
-      return WaitReady(e.slot, lock);  // the hint's pin is now the caller's
+      return WaitReady(e.slot, lock.native());  // the hint's pin is now the caller's
     }
   }
   int s = index_[Key(layer, expert)];
@@ -524,10 +531,10 @@ ExpertResult ExpertCache::Acquire(int layer, int expert) {
     if (sl.origin == Origin::kSpeculative && !sl.used) ++counters_.spec_used;
     sl.used = true;
     Urgent(s);
-    return WaitReady(s, lock);
+    return WaitReady(s, lock.native());
   }
   ++counters_.misses;
-  s = FindVictim(reader_ ? &lock : nullptr, /*demand=*/true);
+  s = FindVictim(reader_ ? &lock.native() : nullptr, /*demand=*/true);
   if (s < 0) {
     return ExpertFailure{layer, expert, IoError("expert cache could not free a slot to read into")};
   }
@@ -537,7 +544,7 @@ ExpertResult ExpertCache::Acquire(int layer, int expert) {
   sl.used = true;
   if (reader_) {
     StartRead(s, ReadClass::kDemand);
-    return WaitReady(s, lock);
+    return WaitReady(s, lock.native());
   }
   ExpertFailure failed = ReadNow(s);
   if (!failed.reason.ok()) return failed;
@@ -545,7 +552,7 @@ ExpertResult ExpertCache::Acquire(int layer, int expert) {
 }
 
 bool ExpertCache::Ready(int layer, int expert) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!Valid(layer, expert)) return false;
   int s = index_[Key(layer, expert)];
   return s >= 0 && slots_[static_cast<size_t>(s)].state == State::kReady;
@@ -569,7 +576,7 @@ void ExpertPin::Reset() {
 }
 
 void ExpertCache::Release(int slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (slot < 0 || static_cast<size_t>(slot) >= slots_.size()) return;
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.pins > 0) --s.pins;
@@ -578,7 +585,7 @@ void ExpertCache::Release(int slot) {
 // --- warm-up -----------------------------------------------------------------------
 
 int ExpertCache::Warm(std::span<const WarmEntry> entries) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int started = 0;
   for (const WarmEntry& w : entries) {
     if (free_.empty()) break;  // warm-up never evicts
@@ -609,7 +616,7 @@ void ExpertCache::Drain() {
 ExpertCacheCounters ExpertCache::counters() const {
   ExpertCacheCounters c;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     c = counters_;
   }
   if (reader_) {
@@ -627,12 +634,12 @@ int ExpertCache::io_depth() const { return reader_ ? reader_->depth() : 1; }
 bool ExpertCache::fixed_buffers() const { return reader_ && reader_->fixed_buffers(); }
 
 uint64_t ExpertCache::clock() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return clock_;
 }
 
 std::vector<ExpertCache::SlotUsage> ExpertCache::Usage() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<SlotUsage> out;
   for (const Slot& s : slots_) {
     if (s.layer >= 0 && s.state == State::kReady) {

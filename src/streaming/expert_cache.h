@@ -28,6 +28,7 @@
 
 #include <functional>
 
+#include "base/thread_annotations.h"
 #include "container/container.h"
 #include "streaming/expert_reader.h"
 #include "streaming/record_source.h"
@@ -168,20 +169,20 @@ class ExpertCache {
 
   // Returns the record, pinned while the ExpertPin lives, or the failure
   // naming (layer, expert); its Status reads "expert E of layer L: <reason>".
-  ExpertResult Acquire(int layer, int expert);
+  ExpertResult Acquire(int layer, int expert) WASTE_EXCLUDES(mu_);
   // True when (layer, expert) is in memory and read completely: Acquire
   // will not wait for it. For callers that order work so compute on
   // resident records covers the reads still in flight.
-  bool Ready(int layer, int expert) const;
+  bool Ready(int layer, int expert) const WASTE_EXCLUDES(mu_);
 
   // A layer has routed: these records will be Acquired next, in this order.
   // Pins them and starts every missing read at once (a sliding window of at
   // most min(64, slots/2) for long prefill lists).
-  void Hint(int layer, std::span<const int> experts);
+  void Hint(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
   // Router lookahead's guess for the next MoE layer: speculative reads,
   // unpinned, not counted as misses (bytes are counted), never evicting a
   // pinned or in-flight record, skipped when no slot is free right now.
-  void Prefetch(int layer, std::span<const int> experts);
+  void Prefetch(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
 
   struct WarmEntry {
     int layer, expert;
@@ -191,7 +192,7 @@ class ExpertCache {
   // evicting) with the given hit counts, through the reader threads at the
   // lowest priority (synchronously when there are none). Invalid entries
   // are skipped. Returns the number of reads started.
-  int Warm(std::span<const WarmEntry> entries);
+  int Warm(std::span<const WarmEntry> entries) WASTE_EXCLUDES(mu_);
   // Waits until every read issued so far has landed (tests, benchmarks).
   void Drain();
 
@@ -199,8 +200,8 @@ class ExpertCache {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint64_t allocated_bytes() const { return slot_count_ * slot_bytes_; }
   // Bookkeeping besides the slots (index table, slot table, decay counts).
-  uint64_t metadata_bytes() const;
-  ExpertCacheCounters counters() const;
+  uint64_t metadata_bytes() const WASTE_EXCLUDES(mu_);
+  ExpertCacheCounters counters() const WASTE_EXCLUDES(mu_);
   IoBackend backend() const;
   int io_threads() const;
   int io_depth() const;
@@ -213,8 +214,8 @@ class ExpertCache {
     int layer, expert;
     uint32_t hits, last;
   };
-  std::vector<SlotUsage> Usage() const;   // finished records, slot order
-  uint64_t clock() const;
+  std::vector<SlotUsage> Usage() const WASTE_EXCLUDES(mu_);  // finished records, slot order
+  uint64_t clock() const WASTE_EXCLUDES(mu_);
 
  private:
   friend class ExpertPin;
@@ -250,23 +251,30 @@ class ExpertCache {
   ExpertCache(RecordSource source, const SlotLayout& layout, const ExpertCacheOptions& o);
   bool Valid(int layer, int expert) const;
   size_t Key(int layer, int expert) const;
-  int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand);
-  bool Better(const Slot& a, const Slot& b) const;
-  bool Pending(const Slot& s) const;
-  bool Stale(const Slot& s) const;
-  void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits);
-  void Drop(int slot);
-  void StartRead(int slot, ReadClass cls);
-  void Trace(char kind, int layer, std::span<const int> ids);
-  void Urgent(int slot);
-  ExpertFailure ReadNow(int slot);   // reason Ok when the record is ready
-  void OnRead(uint64_t tag, Status status);
-  bool IssueHint(HintEntry& e);
-  void IssueHints();
-  void ReleaseHint();
-  ExpertResult WaitReady(int slot, std::unique_lock<std::mutex>& lock);
-  void Release(int slot);  // ExpertPin's end
-  void CountAccess(int layer, int expert);
+  // Everything below that touches the tables runs with mu_ held (checked
+  // by clang's -Wthread-safety, base/thread_annotations.h).
+  int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) WASTE_REQUIRES(mu_);
+  bool Evictable(const Slot& s) const WASTE_REQUIRES(mu_);
+  bool Better(const Slot& a, const Slot& b) const WASTE_REQUIRES(mu_);
+  bool Pending(const Slot& s) const WASTE_REQUIRES(mu_);
+  bool Stale(const Slot& s) const WASTE_REQUIRES(mu_);
+  void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits) WASTE_REQUIRES(mu_);
+  void Drop(int slot) WASTE_REQUIRES(mu_);
+  void StartRead(int slot, ReadClass cls) WASTE_REQUIRES(mu_);
+  void Trace(char kind, int layer, std::span<const int> ids) WASTE_REQUIRES(mu_);
+  void Urgent(int slot) WASTE_REQUIRES(mu_);
+  // Reason Ok when the record is ready.
+  ExpertFailure ReadNow(int slot) WASTE_REQUIRES(mu_);
+  // A slot being loaded belongs to the one read filling it: its completion
+  // validates the bytes before taking mu_.
+  Slot& LoadingSlot(int slot) WASTE_NO_THREAD_SAFETY_ANALYSIS;
+  void OnRead(uint64_t tag, Status status) WASTE_EXCLUDES(mu_);
+  bool IssueHint(HintEntry& e) WASTE_REQUIRES(mu_);
+  void IssueHints() WASTE_REQUIRES(mu_);
+  void ReleaseHint() WASTE_REQUIRES(mu_);
+  ExpertResult WaitReady(int slot, std::unique_lock<std::mutex>& lock) WASTE_REQUIRES(mu_);
+  void Release(int slot) WASTE_EXCLUDES(mu_);  // ExpertPin's end
+  void CountAccess(int layer, int expert) WASTE_REQUIRES(mu_);
 
   const RecordSource source_;
   uint64_t slot_count_;
@@ -276,24 +284,25 @@ class ExpertCache {
   int max_spec_ = 32;
   size_t hint_window_ = 1;
   platform::LargeBuffer arena_;
-  std::vector<Slot> slots_;
-  std::vector<int32_t> index_;       // layer * experts + expert -> slot, -1 = absent
-  std::vector<int> free_;            // empty slots, popped from the back
-  std::vector<float> freq_;          // kLfuHistory: decayed access counts per record
-  float freq_step_ = 1.0f;
-  uint64_t clock_ = 0;
-  uint32_t rng_ = 0x9e3779b9u;
-  int loading_ = 0;
-  int spec_in_flight_ = 0;
-  ExpertCacheCounters counters_;
-  int hint_layer_ = -1;
-  uint64_t hint_seq_ = 0;
-  std::vector<HintEntry> hint_;
-  size_t hint_cursor_ = 0;
-  size_t hint_outstanding_ = 0;
-  mutable std::mutex mu_;
+  std::vector<Slot> slots_ WASTE_GUARDED_BY(mu_);
+  // layer * experts + expert -> slot, -1 = absent
+  std::vector<int32_t> index_ WASTE_GUARDED_BY(mu_);
+  std::vector<int> free_ WASTE_GUARDED_BY(mu_);    // empty slots, popped from the back
+  std::vector<float> freq_ WASTE_GUARDED_BY(mu_);  // kLfuHistory: decayed access counts per record
+  float freq_step_ WASTE_GUARDED_BY(mu_) = 1.0f;
+  uint64_t clock_ WASTE_GUARDED_BY(mu_) = 0;
+  uint32_t rng_ WASTE_GUARDED_BY(mu_) = 0x9e3779b9u;
+  int loading_ WASTE_GUARDED_BY(mu_) = 0;
+  int spec_in_flight_ WASTE_GUARDED_BY(mu_) = 0;
+  ExpertCacheCounters counters_ WASTE_GUARDED_BY(mu_);
+  int hint_layer_ WASTE_GUARDED_BY(mu_) = -1;
+  uint64_t hint_seq_ WASTE_GUARDED_BY(mu_) = 0;
+  std::vector<HintEntry> hint_ WASTE_GUARDED_BY(mu_);
+  size_t hint_cursor_ WASTE_GUARDED_BY(mu_) = 0;
+  size_t hint_outstanding_ WASTE_GUARDED_BY(mu_) = 0;
+  mutable Mutex mu_;
   std::condition_variable landed_;
-  std::FILE* trace_ = nullptr;
+  std::FILE* trace_ WASTE_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<ExpertReader> reader_;   // last: stopped before the slots go
 };
 
