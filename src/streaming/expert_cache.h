@@ -20,13 +20,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <functional>
 
 #include "base/thread_annotations.h"
 #include "container/container.h"
