@@ -359,19 +359,23 @@ const format::RecordLayout& Container::record_layout() const { return impl_->lay
 
 Result<ExpertRecordView> Container::ParseRecord(int layer, int expert, const uint8_t* record,
                                                 bool verify_crc) const {
-  auto fail = [&](const Status& why) {
-    return Status(why.code(), fmt::format("expert {} of layer {}: {}", expert, layer,
-                                          why.message()));
-  };
+  auto v = CheckRecord(layer, expert, record, verify_crc);
+  if (v) return v;
+  return Status(v.error().code(),
+                fmt::format("expert {} of layer {}: {}", expert, layer, v.error().message()));
+}
+
+Result<ExpertRecordView> Container::CheckRecord(int layer, int expert, const uint8_t* record,
+                                                bool verify_crc) const {
   if (!is_moe_layer(layer)) {
-    return fail(IoError("record header is not what the bank index describes: the layer has no "
-                        "expert bank"));
+    return IoError("record header is not what the bank index describes: the layer has no "
+                   "expert bank");
   }
   const BankInfo& b = impl_->banks[layer];
   if (expert < 0 || expert >= b.experts || b.record_bytes == 0) {
-    return fail(IoError(fmt::format("record header is not what the bank index describes: "
-                                    "expert id outside 0..{}",
-                                    b.experts - 1)));
+    return IoError(fmt::format("record header is not what the bank index describes: "
+                               "expert id outside 0..{}",
+                               b.experts - 1));
   }
   format::RecordExpectation want;
   want.layer = layer;
@@ -381,10 +385,10 @@ Result<ExpertRecordView> Container::ParseRecord(int layer, int expert, const uin
   want.n_books = codebook_count_;
   want.layout = &impl_->layout;
   Status st = format::ValidateRecordHeader(record, want);
-  if (!st.ok()) return fail(st);
+  if (!st.ok()) return st;
   if (verify_crc) {
     st = format::VerifyRecordCrc(record, impl_->layout);
-    if (!st.ok()) return fail(st);
+    if (!st.ok()) return st;
   }
   const format::RecordLayout& l = impl_->layout;
   ExpertRecordView v;

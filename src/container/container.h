@@ -119,6 +119,10 @@ class Container {
   // and returns views into it. Errors read "expert E of layer L: <reason>".
   Result<ExpertRecordView> ParseRecord(int layer, int expert, const uint8_t* record,
                                        bool verify_crc) const;
+  // The same checks; errors carry the reason alone (the expert cache names
+  // the record itself, streaming/record_source.h).
+  Result<ExpertRecordView> CheckRecord(int layer, int expert, const uint8_t* record,
+                                       bool verify_crc) const;
   bool verify_crc() const { return options_.verify_crc; }
 
   // Geometry shared by every record of every bank (offsets, blocks, sizes).

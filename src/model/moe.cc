@@ -21,7 +21,7 @@ size_t Window(const ExpertCache& cache) {
 }
 
 // Acquire, with the time spent there booked as waiting for reads.
-Result<ExpertRef> AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
+ExpertResult AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int expert) {
   ScopedPhase phase(ops.profiler(), Phase::kReadWait);
   return cache.Acquire(layer, expert);
 }
@@ -254,13 +254,13 @@ void MoeLayer::Apply8(const kernels::KernelTable& k, const uint8_t* indices,
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {
   Status status = Status::Ok();
   for (size_t i = b; i < e; ++i) {
-    auto ref = AcquireTimed(ops, cache, layer, items_[i].expert);
-    if (!ref) {
-      status = ref.error();
+    auto pin = AcquireTimed(ops, cache, layer, items_[i].expert);
+    if (!pin) {
+      status = pin.error();
       break;
     }
-    refs_[i] = *ref;
-    items_[i].view = ref->view;
+    items_[i].view = pin->view();
+    pins_[i] = std::move(*pin);
   }
   if (status.ok()) {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
@@ -279,10 +279,7 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
       for (size_t u = u0; u < u1; ++u) RunItem(k, items_[units_[u].item], units_[u].g0, s);
     });
   }
-  for (size_t i = b; i < e; ++i) {
-    if (refs_[i].slot >= 0) cache.Release(refs_[i].slot);
-    refs_[i].slot = -1;
-  }
+  for (size_t i = b; i < e; ++i) pins_[i].Reset();
   return status;
 }
 
@@ -324,7 +321,8 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   const size_t k = r.ids.size();
   PrepareScratch(ops);
   items_.assign(k, Item{});
-  refs_.assign(k, ExpertRef{});
+  pins_.clear();
+  pins_.resize(k);
   pair_token_.assign(k, 0);
   pair_out_.resize(k);
   for (size_t j = 0; j < k; ++j) {
@@ -423,7 +421,8 @@ Status MoeLayer::ForwardChunk(const Ops& ops, const MoeWeights& w, int layer, Ex
     }
   }
   items_.assign(distinct.size(), Item{});
-  refs_.assign(distinct.size(), ExpertRef{});
+  pins_.clear();
+  pins_.resize(distinct.size());
   for (size_t i = 0; i < distinct.size(); ++i) {
     const size_t e = static_cast<size_t>(distinct[i]);
     items_[i].expert = distinct[i];

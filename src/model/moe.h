@@ -96,7 +96,7 @@ class MoeLayer {
               size_t rows) const;
   void BuildTableSerial(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
                         float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end);
-  // Acquires items_[b, e) in order, runs them in parallel, releases them.
+  // Pins items_[b, e) in order, runs them in parallel, releases them.
   Status RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e);
   // Runs every item of the step: those already in memory first (their
   // compute covers the reads still in flight), then the rest in windows of
@@ -138,7 +138,7 @@ class MoeLayer {
   // per pair the token and the output slot.
   std::vector<Item> items_;
   std::vector<uint32_t> pair_token_, pair_out_;
-  std::vector<ExpertRef> refs_;
+  std::vector<ExpertPin> pins_;     // the current window's pins, released after it runs
   struct Unit {
     uint32_t item, g0;
   };

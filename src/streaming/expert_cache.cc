@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,13 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
 Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& container,
                                                          const SlotLayout& layout,
                                                          const ExpertCacheOptions& options) {
-  const uint64_t record = container.max_record_bytes();
+  return Create(ContainerRecords(container, options.verify_crc), layout, options);
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(RecordSource source,
+                                                         const SlotLayout& layout,
+                                                         const ExpertCacheOptions& options) {
+  const uint64_t record = source.max_record_bytes;
   SlotLayout l = layout;
   if (record == 0) l.slots = 0;  // dense model: nothing to hold
   if (record > 0 && l.slot_bytes < RoundUp(record, kPageAlign)) {
@@ -82,7 +89,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
   if (record > 0 && l.slots < 1) {
     return Status(Errc::kRamBudget, "the expert cache has room for no record at all");
   }
-  std::unique_ptr<ExpertCache> cache(new ExpertCache(container, l, options));
+  std::unique_ptr<ExpertCache> cache(new ExpertCache(std::move(source), l, options));
   if (l.slots == 0) return cache;
   // One mapping for every slot, starting on a 2 MiB boundary (so also on
   // kSlotAlign): first touch of a multi-GB cache in huge pages costs 512x
@@ -94,31 +101,34 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
       platform::LargeBuffer::Allocate(
           l.slots * l.slot_bytes, options.huge_pages,
           fmt::format("expert cache of {} slots x {} bytes", l.slots, l.slot_bytes)));
-  for (uint64_t i = 0; i < l.slots; ++i) {
-    cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
+  {
+    MutexLock lock(cache->mu_);  // not shared yet: for the analysis' sake
+    for (uint64_t i = 0; i < l.slots; ++i) {
+      cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
+    }
   }
   ExpertCache* self = cache.get();
-  WASTE_ASSIGN_OR_RETURN(
-      cache->reader_,
-      ExpertReader::Create(options.io,
-                           std::span<uint8_t>(cache->arena_.data(), l.slots * l.slot_bytes),
-                           l.slot_bytes,
-                           [self](uint64_t tag, Status st) { self->OnRead(tag, std::move(st)); }));
+  const std::span<uint8_t> arena(cache->arena_.data(), l.slots * l.slot_bytes);
+  ExpertReader::Completion done = [self](uint64_t tag, Status st) {
+    self->OnRead(tag, std::move(st));
+  };
+  auto reader = options.make_reader
+                    ? options.make_reader(arena, l.slot_bytes, std::move(done))
+                    : ExpertReader::Create(options.io, arena, l.slot_bytes, std::move(done));
+  WASTE_ASSIGN_OR_RETURN(cache->reader_, std::move(reader));
   return cache;
 }
 
-ExpertCache::ExpertCache(const Container& c, const SlotLayout& layout,
+ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
                          const ExpertCacheOptions& o)
-    : container_(c),
+    : source_(std::move(source)),
       slot_count_(layout.slots),
       slot_bytes_(layout.slot_bytes),
       policy_(o.policy),
-      verify_(o.verify_crc),
       max_spec_(std::max(1, o.max_speculative)),
       slots_(layout.slots) {
-  const ModelConfig& cfg = c.config();
-  n_experts_ = std::max(1, cfg.moe.n_experts);
-  index_.assign(static_cast<size_t>(std::max(1, cfg.n_layers)) * static_cast<size_t>(n_experts_),
+  n_experts_ = std::max(1, source_.experts);
+  index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   free_.reserve(slots_.size());
@@ -137,28 +147,24 @@ ExpertCache::~ExpertCache() {
 }
 
 uint64_t ExpertCache::metadata_bytes() const {
+  MutexLock lock(mu_);
   return slots_.capacity() * sizeof(Slot) + index_.capacity() * sizeof(int32_t) +
          free_.capacity() * sizeof(int) + freq_.capacity() * sizeof(float) +
          hint_.capacity() * sizeof(HintEntry);
 }
 
 bool ExpertCache::Valid(int layer, int expert) const {
-  return layer >= 0 && layer < container_.config().n_layers && container_.is_moe_layer(layer) &&
-         expert >= 0 && expert < container_.bank(layer).experts;
+  return layer >= 0 && layer < source_.layers && expert >= 0 && expert < source_.experts &&
+         source_.locate(layer, expert).bytes > 0;
 }
 
 size_t ExpertCache::Key(int layer, int expert) const {
   return static_cast<size_t>(layer) * static_cast<size_t>(n_experts_) + static_cast<size_t>(expert);
 }
 
-Status ExpertCache::ErrorFor(int layer, int expert, const Status& why) const {
-  // ParseRecord already names the record; plain I/O errors do not.
-  std::string prefix = fmt::format("expert {} of layer {}: ", expert, layer);
-  if (why.message().rfind(prefix, 0) == 0) return why;
-  // The reason already says what went wrong ("short read: ...", "read
-  // ...: Input/output error"): prefixed once, never wrapped in a second
-  // "short read (...)".
-  return Status(why.code(), prefix + why.message());
+Status ExpertFailure::ToStatus() const {
+  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer,
+                                           reason.message()));
 }
 
 // --- replacement ---------------------------------------------------------------
@@ -191,10 +197,11 @@ bool ExpertCache::Better(const Slot& a, const Slot& b) const {
   }
 }
 
+bool ExpertCache::Evictable(const Slot& s) const {
+  return s.pins == 0 && s.state != State::kLoading && !Pending(s);
+}
+
 int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) {
-  auto evictable = [this](const Slot& s) {
-    return s.pins == 0 && s.state != State::kLoading && !Pending(s);
-  };
   for (;;) {
     if (!free_.empty()) {
       int i = free_.back();
@@ -205,7 +212,7 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
     if (policy_ == Replacement::kLfuHistory) {
       for (size_t i = 0; i < slots_.size(); ++i) {
         const Slot& s = slots_[i];
-        if (!evictable(s)) continue;
+        if (!Evictable(s)) continue;
         if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = static_cast<int>(i);
       }
     } else {
@@ -213,12 +220,12 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
         rng_ = rng_ * 1664525u + 1013904223u;
         int i = static_cast<int>(rng_ % slots_.size());
         const Slot& s = slots_[static_cast<size_t>(i)];
-        if (!evictable(s)) continue;
+        if (!Evictable(s)) continue;
         if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = i;
       }
       if (best < 0) {
         for (size_t i = 0; i < slots_.size(); ++i) {
-          if (evictable(slots_[i])) {
+          if (Evictable(slots_[i])) {
             best = static_cast<int>(i);
             break;
           }
@@ -295,12 +302,12 @@ void ExpertCache::CountAccess(int layer, int expert) {
 
 void ExpertCache::StartRead(int slot, ReadClass cls) {
   Slot& s = slots_[static_cast<size_t>(slot)];
-  const BankInfo& bank = container_.bank(s.layer);
+  const RecordLocation at = source_.locate(s.layer, s.expert);
   ReadRequest r;
-  r.file = &container_.bank_file(s.layer);
-  r.offset = static_cast<uint64_t>(s.expert) * bank.record_bytes;
+  r.file = at.file;
+  r.offset = at.offset;
   r.dst = s.data;
-  r.bytes = bank.record_bytes;
+  r.bytes = at.bytes;
   r.tag = MakeTag(slot, s.layer, s.expert);
   r.cls = cls;
   ++loading_;
@@ -310,50 +317,51 @@ void ExpertCache::StartRead(int slot, ReadClass cls) {
 }
 
 // Synchronous mode: the read happens here, on the caller's thread.
-Status ExpertCache::ReadNow(int slot) {
+ExpertFailure ExpertCache::ReadNow(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   const int layer = s.layer, expert = s.expert;
-  const BankInfo& bank = container_.bank(layer);
+  const RecordLocation at = source_.locate(layer, expert);
   auto t0 = Clock::now();
-  Status st = container_.bank_file(layer).ReadAt(static_cast<uint64_t>(expert) * bank.record_bytes,
-                                                 s.data, bank.record_bytes);
+  Status st = at.file != nullptr ? at.file->ReadAt(at.offset, s.data, at.bytes)
+                                 : IoError("the record source names no file");
   double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   ++counters_.io_reads;
   counters_.io_busy_seconds += dt;
   if (s.origin != Origin::kWarm) counters_.read_seconds += dt;
   if (!st.ok()) {
     Drop(slot);
-    return ErrorFor(layer, expert, st);
+    return ExpertFailure{layer, expert, st};
   }
-  counters_.io_bytes += bank.record_bytes;
-  if (s.origin != Origin::kWarm) counters_.bytes_read += bank.record_bytes;
-  auto view = container_.ParseRecord(layer, expert, s.data, verify_);
+  counters_.io_bytes += at.bytes;
+  if (s.origin != Origin::kWarm) counters_.bytes_read += at.bytes;
+  auto view = source_.validate(layer, expert, s.data);
   if (!view) {
     Drop(slot);
-    return ErrorFor(layer, expert, view.error());
+    return ExpertFailure{layer, expert, view.error()};
   }
   s.view = *view;
   s.state = State::kReady;
-  return Status::Ok();
+  return ExpertFailure{layer, expert, Status::Ok()};
 }
+
+ExpertCache::Slot& ExpertCache::LoadingSlot(int slot) { return slots_[static_cast<size_t>(slot)]; }
 
 // Completion, on a reader thread.
 void ExpertCache::OnRead(uint64_t tag, Status status) {
   const int slot = static_cast<int>(tag & 0xffffffffu);
   const int layer = static_cast<int>((tag >> 32) & 0xffff);
   const int expert = static_cast<int>((tag >> 48) & 0xffff);
-  Slot& s = slots_[static_cast<size_t>(slot)];
+  Slot& s = LoadingSlot(slot);
   // The slot is ours while it is loading: validate outside the lock.
-  Result<ExpertRecordView> view = status.ok()
-                                      ? container_.ParseRecord(layer, expert, s.data, verify_)
-                                      : Result<ExpertRecordView>(status);
+  Result<ExpertRecordView> view =
+      status.ok() ? source_.validate(layer, expert, s.data) : Result<ExpertRecordView>(status);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --loading_;
     if (s.origin == Origin::kSpeculative) --spec_in_flight_;
     s.queued_low = false;
     if (status.ok()) {
-      const uint64_t bytes = container_.bank(layer).record_bytes;
+      const uint64_t bytes = source_.locate(layer, expert).bytes;
       if (s.origin != Origin::kWarm) counters_.bytes_read += bytes;
     }
     if (view) {
@@ -363,13 +371,13 @@ void ExpertCache::OnRead(uint64_t tag, Status status) {
       Drop(slot);  // nobody is waiting: a later demand re-reads and reports
     } else {
       s.state = State::kFailed;
-      s.error = ErrorFor(layer, expert, view.error());
+      s.error = view.error();
     }
   }
   landed_.notify_all();
 }
 
-Result<ExpertRef> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
+ExpertResult ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>& lock) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.state == State::kLoading) {
     auto t0 = Clock::now();
@@ -378,11 +386,11 @@ Result<ExpertRef> ExpertCache::WaitReady(int slot, std::unique_lock<std::mutex>&
     counters_.read_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   }
   if (s.state == State::kFailed) {
-    Status err = s.error;
+    ExpertFailure failed{s.layer, s.expert, s.error};
     if (--s.pins == 0) Drop(slot);
-    return err;
+    return failed;
   }
-  return ExpertRef{s.view, slot};
+  return ExpertPin(this, slot, s.view);
 }
 
 // --- hints -----------------------------------------------------------------------
@@ -405,7 +413,7 @@ bool ExpertCache::IssueHint(HintEntry& e) {
     StartRead(s, ReadClass::kDemand);
   }
   e.slot = s;
-  e.state = 1;
+  e.state = HintState::kIssued;
   ++hint_outstanding_;
   return true;
 }
@@ -413,7 +421,7 @@ bool ExpertCache::IssueHint(HintEntry& e) {
 void ExpertCache::IssueHints() {
   while (hint_outstanding_ < hint_window_ && hint_cursor_ < hint_.size()) {
     HintEntry& e = hint_[hint_cursor_];
-    if (e.state != 0) {
+    if (e.state != HintState::kPending) {
       ++hint_cursor_;
       continue;
     }
@@ -424,7 +432,7 @@ void ExpertCache::IssueHints() {
 
 void ExpertCache::ReleaseHint() {
   for (HintEntry& e : hint_) {
-    if (e.state == 1) {
+    if (e.state == HintState::kIssued) {
       Slot& s = slots_[static_cast<size_t>(e.slot)];
       if (--s.pins == 0 && s.state == State::kFailed) Drop(e.slot);
     }
@@ -443,7 +451,7 @@ void ExpertCache::Trace(char kind, int layer, std::span<const int> ids) {
 }
 
 void ExpertCache::Hint(int layer, std::span<const int> experts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Trace('H', layer, experts);
   ReleaseHint();
   ++hint_seq_;
@@ -456,7 +464,7 @@ void ExpertCache::Hint(int layer, std::span<const int> experts) {
 }
 
 void ExpertCache::Prefetch(int layer, std::span<const int> experts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Trace('P', layer, experts);
   if (!reader_ || slots_.empty()) return;  // synchronous: speculation would only add latency
   int claimed[kMaxHintWindow];
@@ -484,23 +492,22 @@ void ExpertCache::Urgent(int slot) {
 
 // --- demand ----------------------------------------------------------------------
 
-Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!Valid(layer, expert)) {
-    return ArgError(fmt::format("expert {} of layer {}: no such expert record", expert, layer));
-  }
+ExpertResult ExpertCache::Acquire(int layer, int expert) {
+  MutexLock lock(mu_);
+  if (!Valid(layer, expert)) return ExpertFailure{layer, expert, ArgError("no such expert record")};
   ++clock_;
   CountAccess(layer, expert);
   Trace('A', layer, std::span<const int>(&expert, 1));
   if (layer == hint_layer_) {
     for (size_t i = 0; i < hint_.size(); ++i) {
       HintEntry& e = hint_[i];
-      if (e.expert != expert || e.state == 2) continue;
-      if (e.state == 0 && !IssueHint(e)) {
-        e.state = 2;  // no slot right now: the plain path below waits for one
+      if (e.expert != expert || e.state == HintState::kConsumed) continue;
+      if (e.state == HintState::kPending && !IssueHint(e)) {
+        // No slot right now: the plain path below waits for one.
+        e.state = HintState::kConsumed;
         break;
       }
-      e.state = 2;
+      e.state = HintState::kConsumed;
       --hint_outstanding_;
       Slot& s = slots_[static_cast<size_t>(e.slot)];
       if (!e.miss) {
@@ -511,7 +518,7 @@ Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
       if (s.origin == Origin::kSpeculative && !s.used) ++counters_.spec_used;
       s.used = true;
       IssueHints();
-      return WaitReady(e.slot, lock);  // the hint's pin is now the caller's
+      return WaitReady(e.slot, lock.native());  // the hint's pin is now the caller's
     }
   }
   int s = index_[Key(layer, expert)];
@@ -524,13 +531,12 @@ Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
     if (sl.origin == Origin::kSpeculative && !sl.used) ++counters_.spec_used;
     sl.used = true;
     Urgent(s);
-    return WaitReady(s, lock);
+    return WaitReady(s, lock.native());
   }
   ++counters_.misses;
-  s = FindVictim(reader_ ? &lock : nullptr, /*demand=*/true);
+  s = FindVictim(reader_ ? &lock.native() : nullptr, /*demand=*/true);
   if (s < 0) {
-    return IoError(fmt::format(
-        "expert {} of layer {}: expert cache could not free a slot to read into", expert, layer));
+    return ExpertFailure{layer, expert, IoError("expert cache could not free a slot to read into")};
   }
   Claim(s, layer, expert, Origin::kDemand, 1);
   Slot& sl = slots_[static_cast<size_t>(s)];
@@ -538,21 +544,39 @@ Result<ExpertRef> ExpertCache::Acquire(int layer, int expert) {
   sl.used = true;
   if (reader_) {
     StartRead(s, ReadClass::kDemand);
-    return WaitReady(s, lock);
+    return WaitReady(s, lock.native());
   }
-  WASTE_TRY(ReadNow(s));
-  return ExpertRef{sl.view, s};
+  ExpertFailure failed = ReadNow(s);
+  if (!failed.reason.ok()) return failed;
+  return ExpertPin(this, s, sl.view);
 }
 
 bool ExpertCache::Ready(int layer, int expert) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!Valid(layer, expert)) return false;
   int s = index_[Key(layer, expert)];
   return s >= 0 && slots_[static_cast<size_t>(s)].state == State::kReady;
 }
 
+ExpertPin& ExpertPin::operator=(ExpertPin&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    cache_ = std::exchange(other.cache_, nullptr);
+    slot_ = std::exchange(other.slot_, -1);
+    view_ = std::exchange(other.view_, {});
+  }
+  return *this;
+}
+
+void ExpertPin::Reset() {
+  if (cache_ != nullptr) cache_->Release(slot_);
+  cache_ = nullptr;
+  slot_ = -1;
+  view_ = {};
+}
+
 void ExpertCache::Release(int slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (slot < 0 || static_cast<size_t>(slot) >= slots_.size()) return;
   Slot& s = slots_[static_cast<size_t>(slot)];
   if (s.pins > 0) --s.pins;
@@ -561,7 +585,7 @@ void ExpertCache::Release(int slot) {
 // --- warm-up -----------------------------------------------------------------------
 
 int ExpertCache::Warm(std::span<const WarmEntry> entries) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int started = 0;
   for (const WarmEntry& w : entries) {
     if (free_.empty()) break;  // warm-up never evicts
@@ -592,7 +616,7 @@ void ExpertCache::Drain() {
 ExpertCacheCounters ExpertCache::counters() const {
   ExpertCacheCounters c;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     c = counters_;
   }
   if (reader_) {
@@ -610,12 +634,12 @@ int ExpertCache::io_depth() const { return reader_ ? reader_->depth() : 1; }
 bool ExpertCache::fixed_buffers() const { return reader_ && reader_->fixed_buffers(); }
 
 uint64_t ExpertCache::clock() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return clock_;
 }
 
 std::vector<ExpertCache::SlotUsage> ExpertCache::Usage() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<SlotUsage> out;
   for (const Slot& s : slots_) {
     if (s.layer >= 0 && s.state == State::kReady) {

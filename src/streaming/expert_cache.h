@@ -1,9 +1,10 @@
 // The bounded expert cache (ENGINE.md §5): equal slots sized from the
 // largest record, LFRU replacement with sampled eviction (or LRU), pinned
 // records never evicted, hits never re-read. A miss is one positioned read
-// of the whole record through the container's bank file (cache-bypass when
-// the filesystem allows) straight into its slot, validated by
-// Container::ParseRecord on arrival.
+// of the whole record straight into its slot, from where its RecordSource
+// says it lives (for the engine: the container's bank file, cache-bypass
+// when the filesystem allows), checked by the source's validation callback
+// on arrival (for the engine: Container::CheckRecord).
 //
 // Reads are asynchronous unless the reader is off (WASTE_IO_THREADS=0 or
 // WASTE_IO=sync): Hint() issues all of a layer's misses at once (demand
@@ -19,23 +20,80 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "container/container.h"
 #include "streaming/expert_reader.h"
+#include "streaming/record_source.h"
 #include "platform/platform.h"
 #include "waste/config.h"
 #include "waste/status.h"
 
 namespace waste {
 
-struct ExpertRef {
-  ExpertRecordView view;
-  int slot = -1;
+class ExpertCache;
+
+// A record held in the cache: it cannot be evicted while the pin lives.
+// Move-only; the destructor (or Reset) releases it. The cache must outlive
+// its pins.
+class ExpertPin {
+ public:
+  ExpertPin() = default;
+  ExpertPin(ExpertPin&& other) noexcept { *this = std::move(other); }
+  ExpertPin& operator=(ExpertPin&& other) noexcept;
+  ExpertPin(const ExpertPin&) = delete;
+  ExpertPin& operator=(const ExpertPin&) = delete;
+  ~ExpertPin() { Reset(); }
+
+  const ExpertRecordView& view() const { return view_; }
+  bool held() const { return cache_ != nullptr; }
+  // Releases now (a no-op on an empty pin).
+  void Reset();
+
+ private:
+  friend class ExpertCache;
+  ExpertPin(ExpertCache* cache, int slot, const ExpertRecordView& view)
+      : cache_(cache), slot_(slot), view_(view) {}
+
+  ExpertCache* cache_ = nullptr;
+  int slot_ = -1;
+  ExpertRecordView view_;
+};
+
+// A record the cache could not deliver, as data: which record, and why
+// (the reason alone: "short read: ...", "checksum mismatch", ...). Callers
+// that care which expert failed read the fields, never the message text.
+struct ExpertFailure {
+  int layer = -1;
+  int expert = -1;
+  Status reason;
+  // The reason's code with "expert E of layer L: <reason>": what is reported.
+  Status ToStatus() const;
+};
+
+// What Acquire returns: the pinned record or the failure. Reads like
+// Result<ExpertPin>; error() is the failure as a Status.
+class [[nodiscard]] ExpertResult {
+ public:
+  ExpertResult(ExpertPin pin) : pin_(std::move(pin)), ok_(true) {}          // NOLINT
+  ExpertResult(ExpertFailure failure) : failure_(std::move(failure)) {}     // NOLINT
+  bool has_value() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  ExpertPin& operator*() { return pin_; }
+  ExpertPin* operator->() { return &pin_; }
+  const ExpertFailure& failure() const { return failure_; }
+  Status error() const { return failure_.ToStatus(); }
+
+ private:
+  ExpertPin pin_;
+  ExpertFailure failure_;
+  bool ok_ = false;
 };
 
 struct ExpertCacheCounters {
@@ -76,6 +134,11 @@ struct ExpertCacheOptions {
   int max_speculative = 32;          // lookahead reads in flight at most
   bool huge_pages = true;            // advise the arena for transparent huge pages
   std::string trace_path;            // WASTE_CACHE_TRACE: append every cache event here
+  // Builds the reader instead of ExpertReader::Create(io) (the unit tests'
+  // fake reader); a null reader means synchronous reads.
+  std::function<Result<std::unique_ptr<ExpertReader>>(
+      std::span<uint8_t> arena, uint64_t arena_stride, ExpertReader::Completion done)>
+      make_reader;
 };
 
 // Slot geometry for a cache of at most `cache_bytes` holding records of
@@ -89,6 +152,10 @@ SlotLayout PlanSlots(uint64_t record_bytes, uint64_t cache_bytes, uint64_t min_s
 
 class ExpertCache {
  public:
+  static Result<std::unique_ptr<ExpertCache>> Create(RecordSource source,
+                                                     const SlotLayout& layout,
+                                                     const ExpertCacheOptions& options);
+  // The container's banks (ContainerRecords with options.verify_crc).
   static Result<std::unique_ptr<ExpertCache>> Create(const Container& container,
                                                      const SlotLayout& layout,
                                                      const ExpertCacheOptions& options);
@@ -99,23 +166,22 @@ class ExpertCache {
   ExpertCache(const ExpertCache&) = delete;
   ExpertCache& operator=(const ExpertCache&) = delete;
 
-  // Returns the record pinned until Release(ref.slot). Errors read
-  // "expert E of layer L: <reason>".
-  Result<ExpertRef> Acquire(int layer, int expert);
-  void Release(int slot);
+  // Returns the record, pinned while the ExpertPin lives, or the failure
+  // naming (layer, expert); its Status reads "expert E of layer L: <reason>".
+  ExpertResult Acquire(int layer, int expert) WASTE_EXCLUDES(mu_);
   // True when (layer, expert) is in memory and read completely: Acquire
   // will not wait for it. For callers that order work so compute on
   // resident records covers the reads still in flight.
-  bool Ready(int layer, int expert) const;
+  bool Ready(int layer, int expert) const WASTE_EXCLUDES(mu_);
 
   // A layer has routed: these records will be Acquired next, in this order.
   // Pins them and starts every missing read at once (a sliding window of at
   // most min(64, slots/2) for long prefill lists).
-  void Hint(int layer, std::span<const int> experts);
+  void Hint(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
   // Router lookahead's guess for the next MoE layer: speculative reads,
   // unpinned, not counted as misses (bytes are counted), never evicting a
   // pinned or in-flight record, skipped when no slot is free right now.
-  void Prefetch(int layer, std::span<const int> experts);
+  void Prefetch(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
 
   struct WarmEntry {
     int layer, expert;
@@ -125,7 +191,7 @@ class ExpertCache {
   // evicting) with the given hit counts, through the reader threads at the
   // lowest priority (synchronously when there are none). Invalid entries
   // are skipped. Returns the number of reads started.
-  int Warm(std::span<const WarmEntry> entries);
+  int Warm(std::span<const WarmEntry> entries) WASTE_EXCLUDES(mu_);
   // Waits until every read issued so far has landed (tests, benchmarks).
   void Drain();
 
@@ -133,8 +199,8 @@ class ExpertCache {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint64_t allocated_bytes() const { return slot_count_ * slot_bytes_; }
   // Bookkeeping besides the slots (index table, slot table, decay counts).
-  uint64_t metadata_bytes() const;
-  ExpertCacheCounters counters() const;
+  uint64_t metadata_bytes() const WASTE_EXCLUDES(mu_);
+  ExpertCacheCounters counters() const WASTE_EXCLUDES(mu_);
   IoBackend backend() const;
   int io_threads() const;
   int io_depth() const;
@@ -147,10 +213,11 @@ class ExpertCache {
     int layer, expert;
     uint32_t hits, last;
   };
-  std::vector<SlotUsage> Usage() const;   // finished records, slot order
-  uint64_t clock() const;
+  std::vector<SlotUsage> Usage() const WASTE_EXCLUDES(mu_);  // finished records, slot order
+  uint64_t clock() const WASTE_EXCLUDES(mu_);
 
  private:
+  friend class ExpertPin;
   enum class State : uint8_t { kEmpty, kLoading, kReady, kFailed };
   enum class Origin : uint8_t { kDemand, kSpeculative, kWarm };
   struct Slot {
@@ -165,63 +232,76 @@ class ExpertCache {
     uint64_t last = 0;
     int pins = 0;
     ExpertRecordView view;
-    Status error;
+    Status error;                    // kFailed: the reason alone
+  };
+  // A hinted record's way through Hint → IssueHint → Acquire.
+  enum class HintState : uint8_t {
+    kPending,   // waiting for room in the hint window
+    kIssued,    // slot pinned for it (read started or already resident)
+    kConsumed,  // Acquired (the pin passed to the caller), or given up
   };
   struct HintEntry {
     int expert;
     int slot = -1;
-    uint8_t state = 0;               // 0 pending, 1 issued, 2 consumed
+    HintState state = HintState::kPending;
     bool miss = false;               // counted as a miss when issued
   };
 
-  ExpertCache(const Container& c, const SlotLayout& layout, const ExpertCacheOptions& o);
+  ExpertCache(RecordSource source, const SlotLayout& layout, const ExpertCacheOptions& o);
   bool Valid(int layer, int expert) const;
   size_t Key(int layer, int expert) const;
-  int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand);
-  bool Better(const Slot& a, const Slot& b) const;
-  bool Pending(const Slot& s) const;
-  bool Stale(const Slot& s) const;
-  void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits);
-  void Drop(int slot);
-  void StartRead(int slot, ReadClass cls);
-  void Trace(char kind, int layer, std::span<const int> ids);
-  void Urgent(int slot);
-  Status ReadNow(int slot);
-  void OnRead(uint64_t tag, Status status);
-  bool IssueHint(HintEntry& e);
-  void IssueHints();
-  void ReleaseHint();
-  Result<ExpertRef> WaitReady(int slot, std::unique_lock<std::mutex>& lock);
-  void CountAccess(int layer, int expert);
-  Status ErrorFor(int layer, int expert, const Status& why) const;
+  // Everything below that touches the tables runs with mu_ held (checked
+  // by clang's -Wthread-safety, base/thread_annotations.h).
+  int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) WASTE_REQUIRES(mu_);
+  bool Evictable(const Slot& s) const WASTE_REQUIRES(mu_);
+  bool Better(const Slot& a, const Slot& b) const WASTE_REQUIRES(mu_);
+  bool Pending(const Slot& s) const WASTE_REQUIRES(mu_);
+  bool Stale(const Slot& s) const WASTE_REQUIRES(mu_);
+  void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits) WASTE_REQUIRES(mu_);
+  void Drop(int slot) WASTE_REQUIRES(mu_);
+  void StartRead(int slot, ReadClass cls) WASTE_REQUIRES(mu_);
+  void Trace(char kind, int layer, std::span<const int> ids) WASTE_REQUIRES(mu_);
+  void Urgent(int slot) WASTE_REQUIRES(mu_);
+  // Reason Ok when the record is ready.
+  ExpertFailure ReadNow(int slot) WASTE_REQUIRES(mu_);
+  // A slot being loaded belongs to the one read filling it: its completion
+  // validates the bytes before taking mu_.
+  Slot& LoadingSlot(int slot) WASTE_NO_THREAD_SAFETY_ANALYSIS;
+  void OnRead(uint64_t tag, Status status) WASTE_EXCLUDES(mu_);
+  bool IssueHint(HintEntry& e) WASTE_REQUIRES(mu_);
+  void IssueHints() WASTE_REQUIRES(mu_);
+  void ReleaseHint() WASTE_REQUIRES(mu_);
+  ExpertResult WaitReady(int slot, std::unique_lock<std::mutex>& lock) WASTE_REQUIRES(mu_);
+  void Release(int slot) WASTE_EXCLUDES(mu_);  // ExpertPin's end
+  void CountAccess(int layer, int expert) WASTE_REQUIRES(mu_);
 
-  const Container& container_;
+  const RecordSource source_;
   uint64_t slot_count_;
   uint64_t slot_bytes_;
   Replacement policy_;
-  bool verify_;
   int n_experts_ = 0;
   int max_spec_ = 32;
   size_t hint_window_ = 1;
   platform::LargeBuffer arena_;
-  std::vector<Slot> slots_;
-  std::vector<int32_t> index_;       // layer * experts + expert -> slot, -1 = absent
-  std::vector<int> free_;            // empty slots, popped from the back
-  std::vector<float> freq_;          // kLfuHistory: decayed access counts per record
-  float freq_step_ = 1.0f;
-  uint64_t clock_ = 0;
-  uint32_t rng_ = 0x9e3779b9u;
-  int loading_ = 0;
-  int spec_in_flight_ = 0;
-  ExpertCacheCounters counters_;
-  int hint_layer_ = -1;
-  uint64_t hint_seq_ = 0;
-  std::vector<HintEntry> hint_;
-  size_t hint_cursor_ = 0;
-  size_t hint_outstanding_ = 0;
-  mutable std::mutex mu_;
+  std::vector<Slot> slots_ WASTE_GUARDED_BY(mu_);
+  // layer * experts + expert -> slot, -1 = absent
+  std::vector<int32_t> index_ WASTE_GUARDED_BY(mu_);
+  std::vector<int> free_ WASTE_GUARDED_BY(mu_);    // empty slots, popped from the back
+  std::vector<float> freq_ WASTE_GUARDED_BY(mu_);  // kLfuHistory: decayed access counts per record
+  float freq_step_ WASTE_GUARDED_BY(mu_) = 1.0f;
+  uint64_t clock_ WASTE_GUARDED_BY(mu_) = 0;
+  uint32_t rng_ WASTE_GUARDED_BY(mu_) = 0x9e3779b9u;
+  int loading_ WASTE_GUARDED_BY(mu_) = 0;
+  int spec_in_flight_ WASTE_GUARDED_BY(mu_) = 0;
+  ExpertCacheCounters counters_ WASTE_GUARDED_BY(mu_);
+  int hint_layer_ WASTE_GUARDED_BY(mu_) = -1;
+  uint64_t hint_seq_ WASTE_GUARDED_BY(mu_) = 0;
+  std::vector<HintEntry> hint_ WASTE_GUARDED_BY(mu_);
+  size_t hint_cursor_ WASTE_GUARDED_BY(mu_) = 0;
+  size_t hint_outstanding_ WASTE_GUARDED_BY(mu_) = 0;
+  mutable Mutex mu_;
   std::condition_variable landed_;
-  std::FILE* trace_ = nullptr;
+  std::FILE* trace_ WASTE_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<ExpertReader> reader_;   // last: stopped before the slots go
 };
 
