@@ -11,7 +11,8 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 cmake --preset tsan >/dev/null
 # Only what the tsan test preset runs (and `waste` for the CLI streaming test).
 cmake --build build/tsan -j "$jobs" --target thread_pool_test streaming_identity_test \
-  streaming_memory_test streaming_hotlist_test streaming_errors_test streaming_budget_test waste
+  streaming_memory_test streaming_hotlist_test streaming_errors_test streaming_budget_test \
+  expert_cache_test expert_reader_test waste
 # setarch -R: TSan needs a fixed memory layout on kernels with high ASLR entropy.
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
   exec setarch "$(uname -m)" -R ctest --preset tsan -j "$jobs" "$@"
