@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$build" ] || build="$root/build-fuzz"
-mkdir -p "$build" || exit 2
+mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2  # absolute: the build steps change directory
 
 # The platform shim and Status: what every target's sources call.
 base_sources=("$root/src/base/status.cc" "$root/src/platform/posix.cc" "$root/src/platform/linux.cc"
