@@ -361,8 +361,11 @@ Result<ExpertRecordView> Container::ParseRecord(int layer, int expert, const uin
                                                 bool verify_crc) const {
   auto v = CheckRecord(layer, expert, record, verify_crc);
   if (v) return v;
-  return Status(v.error().code(),
-                fmt::format("expert {} of layer {}: {}", expert, layer, v.error().message()));
+  return RecordError(layer, expert, v.error());
+}
+
+Status RecordError(int layer, int expert, const Status& reason) {
+  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer, reason.message()));
 }
 
 Result<ExpertRecordView> Container::CheckRecord(int layer, int expert, const uint8_t* record,

@@ -79,6 +79,10 @@ struct ContainerOptions {
   bool huge_pages = true;            // trunk buffer advised for huge pages
 };
 
+// A record's failure as users read it: "expert E of layer L: <reason>",
+// with the reason's code (the one spelling, for ParseRecord and the cache).
+Status RecordError(int layer, int expert, const Status& reason);
+
 class Container {
  public:
   // Opens and validates the directory `dir`. Errors name the file and the

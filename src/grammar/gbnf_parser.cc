@@ -99,12 +99,8 @@ class Parser {
   uint32_t RuleId(const std::string& name) {
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
-    uint32_t id = static_cast<uint32_t>(names_.size());
+    uint32_t id = AddRule(name, false);
     ids_[name] = id;
-    names_.push_back(name);
-    rules_.emplace_back();
-    defined_.push_back(false);
-    helper_.push_back(false);
     return id;
   }
 
@@ -112,11 +108,17 @@ class Parser {
   // its own rule, never a repetition's helper (fuzz.grammar found a
   // reference to an undefined "_4" binding to one).
   uint32_t NewHelper(Alts alts) {
+    uint32_t id = AddRule("(repetition " + std::to_string(names_.size()) + ")", true);
+    rules_[id] = std::move(alts);
+    return id;
+  }
+
+  uint32_t AddRule(std::string name, bool helper) {
     uint32_t id = static_cast<uint32_t>(names_.size());
-    names_.push_back("(repetition " + std::to_string(id) + ")");
-    rules_.push_back(std::move(alts));
+    names_.push_back(std::move(name));
+    rules_.emplace_back();
     defined_.push_back(false);
-    helper_.push_back(true);
+    helper_.push_back(helper);
     return id;
   }
 

@@ -163,8 +163,7 @@ size_t ExpertCache::Key(int layer, int expert) const {
 }
 
 Status ExpertFailure::ToStatus() const {
-  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer,
-                                           reason.message()));
+  return RecordError(layer, expert, reason);
 }
 
 // --- replacement ---------------------------------------------------------------
