@@ -255,6 +255,8 @@ TEST(StreamingCli, BenchProfilePrintsPhases) {
   ASSERT_TRUE(j.contains("phase_seconds"));
   EXPECT_TRUE(j["phase_seconds"].contains("read_wait"));
   EXPECT_GT(j["phase_seconds"]["experts"].get<double>(), 0);
+  // Norms, residual adds and mixes: a phase that was listed but never timed.
+  EXPECT_GT(j["phase_seconds"]["norms"].get<double>(), 0);
 }
 
 TEST(StreamingCli, RunLearnWritesTheHotlist) {
