@@ -21,14 +21,14 @@ void GatedActivation(const ModelConfig& cfg, float* g, const float* u, size_t n)
 Mlp::Mlp(const ModelConfig& cfg, size_t width, size_t max_tokens)
     : cfg_(cfg), width_(width), g_(width * max_tokens), u_(width * max_tokens) {}
 
-void Mlp::Forward(const Ops& ops, const MlpWeights& w, const float* x, float* out) {
-  ops.MatVecs({{w.gate, x, g_.data()}, {w.up, x, u_.data()}});
-  GatedActivation(cfg_, g_.data(), u_.data(), width_);
-  ops.MatVec(*w.down, g_.data(), out);
-}
-
-void Mlp::ForwardChunk(const Ops& ops, const MlpWeights& w, const float* x, size_t tokens,
-                       float* out) {
+void Mlp::Forward(const Ops& ops, const MlpWeights& w, const float* x, size_t tokens,
+                  float* out) {
+  if (tokens == 1) {
+    ops.MatVecs({{w.gate, x, g_.data()}, {w.up, x, u_.data()}});
+    GatedActivation(cfg_, g_.data(), u_.data(), width_);
+    ops.MatVec(*w.down, g_.data(), out);
+    return;
+  }
   const size_t h = static_cast<size_t>(cfg_.hidden);
   ops.MatMuls(tokens, {{w.gate, x, h, g_.data(), width_}, {w.up, x, h, u_.data(), width_}});
   GatedActivation(cfg_, g_.data(), u_.data(), width_ * tokens);

@@ -18,9 +18,9 @@ class Mlp {
  public:
   // `width` = intermediate size, `max_tokens` = largest chunk.
   Mlp(const ModelConfig& cfg, size_t width, size_t max_tokens);
-  void Forward(const Ops& ops, const MlpWeights& w, const float* x, float* out);
-  // x, out: [tokens][hidden]
-  void ForwardChunk(const Ops& ops, const MlpWeights& w, const float* x, size_t tokens, float* out);
+  // x, out: [tokens][hidden]. One token runs the matvecs, a chunk the
+  // matmuls (weights read once for all its tokens).
+  void Forward(const Ops& ops, const MlpWeights& w, const float* x, size_t tokens, float* out);
   uint64_t scratch_bytes() const { return (g_.size() + u_.size()) * sizeof(float); }
 
  private:

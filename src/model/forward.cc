@@ -14,7 +14,8 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
       cache_(cache),
       kda_(container.config(), kMaxChunk),
       mla_(container.config(), ctx_tokens, kMaxChunk),
-      stream_(container.config(), kMaxChunk) {
+      stream_(container.config(), kMaxChunk),
+      prefetch_(container.config(), weights, lookahead) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   bool any_dense = false, any_moe = false;
   for (FfnKind k : cfg_.ffn_kind) (k == FfnKind::kMoe ? any_moe : any_dense) = true;
@@ -24,18 +25,12 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
   f_.resize(kMaxChunk * h);
   logits_.resize(static_cast<size_t>(cfg_.vocab));
   last_hidden_.resize(h);
-  lookahead_ = lookahead;
-  next_moe_.assign(static_cast<size_t>(cfg_.n_layers), -1);
-  int next = -1;
-  for (int l = cfg_.n_layers - 1; l >= 0; --l) {
-    next_moe_[static_cast<size_t>(l)] = next;
-    if (cfg_.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) next = l;
-  }
 }
 
 uint64_t Forward::scratch_bytes() const {
   uint64_t f = xn_.size() + f_.size() + logits_.size() + last_hidden_.size();
-  uint64_t b = f * sizeof(float) + stream_.scratch_bytes() + kda_.scratch_bytes() + mla_.scratch_bytes();
+  uint64_t b = f * sizeof(float) + stream_.scratch_bytes() + kda_.scratch_bytes() +
+               mla_.scratch_bytes() + prefetch_.scratch_bytes();
   if (dense_) b += dense_->scratch_bytes();
   if (moe_) b += moe_->scratch_bytes();
   return b;
@@ -92,24 +87,12 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
       for (size_t t = 0; t < n; ++t) stream_.MlpInput(t, lw, xn_.data() + t * h);
     }
     if (cfg_.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) {
-      if (n == 1) {
-        Routing r;
-        MoeLayer::Lookahead next;
-        int nl = next_moe_[static_cast<size_t>(l)];
-        if (lookahead_ > 0 && nl >= 0) {
-          next = {nl, &w_.layers[static_cast<size_t>(nl)].moe, lookahead_};
-        }
-        WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), f_.data(), &r, next));
-        if (on_route) on_route(pos0, l, r);
-      } else {
-        WASTE_TRY(moe_->ForwardChunk(ops, lw.moe, l, cache_, xn_.data(), n, f_.data()));
-      }
-    } else if (n == 1) {
-      ScopedPhase phase(ops.profiler(), Phase::kDense);
-      dense_->Forward(ops, lw.dense, xn_.data(), f_.data());
+      WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), n, f_.data(),
+                              prefetch_.enabled() ? &prefetch_ : nullptr));
+      if (on_route && n == 1) on_route(pos0, l, moe_->routing(0));
     } else {
       ScopedPhase phase(ops.profiler(), Phase::kDense);
-      dense_->ForwardChunk(ops, lw.dense, xn_.data(), n, f_.data());
+      dense_->Forward(ops, lw.dense, xn_.data(), n, f_.data());
     }
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);

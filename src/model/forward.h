@@ -21,6 +21,7 @@
 #include "model/kda.h"
 #include "model/layer_weights.h"
 #include "model/moe.h"
+#include "model/prefetcher.h"
 #include "model/residual_stream.h"
 #include "runtime/ops.h"
 #include "model/session_state.h"
@@ -76,8 +77,7 @@ class Forward {
   ResidualStream stream_;     // the residual rows of the chunk (plain or AttnRes)
   std::vector<float> xn_;     // [chunk][hidden] normed input of a sub-layer
   std::vector<float> f_;      // [chunk][hidden] sub-layer output
-  std::vector<int> next_moe_;  // [layer] next MoE layer after it, or -1
-  int lookahead_ = 0;
+  Prefetcher prefetch_;        // router lookahead for decode steps
   std::vector<float> logits_;
   std::vector<float> last_hidden_;
 };

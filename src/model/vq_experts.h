@@ -1,0 +1,98 @@
+// Routed experts stored as vector-quantised records (VQ3R and VQ2R: one
+// byte per stage index; VQ4P: four 6-bit indices in three bytes), applied
+// through lookup tables built from the input — the weights are never
+// dequantised. This is the only code that knows how a record's matrices
+// are applied: the table layouts (f32, byte planes when the kernel table
+// prefers them, int8 shadows with per-block scales for VQ4P), and the
+// gate/up → activation → down sequence. The record's bytes are located and
+// checked by the container (format/format.h's RecordLayout); MoeLayer deals
+// in (expert, tokens) items only, so a new expert format is a sibling of
+// this class and touches nothing else in the MoE block.
+//
+// The gate and up tables depend only on the input and the layer's books,
+// so they are built once per token and shared by every expert the token
+// chose; the down table depends on the expert's own activation and is
+// built per (expert, token) in per-thread scratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "container/container.h"
+#include "model/model_config.h"
+#include "runtime/ops.h"
+
+namespace waste {
+
+class VqExperts {
+ public:
+  // Tokens of one expert applied together (the indices are read once for them).
+  static constexpr size_t kGroup = 4;
+
+  // Tables for up to `max_tokens` tokens of a chunk.
+  VqExperts(const Container& container, size_t max_tokens);
+
+  // Per-thread scratch for the pool of `ops` (sized on first use) and the
+  // table layout its kernels prefer. Call before BuildInputTables/Apply.
+  void Prepare(const Ops& ops);
+
+  // Gate and up tables of tokens [0, tokens) (input rows at x_stride), for
+  // the bank whose codebooks start at `book_base`. Parallel on `ops`.
+  void BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
+                        int book_base);
+
+  // One expert applied to n <= kGroup tokens: tokens[i] indexes the input
+  // tables, outs[i] receives expert_in floats. Serial: runs inside a
+  // parallel region, on the scratch of pool thread `worker`.
+  void Apply(const kernels::KernelTable& k, const ExpertRecordView& rec, const size_t* tokens,
+             size_t n, float* const* outs, int worker);
+
+  uint64_t scratch_bytes() const;
+
+ private:
+  struct Scratch {
+    std::vector<float> g, u, table_mid, tau_mid;
+    std::vector<int8_t> q_mid;
+  };
+
+  // Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
+  // blocks inside the range (callers pass ranges aligned to a tau block).
+  void BuildTable(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
+                  float* table, int8_t* qtable, float* tau, size_t v_begin, size_t v_end) const;
+  // One 8-bit-index matrix applied to n <= kGroup inputs, each with its own
+  // table (f32, or byte planes).
+  void Apply8(const kernels::KernelTable& k, const uint8_t* indices, const uint16_t* scales,
+              size_t nv, const float* const* tables, size_t n, float* const* ys,
+              size_t rows) const;
+  // One 6-bit (VQ4P) matrix applied to one input's int8 table.
+  void Apply6(const kernels::KernelTable& k, const uint8_t* indices, const uint16_t* scales,
+              size_t nv, const int8_t* qtable, const float* tau, float* y, size_t rows) const;
+
+  float* TableIn(size_t token, int which) {
+    return tables_.data() + (2 * token + which) * table_in_;
+  }
+  int8_t* QTableIn(size_t token, int which) {
+    return six_bit_ ? qtables_.data() + (2 * token + which) * table_in_ : nullptr;
+  }
+  float* TauIn(size_t token, int which) {
+    return six_bit_ ? taus_.data() + (2 * token + which) * tau_in_ : nullptr;
+  }
+
+  const Container& container_;
+  const ModelConfig& cfg_;
+  bool six_bit_;
+  bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
+  size_t nv_in_, nv_mid_, table_in_, table_mid_, tau_in_, tau_mid_;
+  std::vector<float> tables_;    // [max_tokens][gate, up] input tables (f32 or planes)
+  std::vector<int8_t> qtables_;  // int8 shadows (VQ4P)
+  std::vector<float> taus_;
+  std::vector<Scratch> scratch_;  // per pool thread
+  // Every codebook transposed to [vec_dim][entries] (LutBuildArgs::books_t),
+  // made once at construction (a few MB at most) so table builds never
+  // transpose per call.
+  std::vector<float> books_t_;
+  size_t book_floats_ = 0;
+};
+
+}  // namespace waste

@@ -1,0 +1,179 @@
+// The MoE block's one Forward and the router lookahead's Prefetcher, on the
+// reference's tiny container: the guess for the next MoE layer is that
+// layer's own routing when given the same input (one TopExperts serves
+// both), the last MoE layer guesses nothing, and a guess starts reads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "container/container.h"
+#include "e2e/fixture_util.h"
+#include "kernels/kernel_table.h"
+#include "model/layer_weights.h"
+#include "model/moe.h"
+#include "model/prefetcher.h"
+#include "runtime/ops.h"
+#include "runtime/thread_pool.h"
+#include "streaming/expert_cache.h"
+
+namespace waste {
+namespace {
+
+using testing::FixtureDir;
+
+struct Opened {
+  std::unique_ptr<Container> c;
+  ModelWeights w;
+  std::unique_ptr<ExpertCache> cache;
+};
+
+// threaded: reads on reader threads (speculative reads need a reader; a
+// synchronous cache skips them).
+Opened Open(int slots, bool threaded = false) {
+  Opened m;
+  auto c = Container::Open(FixtureDir("warp-tiny") + "/container");
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().ToString());
+  if (!c) return m;
+  m.c = std::move(*c);
+  auto w = ResolveWeights(*m.c);
+  EXPECT_TRUE(w.has_value());
+  m.w = std::move(*w);
+  if (threaded) {
+    ExpertCacheOptions o;
+    o.io.backend = IoBackend::kThreads;
+    const uint64_t bytes = static_cast<uint64_t>(slots) * (m.c->max_record_bytes() + 16384);
+    const SlotLayout layout =
+        PlanSlots(m.c->max_record_bytes(), bytes, static_cast<uint64_t>(slots));
+    m.cache = std::move(ExpertCache::Create(*m.c, layout, o).value());
+  } else {
+    m.cache = std::move(
+        ExpertCache::Create(*m.c, static_cast<uint64_t>(slots), CachePolicy::kLfru, true).value());
+  }
+  return m;
+}
+
+std::vector<int> MoeLayers(const ModelConfig& cfg) {
+  std::vector<int> out;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (cfg.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<float> RandomInput(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+TEST(Prefetcher, GuessIsTheNextLayersRoutingOfTheSameInput) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  Opened m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const std::vector<int> moe = MoeLayers(cfg);
+  ASSERT_GE(moe.size(), 2u) << "the fixture needs two MoE layers";
+  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+  MoeLayer layer(*m.c, 4);
+  Prefetcher prefetch(cfg, m.w, cfg.moe.top_k);
+  ASSERT_TRUE(prefetch.enabled());
+  const size_t h = static_cast<size_t>(cfg.hidden);
+  std::vector<float> out(h);
+  for (size_t i = 0; i + 1 < moe.size(); ++i) {
+    for (unsigned seed = 1; seed <= 3; ++seed) {
+      const std::vector<float> x = RandomInput(h, seed * 100 + static_cast<unsigned>(i));
+      prefetch.Guess(ops, moe[i], x.data(), *m.cache);
+      const int next = moe[i + 1];
+      ASSERT_TRUE(layer.Forward(ops, m.w.layers[static_cast<size_t>(next)].moe, next, *m.cache,
+                                x.data(), 1, out.data())
+                      .ok());
+      EXPECT_EQ(prefetch.last_guess(), layer.routing(0).ids)
+          << "layer " << moe[i] << " guessing layer " << next << ", seed " << seed;
+    }
+  }
+}
+
+TEST(Prefetcher, LastMoeLayerAndDepthZeroGuessNothing) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  Opened m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const std::vector<int> moe = MoeLayers(cfg);
+  ASSERT_FALSE(moe.empty());
+  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+  const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 7);
+  Prefetcher on(cfg, m.w, 3);
+  on.Guess(ops, moe.back(), x.data(), *m.cache);
+  EXPECT_TRUE(on.last_guess().empty());
+  on.Guess(ops, cfg.n_layers - 1, x.data(), *m.cache);
+  EXPECT_TRUE(on.last_guess().empty());
+  Prefetcher off(cfg, m.w, 0);
+  EXPECT_FALSE(off.enabled());
+  off.Guess(ops, moe.front(), x.data(), *m.cache);
+  EXPECT_TRUE(off.last_guess().empty());
+  EXPECT_EQ(m.cache->counters().spec_reads, 0u);
+}
+
+TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  Opened m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const std::vector<int> moe = MoeLayers(cfg);
+  ASSERT_GE(moe.size(), 2u);
+  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+  const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 11);
+  Prefetcher all(cfg, m.w, cfg.moe.n_experts + 50);
+  all.Guess(ops, moe.front(), x.data(), *m.cache);
+  std::vector<int> guess = all.last_guess();
+  ASSERT_EQ(guess.size(), static_cast<size_t>(cfg.moe.n_experts));
+  std::sort(guess.begin(), guess.end());
+  for (int e = 0; e < cfg.moe.n_experts; ++e) EXPECT_EQ(guess[static_cast<size_t>(e)], e);
+
+  Opened fresh = Open(64, /*threaded=*/true);
+  ASSERT_GE(fresh.cache->slots(), 8u);
+  Prefetcher some(cfg, fresh.w, 2);
+  some.Guess(ops, moe.front(), x.data(), *fresh.cache);
+  ASSERT_EQ(some.last_guess().size(), 2u);
+  EXPECT_EQ(fresh.cache->counters().spec_reads, 2u);
+  for (int e : some.last_guess()) {
+    auto pin = fresh.cache->Acquire(moe[1], e);
+    ASSERT_TRUE(pin.has_value());
+  }
+  EXPECT_EQ(fresh.cache->counters().spec_used, 2u);
+}
+
+TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  Opened m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const int l = MoeLayers(cfg).front();
+  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
+  const size_t h = static_cast<size_t>(cfg.hidden);
+  const size_t tokens = 7;
+  auto pool = ThreadPool::Create(2);
+  ASSERT_TRUE(pool.has_value());
+  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), pool->get());
+  const std::vector<float> x = RandomInput(tokens * h, 21);
+  MoeLayer chunk(*m.c, tokens), single(*m.c, 1);
+  std::vector<float> out_chunk(tokens * h), out_single(h);
+  ASSERT_TRUE(chunk.Forward(ops, w, l, *m.cache, x.data(), tokens, out_chunk.data()).ok());
+  for (size_t t = 0; t < tokens; ++t) {
+    ASSERT_TRUE(single.Forward(ops, w, l, *m.cache, x.data() + t * h, 1, out_single.data()).ok());
+    EXPECT_EQ(chunk.routing(t).ids, single.routing(0).ids) << "token " << t;
+    EXPECT_EQ(chunk.routing(t).weights, single.routing(0).weights) << "token " << t;
+    // Sums differ only in order (ascending id vs selection): float noise.
+    for (size_t i = 0; i < h; ++i) {
+      ASSERT_NEAR(out_chunk[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
+          << "token " << t << " row " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace waste
