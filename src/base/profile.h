@@ -1,6 +1,7 @@
 // Per-phase wall-clock timers for WASTE_PROFILE=1 (ENGINE.md §2). A null
 // Profiler* costs one branch per phase; timings never affect results.
-// Phases nest only where noted (kReadWait happens inside kExperts).
+// Phases never nest: each second is booked to one phase (a read wait inside
+// the MoE step is kReadWait, not kExperts), so the breakdown sums to the step.
 #pragma once
 
 #include <array>
@@ -16,9 +17,9 @@ enum class Phase : int {
   kEmbed,
   kKda,          // KDA layers (projections, conv, recurrence, gate, o_proj)
   kMla,          // MLA layers
-  kRouter,       // router matvec + top-k (+ lookahead prediction)
+  kRouter,       // router matvec + top-k (+ the prefetcher's guess)
   kLutBuild,     // VQ lookup-table builds
-  kExperts,      // routed expert apply (includes kReadWait)
+  kExperts,      // routed expert apply, latent projections, combine
   kReadWait,     // blocked waiting for expert records
   kShared,       // shared experts
   kDense,        // dense FFN
