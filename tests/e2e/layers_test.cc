@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "container/container.h"
-#include "e2e/fixture_util.h"
+#include "e2e/fixture_model.h"
 #include "streaming/expert_cache.h"
 #include "model/forward.h"
 #include "kernels/kernel_table.h"
@@ -20,24 +20,15 @@ namespace {
 
 using testing::FixtureDir;
 
-struct Model {
-  std::unique_ptr<Container> c;
-  ModelWeights w;
-  std::unique_ptr<ExpertCache> cache;
+struct Model : testing::FixtureModel {
   std::unique_ptr<SessionState> state;
   std::unique_ptr<Forward> fwd;
 };
 
 Model OpenModel(const std::string& set) {
   Model m;
-  auto c = Container::Open(FixtureDir(set) + "/container");
-  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().ToString());
-  if (!c) return m;
-  m.c = std::move(*c);
-  auto w = ResolveWeights(*m.c);
-  EXPECT_TRUE(w.has_value());
-  m.w = std::move(*w);
-  m.cache = std::move(ExpertCache::Create(*m.c, 64, CachePolicy::kLfru, true).value());
+  static_cast<testing::FixtureModel&>(m) = testing::OpenFixtureModel(set, 64);
+  if (!m.c) return m;
   m.state = std::make_unique<SessionState>(m.c->config(), 256);
   m.fwd = std::make_unique<Forward>(*m.c, m.w, *m.state, *m.cache, 256);
   return m;

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "container/container.h"
-#include "e2e/fixture_util.h"
+#include "e2e/fixture_model.h"
 #include "kernels/kernel_table.h"
 #include "model/layer_weights.h"
 #include "model/moe.h"
@@ -21,35 +21,18 @@
 namespace waste {
 namespace {
 
-using testing::FixtureDir;
-
-struct Opened {
-  std::unique_ptr<Container> c;
-  ModelWeights w;
-  std::unique_ptr<ExpertCache> cache;
-};
+using testing::FixtureModel;
 
 // threaded: reads on reader threads (speculative reads need a reader; a
 // synchronous cache skips them).
-Opened Open(int slots, bool threaded = false) {
-  Opened m;
-  auto c = Container::Open(FixtureDir("warp-tiny") + "/container");
-  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().ToString());
-  if (!c) return m;
-  m.c = std::move(*c);
-  auto w = ResolveWeights(*m.c);
-  EXPECT_TRUE(w.has_value());
-  m.w = std::move(*w);
-  if (threaded) {
+FixtureModel Open(uint64_t slots, bool threaded = false) {
+  FixtureModel m = testing::OpenFixtureModel("warp-tiny", slots);
+  if (m.c && threaded) {
     ExpertCacheOptions o;
     o.io.backend = IoBackend::kThreads;
-    const uint64_t bytes = static_cast<uint64_t>(slots) * (m.c->max_record_bytes() + 16384);
-    const SlotLayout layout =
-        PlanSlots(m.c->max_record_bytes(), bytes, static_cast<uint64_t>(slots));
-    m.cache = std::move(ExpertCache::Create(*m.c, layout, o).value());
-  } else {
+    const uint64_t bytes = slots * (m.c->max_record_bytes() + 16384);
     m.cache = std::move(
-        ExpertCache::Create(*m.c, static_cast<uint64_t>(slots), CachePolicy::kLfru, true).value());
+        ExpertCache::Create(*m.c, PlanSlots(m.c->max_record_bytes(), bytes, slots), o).value());
   }
   return m;
 }
@@ -72,7 +55,7 @@ std::vector<float> RandomInput(size_t n, unsigned seed) {
 
 TEST(Prefetcher, GuessIsTheNextLayersRoutingOfTheSameInput) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  Opened m = Open(64);
+  FixtureModel m = Open(64);
   ASSERT_TRUE(m.c);
   const ModelConfig& cfg = m.c->config();
   const std::vector<int> moe = MoeLayers(cfg);
@@ -99,7 +82,7 @@ TEST(Prefetcher, GuessIsTheNextLayersRoutingOfTheSameInput) {
 
 TEST(Prefetcher, LastMoeLayerAndDepthZeroGuessNothing) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  Opened m = Open(64);
+  FixtureModel m = Open(64);
   ASSERT_TRUE(m.c);
   const ModelConfig& cfg = m.c->config();
   const std::vector<int> moe = MoeLayers(cfg);
@@ -120,7 +103,7 @@ TEST(Prefetcher, LastMoeLayerAndDepthZeroGuessNothing) {
 
 TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  Opened m = Open(64);
+  FixtureModel m = Open(64);
   ASSERT_TRUE(m.c);
   const ModelConfig& cfg = m.c->config();
   const std::vector<int> moe = MoeLayers(cfg);
@@ -134,7 +117,7 @@ TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
   std::sort(guess.begin(), guess.end());
   for (int e = 0; e < cfg.moe.n_experts; ++e) EXPECT_EQ(guess[static_cast<size_t>(e)], e);
 
-  Opened fresh = Open(64, /*threaded=*/true);
+  FixtureModel fresh = Open(64, /*threaded=*/true);
   ASSERT_GE(fresh.cache->slots(), 8u);
   Prefetcher some(cfg, fresh.w, 2);
   some.Guess(ops, moe.front(), x.data(), *fresh.cache);
@@ -149,7 +132,7 @@ TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
 
 TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  Opened m = Open(64);
+  FixtureModel m = Open(64);
   ASSERT_TRUE(m.c);
   const ModelConfig& cfg = m.c->config();
   const int l = MoeLayers(cfg).front();
