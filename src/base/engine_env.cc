@@ -69,7 +69,6 @@ EngineOptions ResolveOptions(const Config& config) {
   o.cache_policy = EnvString("WASTE_CACHE_POLICY");
   o.cache_trace = EnvString("WASTE_CACHE_TRACE");
   o.warm_wait = EnvFlag("WASTE_WARM_WAIT");
-  o.prefault_mib = std::clamp(EnvInt("WASTE_PREFAULT", 512), 0, 1 << 20);
   return o;
 }
 

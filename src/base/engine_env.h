@@ -32,10 +32,6 @@ struct EngineOptions {
   // The trunk and the expert cache arena advised for transparent huge pages
   // (Linux). WASTE_HUGE_PAGES=0 turns it off, to measure the difference.
   bool huge_pages = true;
-  // WASTE_PREFAULT: MiB of the expert cache arena kept faulted in ahead of
-  // the slots in use, by a background thread (streaming/arena_prefault.h);
-  // 0 = off (first touch by the reader, as before).
-  int prefault_mib = 512;
 };
 
 // "On" = set (even empty) and first character not '0'.

@@ -137,7 +137,6 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   co.io = ResolveIoChoice(o.io_threads, o.io_depth, o.io_backend, o.io_fixed_buffers);
   co.trace_path = o.cache_trace;
   co.huge_pages = o.huge_pages;
-  co.prefault_ahead = static_cast<size_t>(o.prefault_mib) << 20;
   WASTE_ASSIGN_OR_RETURN(m->cache, ExpertCache::Create(*m->container, layout, co));
 
   auto tok = Tokenizer::Load(dir);

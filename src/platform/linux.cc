@@ -137,18 +137,6 @@ bool AdviseHugePages(void* p, size_t bytes) {
   return ::madvise(p, bytes, MADV_HUGEPAGE) == 0;
 }
 
-bool PopulatePages(void* p, size_t bytes) {
-#ifndef MADV_POPULATE_WRITE
-  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack it
-#endif
-  return ::madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
-}
-
-bool LowerCurrentThreadPriority() {
-  // Linux's nice value is per thread: PRIO_PROCESS with the thread id.
-  return ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) == 0;
-}
-
 uint64_t PeakRssBytes() {
   struct rusage ru;
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;

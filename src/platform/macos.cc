@@ -61,8 +61,6 @@ UsableRam GetUsableRam() {
 }
 
 bool AdviseHugePages(void*, size_t) { return false; }  // no THP advice on macOS
-bool PopulatePages(void*, size_t) { return false; }  // first touch stays lazy
-bool LowerCurrentThreadPriority() { return false; }
 
 uint64_t PeakRssBytes() {
   struct rusage ru;

@@ -170,17 +170,6 @@ class LargeBuffer {
 // OS has no such advice or refuses it. Used by LargeBuffer.
 bool AdviseHugePages(void* p, size_t bytes);
 
-// Faults [p, p + bytes) of an anonymous mapping in, writable and
-// zero-filled, without writing to it: pages already present are left as
-// they are, so it is safe on memory another thread is using. False where
-// the OS cannot (Linux before 5.14, which lacks MADV_POPULATE_WRITE; macOS;
-// Windows). Used to take first-touch faults off the critical path.
-bool PopulatePages(void* p, size_t bytes);
-
-// Drops the calling thread to the lowest scheduling priority, for
-// background work that should only use idle CPU time. False where refused.
-bool LowerCurrentThreadPriority();
-
 // Connections. The HTTP library hands a request handler no socket, so
 // the server finds its own connection to notice a client that hung up
 // while a blocking reply is being generated. FindTcpSocket: the descriptor

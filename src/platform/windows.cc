@@ -377,8 +377,6 @@ void AlignedFree(void* p) { ::_aligned_free(p); }
 // Large pages on Windows need SeLockMemoryPrivilege and are never paged;
 // plain committed memory is what a desktop user's process can have.
 bool AdviseHugePages(void*, size_t) { return false; }
-bool PopulatePages(void*, size_t) { return false; }  // first touch stays lazy
-bool LowerCurrentThreadPriority() { return false; }
 
 void LargeBuffer::Release() {
   if (data_ != nullptr) ::VirtualFree(data_, 0, MEM_RELEASE);

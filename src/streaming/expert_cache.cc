@@ -107,8 +107,6 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(RecordSource source,
       cache->slots_[i].data = cache->arena_.data() + i * l.slot_bytes;
     }
   }
-  cache->prefault_ = ArenaPrefault::Start(cache->arena_.data(), l.slots * l.slot_bytes,
-                                         options.prefault_ahead);
   ExpertCache* self = cache.get();
   const std::span<uint8_t> arena(cache->arena_.data(), l.slots * l.slot_bytes);
   ExpertReader::Completion done = [self](uint64_t tag, Status st) {
@@ -207,7 +205,6 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
     if (!free_.empty()) {
       int i = free_.back();
       free_.pop_back();
-      NoteSlotInUse(i);
       return i;
     }
     int best = -1;
@@ -594,7 +591,6 @@ int ExpertCache::Warm(std::span<const WarmEntry> entries) {
     if (!Valid(w.layer, w.expert) || index_[Key(w.layer, w.expert)] >= 0) continue;
     int s = free_.back();
     free_.pop_back();
-    NoteSlotInUse(s);
     Claim(s, w.layer, w.expert, Origin::kWarm, std::max<uint32_t>(1, w.hits));
     if (policy_ == Replacement::kLfuHistory) {
       freq_[Key(w.layer, w.expert)] = static_cast<float>(std::max<uint32_t>(1, w.hits));

@@ -29,7 +29,6 @@
 
 #include "base/thread_annotations.h"
 #include "container/container.h"
-#include "streaming/arena_prefault.h"
 #include "streaming/expert_reader.h"
 #include "streaming/record_source.h"
 #include "platform/platform.h"
@@ -134,7 +133,6 @@ struct ExpertCacheOptions {
   IoChoice io;                       // backend, reader threads, queue depth
   int max_speculative = 32;          // lookahead reads in flight at most
   bool huge_pages = true;            // advise the arena for transparent huge pages
-  size_t prefault_ahead = 0;         // arena bytes kept faulted in ahead of use (0 = off)
   std::string trace_path;            // WASTE_CACHE_TRACE: append every cache event here
   // Builds the reader instead of ExpertReader::Create(io) (the unit tests'
   // fake reader); a null reader means synchronous reads.
@@ -255,10 +253,6 @@ class ExpertCache {
   // Everything below that touches the tables runs with mu_ held (checked
   // by clang's -Wthread-safety, base/thread_annotations.h).
   int FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand) WASTE_REQUIRES(mu_);
-  // A never-used slot is handed out (ascending order): the prefault window follows it.
-  void NoteSlotInUse(int slot) {
-    if (prefault_) prefault_->InUse((static_cast<size_t>(slot) + 1) * slot_bytes_);
-  }
   bool Evictable(const Slot& s) const WASTE_REQUIRES(mu_);
   bool Better(const Slot& a, const Slot& b) const WASTE_REQUIRES(mu_);
   bool Pending(const Slot& s) const WASTE_REQUIRES(mu_);
@@ -289,8 +283,6 @@ class ExpertCache {
   int max_spec_ = 32;
   size_t hint_window_ = 1;
   platform::LargeBuffer arena_;
-  // Faults fresh slots in ahead of use; stopped before the arena goes.
-  std::unique_ptr<ArenaPrefault> prefault_;
   std::vector<Slot> slots_ WASTE_GUARDED_BY(mu_);
   // layer * experts + expert -> slot, -1 = absent
   std::vector<int32_t> index_ WASTE_GUARDED_BY(mu_);
