@@ -109,7 +109,7 @@ void ReportFailure(const std::string& what, const Status& status, const std::str
          "--ids \"1 2 3\" instead of text");
     return;
   }
-  if (detail.rfind("expert ", 0) == 0) {  // a failed expert read (§5.6)
+  if (status.failed_expert()) {  // one expert record could not be read or was damaged
     Line(what + ": " + text);
     Line("  " + detail);
     if (code == Errc::kIo) {

@@ -211,6 +211,12 @@ WASTE_EXPORT const char* waste_strerror(waste_status status);
 /* The reason of the last failure (or of a full context) on ctx, or NULL;
  * valid until the next call on ctx. */
 WASTE_EXPORT const char* waste_error_detail(const waste_ctx* ctx);
+/* 1 when the last failure on ctx was one routed expert record's (a read
+ * error, a short read, a damaged record, a checksum mismatch), storing its
+ * layer and expert index through the pointers that are not NULL; 0 (nothing
+ * stored) after a call that succeeded or failed for another reason. Read
+ * this rather than parsing waste_error_detail's "expert E of layer L: ...". */
+WASTE_EXPORT int waste_failed_expert(const waste_ctx* ctx, int32_t* layer, int32_t* expert);
 /* "WASTE 0.1.0 (container v0, backend AVX-512, crc32 zlib, x86_64)". */
 WASTE_EXPORT const char* waste_build_info(void);
 /* The library's version string ("0.1.0"), which may differ from the

@@ -68,7 +68,7 @@ struct ConvertReport {
   uint64_t source_bytes_read = 0;
   uint64_t peak_rss_bytes = 0;
   int threads = 0;
-  std::string family;
+  std::string family;            // the engine's family key: kimi-linear, kimi-k3, deepseek-v3, ...
 };
 
 Result<ConvertReport> Convert(const ConvertOptions& options) noexcept;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ class WASTE_EXPORT Engine {
   // Why the last call failed or stopped early ("expert 3 of layer 1: ..."),
   // or empty.
   const std::string& error_detail() const noexcept;
+  // The expert record the last call failed on, or empty
+  // (Session::failed_expert()).
+  std::optional<ExpertFailureInfo> failed_expert() const noexcept;
 
   // Tokenizer (kUnsupported when the container has none).
   Result<std::vector<int>> Tokenize(std::string_view text, bool markup, bool add_bos) const noexcept;

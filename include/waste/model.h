@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -145,6 +146,11 @@ class WASTE_EXPORT Session {
   Stats stats() const noexcept;
   // Why the last call failed or stopped early, or empty.
   const std::string& error_detail() const noexcept;
+  // The expert record the last call failed on (a read error, a short read,
+  // a damaged record or checksum mismatch; the failed Status carries the
+  // same as Status::failed_expert()), or empty: after a call that succeeded
+  // or failed for any other reason. Each Eval/Generate/Restore/Reset clears it.
+  std::optional<ExpertFailureInfo> failed_expert() const noexcept;
 
   // Feeds `ids` at the current position; returns the last position's logits
   // (valid until this session's next call). Prompt must fit:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -27,12 +28,24 @@ enum class Errc : int {
 // The fixed short text for a code (the reference's waste_strerror).
 WASTE_EXPORT const char* ErrcText(Errc code) noexcept;
 
+// The routed expert record a failure is about, numbered as the container
+// numbers them (layer index in the model, expert index in that layer).
+struct ExpertFailureInfo {
+  int layer = -1;
+  int expert = -1;
+  bool operator==(const ExpertFailureInfo&) const = default;
+};
+
 // A code plus a message that names what is wrong and where.
 class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
   Status(Errc code, std::string message) noexcept
       : code_(code), message_(std::move(message)) {}
+  // A failure of one expert record (read error, short read, damaged header,
+  // checksum mismatch): the message names it in words, `expert` as data.
+  Status(Errc code, std::string message, ExpertFailureInfo expert) noexcept
+      : code_(code), message_(std::move(message)), expert_(expert) {}
 
   static Status Ok() noexcept { return Status(); }
 
@@ -41,10 +54,15 @@ class [[nodiscard]] Status {
   const std::string& message() const noexcept { return message_; }
   // "<ErrcText>: <message>" or just the text when there is no message.
   WASTE_EXPORT std::string ToString() const noexcept;
+  // Which expert record failed, when the failure is one record's (then the
+  // message starts "expert E of layer L: "); empty for every other failure
+  // and for Ok. Read this instead of matching the message text.
+  const std::optional<ExpertFailureInfo>& failed_expert() const noexcept { return expert_; }
 
  private:
   Errc code_ = Errc::kOk;
   std::string message_;
+  std::optional<ExpertFailureInfo> expert_;
 };
 
 inline Status IoError(std::string m) noexcept { return Status(Errc::kIo, std::move(m)); }

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct waste_ctx {
   std::unique_ptr<waste::Model> model;
   std::unique_ptr<waste::Session> session;
   std::string detail;  // what waste_error_detail returns; empty = NULL
+  std::optional<waste::ExpertFailureInfo> failed_expert;  // waste_failed_expert
 };
 
 namespace {
@@ -27,10 +29,20 @@ using waste::Status;
 
 waste_status Code(Errc e) { return static_cast<waste_status>(static_cast<int>(e)); }
 
-// Records the failure's message as the context's detail.
+// Records the failure's message as the context's detail, and the expert
+// record it concerns, if any.
 waste_status Fail(waste_ctx* ctx, const Status& st) {
-  if (ctx != nullptr) ctx->detail = st.message();
+  if (ctx != nullptr) {
+    ctx->detail = st.message();
+    ctx->failed_expert = st.failed_expert();
+  }
   return Code(st.code());
+}
+
+// Every call starts with no detail and no failed expert.
+void ClearDetail(waste_ctx* ctx) {
+  ctx->detail.clear();
+  ctx->failed_expert.reset();
 }
 
 void CopyString(const std::string& s, char* out, size_t cap) {
@@ -44,7 +56,7 @@ waste_status Tokenize(waste_ctx* ctx, const char* text, int add_bos, bool markup
   if (ctx == nullptr || text == nullptr || n_out == nullptr) return WASTE_E_ARG;
   *n_out = 0;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     auto ids = ctx->model->Tokenize(text, markup, add_bos != 0);
     if (!ids) return Fail(ctx, ids.error());
     *n_out = ids->size();
@@ -181,7 +193,7 @@ waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, size_t n, char
     return WASTE_E_ARG;
   }
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     std::vector<int> v(ids, ids + n);
     auto text = ctx->model->Detokenize(v);
     if (!text) return Fail(ctx, text.error());
@@ -203,7 +215,7 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
                             const waste_gen_params* params, waste_token_cb cb, void* user) {
   if (ctx == nullptr || prompt == nullptr || n == 0) return WASTE_E_ARG;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     waste_gen_params defaults;
     waste_gen_params_init(&defaults);
     const waste_gen_params& p = params != nullptr ? *params : defaults;
@@ -237,7 +249,7 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
     auto r = ctx->session->Generate(ids, gp, on_token);
     if (!r) return Fail(ctx, r.error());
     if (*r == waste::FinishReason::kCancelled) {
-      ctx->detail.clear();
+      ClearDetail(ctx);
       return WASTE_E_CANCELLED;
     }
     // A full context is a normal end with a detail (the reference's rule).
@@ -252,7 +264,7 @@ waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const floa
                         int32_t* vocab) {
   if (ctx == nullptr || ids == nullptr || n == 0) return WASTE_E_ARG;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     std::vector<int> v(ids, ids + n);
     auto r = ctx->session->Eval(v);
     if (!r) return Fail(ctx, r.error());
@@ -267,7 +279,7 @@ waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const floa
 waste_status waste_state_save(waste_ctx* ctx, const char* path) {
   if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     Status st = ctx->session->SaveState(path);
     return st.ok() ? WASTE_OK : Fail(ctx, st);
   } catch (...) {
@@ -278,7 +290,7 @@ waste_status waste_state_save(waste_ctx* ctx, const char* path) {
 waste_status waste_state_load(waste_ctx* ctx, const char* path) {
   if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     Status st = ctx->session->LoadState(path);
     return st.ok() ? WASTE_OK : Fail(ctx, st);
   } catch (...) {
@@ -289,7 +301,7 @@ waste_status waste_state_load(waste_ctx* ctx, const char* path) {
 void waste_state_reset(waste_ctx* ctx) {
   if (ctx == nullptr) return;
   ctx->session->Reset();
-  ctx->detail.clear();
+  ClearDetail(ctx);
 }
 
 waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out) {
@@ -320,7 +332,7 @@ waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out) {
 waste_status waste_save_usage(waste_ctx* ctx, const char* path) {
   if (ctx == nullptr) return WASTE_E_ARG;
   try {
-    ctx->detail.clear();
+    ClearDetail(ctx);
     Status st = ctx->model->SaveUsage(path != nullptr ? path : "");
     return st.ok() ? WASTE_OK : Fail(ctx, st);
   } catch (...) {
@@ -370,6 +382,13 @@ const char* waste_strerror(waste_status status) {
 const char* waste_error_detail(const waste_ctx* ctx) {
   if (ctx == nullptr || ctx->detail.empty()) return nullptr;
   return ctx->detail.c_str();
+}
+
+int waste_failed_expert(const waste_ctx* ctx, int32_t* layer, int32_t* expert) {
+  if (ctx == nullptr || !ctx->failed_expert) return 0;
+  if (layer != nullptr) *layer = ctx->failed_expert->layer;
+  if (expert != nullptr) *expert = ctx->failed_expert->expert;
+  return 1;
 }
 
 const char* waste_build_info(void) {

@@ -365,7 +365,9 @@ Result<ExpertRecordView> Container::ParseRecord(int layer, int expert, const uin
 }
 
 Status RecordError(int layer, int expert, const Status& reason) {
-  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer, reason.message()));
+  if (reason.ok()) return reason;
+  return Status(reason.code(), fmt::format("expert {} of layer {}: {}", expert, layer, reason.message()),
+                ExpertFailureInfo{layer, expert});
 }
 
 Result<ExpertRecordView> Container::CheckRecord(int layer, int expert, const uint8_t* record,

@@ -80,7 +80,9 @@ struct ContainerOptions {
 };
 
 // A record's failure as users read it: "expert E of layer L: <reason>",
-// with the reason's code (the one spelling, for ParseRecord and the cache).
+// with the reason's code and (layer, expert) as Status::failed_expert()
+// (the one spelling, for ParseRecord and the cache). An Ok reason is
+// returned as is.
 Status RecordError(int layer, int expert, const Status& reason);
 
 class Container {

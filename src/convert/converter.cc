@@ -130,7 +130,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   }
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<convert::Checkpoint> ckpt, convert::Checkpoint::Open(o.source_dir));
   WASTE_ASSIGN_OR_RETURN(convert::SourceModel model, convert::DescribeSource(*ckpt));
-  report.family = convert::FamilyName(model.family);
+  report.family = std::string(model.family->key);
   WASTE_ASSIGN_OR_RETURN(Manifest head, ParseManifestConfig(HeadText(model, quant),
                                                             JoinPath(o.source_dir, "config.json")));
   const ModelConfig& cfg = head.config;

@@ -45,8 +45,8 @@ std::string TemplateText(const OJson& v) {
   return {};
 }
 
-OJson ChatFor(Family f) {
-  if (f == Family::kKimiK3) {
+OJson ChatFor(TurnMarkers markers) {
+  if (markers == TurnMarkers::kOpenTags) {
     auto turn = [](const std::string& role) {
       return OJson::array({fmt::format("<|open|>message role=\"{}\"<|sep|>", role),
                            "<|close|>message<|sep|><|end_of_msg|>"});
@@ -167,8 +167,8 @@ Result<std::vector<std::string>> WriteSidecars(const Checkpoint& ckpt, const Sou
     WASTE_TRY(Put(out_dir, "chat_template.jinja", chat_template));
     written.push_back("chat_template.jinja");
   }
-  if (model.family != Family::kDeepSeek && !special_texts.empty()) {
-    OJson chat = ChatFor(model.family);
+  if (model.family->turn_markers != TurnMarkers::kNone && !special_texts.empty()) {
+    OJson chat = ChatFor(model.family->turn_markers);
     if (MarkersAreSpecials(chat, special_texts)) {
       WASTE_TRY(Put(out_dir, "chat.json", chat.dump(1) + "\n"));
       written.push_back("chat.json");

@@ -46,13 +46,18 @@ int IntKey(const OJson& c, const char* a, const char* b, int def) {
 
 }  // namespace
 
-const char* FamilyName(Family f) {
-  switch (f) {
-    case Family::kKimiLinear: return "kimi-linear";
-    case Family::kKimiK3: return "kimi-k3";
-    case Family::kDeepSeek: return "deepseek-v3";
-  }
-  return "?";
+Result<const Family*> ConvertibleFamily(std::string_view architecture, std::string_view origin) {
+  const Family& f = FamilyForArchitecture(architecture);
+  if (!f.architectures.empty()) return &f;
+  std::string accepted;
+  ForEachFamily([&](const Family& each) {
+    for (std::string_view name : each.architectures) {
+      accepted += fmt::format("{}{}*", accepted.empty() ? "" : ", ", name);
+    }
+  });
+  return UnsupportedError(fmt::format("{}: architectures[0] \"{}\" is not a family waste converts "
+                                      "(it converts {})",
+                                      origin, architecture, accepted));
 }
 
 std::string SourceModel::ExpertTensor(int layer, int e, int kind) const {
@@ -105,20 +110,8 @@ Result<SourceModel> DescribeSource(const Checkpoint& ckpt) {
                !cfg["architectures"].empty()) {
       arch = cfg["architectures"][0].get<std::string>();
     }
-    if (Contains(arch, "KimiK3")) {
-      m.family = Family::kKimiK3;
-      m.arch = "kimi-k3";
-    } else if (Contains(arch, "KimiLinear")) {
-      m.family = Family::kKimiLinear;
-      m.arch = "kimi-linear";
-    } else if (Contains(arch, "DeepseekV3") || Contains(arch, "DeepseekV2")) {
-      m.family = Family::kDeepSeek;
-      m.arch = arch;
-    } else {
-      return UnsupportedError(fmt::format("{}: architectures[0] \"{}\" is not a family waste "
-                                          "converts (Kimi-Linear, Kimi K3, DeepSeek-V3/R1, Kimi-K2)",
-                                          path, arch));
-    }
+    WASTE_ASSIGN_OR_RETURN(m.family, ConvertibleFamily(arch, path));
+    m.arch = m.family->converted_arch.empty() ? arch : std::string(m.family->converted_arch);
     m.n_layers = IntKey(cfg, "num_hidden_layers", nullptr, -1);
     m.n_experts = IntKey(cfg, "num_experts", nullptr, -1);
     m.first_dense = IntKey(cfg, "first_k_dense_replace", nullptr, 0);

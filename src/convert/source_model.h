@@ -1,22 +1,28 @@
 // What a checkpoint directory is, in the container's terms: the family
-// (Kimi-Linear, Kimi K3, DeepSeek-V3/R1/Kimi-K2), the manifest config with
+// (looked up in the engine's family table, model/families.h), the manifest
+// config with
 // the engine's key spellings, the MoE layers and their expert tensor names,
 // and the trunk tensors with the name each gets in the container.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "convert/dequant.h"
 #include "convert/safetensors.h"
+#include "model/families.h"
 #include "waste/status.h"
 
 namespace waste::convert {
 
-enum class Family { kKimiLinear, kKimiK3, kDeepSeek };
-const char* FamilyName(Family f);
+// The family a checkpoint's architectures[0] names. The converter accepts
+// exactly the families of model/families.cc that list architecture names;
+// anything else is refused with kUnsupported naming `origin` and the names
+// it would accept.
+Result<const Family*> ConvertibleFamily(std::string_view architecture, std::string_view origin);
 
 struct TrunkSource {
   std::string source;           // name in the checkpoint (without _packed)
@@ -25,7 +31,7 @@ struct TrunkSource {
 };
 
 struct SourceModel {
-  Family family = Family::kKimiLinear;
+  const Family* family = nullptr;  // an entry of the family table
   std::string arch;             // manifest "arch"
   std::string prefix;           // tensor prefix ("" or "language_model.")
   nlohmann::ordered_json config;       // manifest "config" (flattened, normalised)

@@ -31,6 +31,9 @@ std::string Engine::backend_name() const noexcept { return model_->backend_name(
 int Engine::threads() const noexcept { return model_->threads(); }
 int Engine::position() const noexcept { return session_->position(); }
 const std::string& Engine::error_detail() const noexcept { return session_->error_detail(); }
+std::optional<ExpertFailureInfo> Engine::failed_expert() const noexcept {
+  return session_->failed_expert();
+}
 
 Result<std::vector<int>> Engine::Tokenize(std::string_view text, bool markup,
                                           bool add_bos) const noexcept {

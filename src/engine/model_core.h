@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -91,9 +92,17 @@ struct SessionCore {
   std::unique_ptr<Forward> forward;
   Stats stats;        // this session's generation counters
   std::string detail;
+  // The expert record the last call failed on (its Status::failed_expert()).
+  std::optional<ExpertFailureInfo> failed_expert;
   int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
 
   ~SessionCore();
+
+  // A call starts with no detail and no failed expert.
+  void ClearDetail() {
+    detail.clear();
+    failed_expert.reset();
+  }
 
   Status CheckIds(std::span<const int> ids) const;
   std::string ContextFull() const;

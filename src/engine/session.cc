@@ -100,7 +100,10 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
   Status st = forward->Run(*model->ops, run, want_logits);
   pending = -1;
   if (st.ok() && want_logits) st = CheckLogits();
-  if (!st.ok()) detail = st.message();
+  if (!st.ok()) {
+    detail = st.message();
+    failed_expert = st.failed_expert();
+  }
   return st;
 }
 
@@ -156,6 +159,9 @@ Session::~Session() = default;
 int Session::position() const noexcept { return core_->state->pos() + (core_->pending >= 0 ? 1 : 0); }
 uint32_t Session::ctx_tokens() const noexcept { return core_->ctx; }
 const std::string& Session::error_detail() const noexcept { return core_->detail; }
+std::optional<ExpertFailureInfo> Session::failed_expert() const noexcept {
+  return core_->failed_expert;
+}
 
 Stats Session::stats() const noexcept {
   try {
@@ -173,7 +179,7 @@ Stats Session::stats() const noexcept {
 
 Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept {
   SessionCore& s = *core_;
-  s.detail.clear();
+  s.ClearDetail();
   try {
     if (ids.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(ids));
@@ -196,7 +202,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
                                        const TokenCallback& on_token) noexcept {
   SessionCore& s = *core_;
-  s.detail.clear();
+  s.ClearDetail();
   try {
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
@@ -338,7 +344,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     WASTE_TRY(RestoreSnapshot(*core_->model, *snapshot.data_, *core_->state));
     core_->pending = -1;
-    core_->detail.clear();
+    core_->ClearDetail();
     return Status::Ok();
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while restoring a snapshot");
@@ -372,7 +378,7 @@ void Session::Reset() noexcept {
   std::lock_guard<std::mutex> run(core_->model->run_mu);
   core_->state->Reset();
   core_->pending = -1;
-  core_->detail.clear();
+  core_->ClearDetail();
 }
 
 }  // namespace waste

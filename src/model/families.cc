@@ -20,24 +20,54 @@ constexpr std::array kHfAliases = {
     ConfigAlias{"n_group", "num_expert_group"},  // Kimi's spelling
 };
 
+// DeepSeek-V2's router multiplies the routing weights by
+// routed_scaling_factor only when it does not renormalise them; V3 (and the
+// engine) renormalise first and then always scale. Everything else a V2
+// config can ask for (softmax scores, group_limited_greedy or greedy
+// selection, no e_score_correction_bias, MLA with or without q LoRA, YaRN)
+// is what the engine runs for V3, so the two agree except when a V2 config
+// renormalises with a factor other than 1 (no DeepSeek-V2 release does).
+Status CheckDeepSeekV2(const ModelConfig& c, std::string_view origin) {
+  if (c.moe.renormalize && c.moe.top_k > 1 && c.moe.routed_scaling != 1.0f) {
+    return UnsupportedError(fmt::format(
+        "{}: DeepSeek-V2 config with norm_topk_prob true and routed_scaling_factor {}: "
+        "DeepSeek-V2 leaves renormalised routing weights unscaled, waste scales them after "
+        "renormalising (as DeepSeek-V3 does), so this model would run differently; only "
+        "routed_scaling_factor 1 or norm_topk_prob false is supported",
+        origin, c.moe.routed_scaling));
+  }
+  return Status::Ok();
+}
+
+constexpr std::string_view kKimiK3Names[] = {"KimiK3"};
+constexpr std::string_view kKimiLinearNames[] = {"KimiLinear"};
+// Kimi-K2 ships as DeepseekV3ForCausalLM too.
+constexpr std::string_view kDeepSeekV3Names[] = {"DeepseekV3"};
+constexpr std::string_view kDeepSeekV2Names[] = {"DeepseekV2"};
+
 constexpr std::array kFamilies = {
-    // Every family runs everything its configs can ask for today (routing:
-    // sigmoid or softmax scores, global or group-limited), so none refuses
-    // anything at open.
-    Family{"kimi-k3", "KimiK3", kHfAliases, FamilyDefaults{}, nullptr, "k3-tiny"},
-    Family{"kimi-linear", "KimiLinear", kHfAliases, FamilyDefaults{}, nullptr, "tiny"},
-    Family{"deepseek-v3", "DeepseekV3", kHfAliases, FamilyDefaults{}, nullptr,
-           "deepseek-v3-tiny"},
-    // Fallback: any other architecture is read with the same vocabulary.
-    Family{"", "", kHfAliases, FamilyDefaults{}, nullptr, ""},
+    // Routing: sigmoid or softmax scores, global or group-limited; every
+    // family runs what its released configs ask for.
+    Family{"kimi-k3", kKimiK3Names, kHfAliases, FamilyDefaults{}, nullptr, "k3-tiny", "kimi-k3",
+           TurnMarkers::kOpenTags},
+    Family{"kimi-linear", kKimiLinearNames, kHfAliases, FamilyDefaults{}, nullptr, "tiny",
+           "kimi-linear", TurnMarkers::kImTags},
+    Family{"deepseek-v3", kDeepSeekV3Names, kHfAliases, FamilyDefaults{}, nullptr,
+           "deepseek-v3-tiny", "", TurnMarkers::kNone},
+    Family{"deepseek-v2", kDeepSeekV2Names, kHfAliases, FamilyDefaults{}, CheckDeepSeekV2,
+           "deepseek-v2-tiny", "", TurnMarkers::kNone},
+    // Fallback: any other architecture is read with the same vocabulary
+    // (the engine opens it; the converter refuses it).
+    Family{"", {}, kHfAliases, FamilyDefaults{}, nullptr, "", "", TurnMarkers::kNone},
 };
 
 }  // namespace
 
 const Family& FamilyForArchitecture(std::string_view architecture) {
   for (const Family& f : kFamilies) {
-    if (f.architecture_match.empty()) return f;
-    if (architecture.find(f.architecture_match) != std::string_view::npos) return f;
+    for (std::string_view name : f.architectures) {
+      if (architecture.find(name) != std::string_view::npos) return f;
+    }
   }
   return kFamilies.back();
 }

@@ -7,12 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "base/thread_annotations.h"
 
 #if defined(WASTE_HAVE_IO_URING)
 #include <liburing.h>
@@ -32,8 +33,8 @@ struct Pending {
   Clock::time_point submitted;
 };
 
-// The priority queue and the accounting both backends share. Everything
-// here is guarded by the owner's mutex.
+// The priority queue and the accounting both backends share. The owner
+// guards each with its mutex (QueuedReader's members say so).
 class RequestQueue {
  public:
   void Push(const ReadRequest& r) { q_[static_cast<size_t>(r.cls)].push_back({r, Clock::now()}); }
@@ -95,51 +96,54 @@ class BusyClock {
   double busy_ = 0;
 };
 
-// What both readers share: the priority queue, the completion callback, the
-// counters and the outstanding count Drain() waits on, all under mu_.
+// What both readers share: the priority queue, the counters and the
+// outstanding count Drain() waits on, all under mu_, and the completion
+// callback (set once, called without mu_).
 class QueuedReader : public ExpertReader {
  public:
   explicit QueuedReader(Completion done) : done_(std::move(done)) {}
-  void Drain() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return outstanding_ == 0; });
+  void Drain() override WASTE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    while (outstanding_ != 0) idle_cv_.wait(lock.native());
   }
-  ReaderCounters counters() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+  ReaderCounters counters() const override WASTE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     ReaderCounters c = c_;
     c.busy_seconds = busy_.busy();
     return c;
   }
 
  protected:
-  // Under mu_: a request enters the queue.
-  void Enqueue(const ReadRequest& r) {
+  // A request enters the queue.
+  void Enqueue(const ReadRequest& r) WASTE_REQUIRES(mu_) {
     q_.Push(r);
     ++outstanding_;
   }
-  // Under mu_: a read finished at `now` (busy time, counters, low-priority slot).
-  void Landed(const Pending& p, Clock::time_point now, const Status& st) {
+  // A read finished at `now` (busy time, counters, low-priority slot).
+  void Landed(const Pending& p, Clock::time_point now, const Status& st) WASTE_REQUIRES(mu_) {
     busy_.Stop(now);
     ++c_.reads;
     if (st.ok()) c_.bytes += p.r.bytes;
     c_.latency_seconds += Seconds(p.submitted, now);
     if (p.r.cls != ReadClass::kDemand) --low_inflight_;
   }
-  // Not under mu_: the caller learns of the read, then Drain may return.
-  void Deliver(uint64_t tag, const Status& st) {
+  // The caller learns of the read (never with mu_ held: the callback takes
+  // the cache's lock, and a submitter may hold that while it takes mu_),
+  // then Drain may return.
+  void Deliver(uint64_t tag, const Status& st) WASTE_EXCLUDES(mu_) {
     done_(tag, st);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (--outstanding_ == 0) idle_cv_.notify_all();
   }
 
-  Completion done_;
-  mutable std::mutex mu_;
+  const Completion done_;
+  mutable Mutex mu_;
   std::condition_variable idle_cv_;
-  RequestQueue q_;
-  BusyClock busy_;
-  ReaderCounters c_;
-  uint64_t outstanding_ = 0;  // submitted and not yet called back
-  int low_inflight_ = 0;
+  RequestQueue q_ WASTE_GUARDED_BY(mu_);
+  BusyClock busy_ WASTE_GUARDED_BY(mu_);
+  ReaderCounters c_ WASTE_GUARDED_BY(mu_);
+  uint64_t outstanding_ WASTE_GUARDED_BY(mu_) = 0;  // submitted and not yet called back
+  int low_inflight_ WASTE_GUARDED_BY(mu_) = 0;
 };
 
 // --- threads: N readers, one pread each at a time -----------------------------
@@ -157,7 +161,7 @@ class ThreadReader final : public QueuedReader {
   }
   ~ThreadReader() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -165,16 +169,16 @@ class ThreadReader final : public QueuedReader {
   }
   bool started() const { return !threads_.empty(); }
 
-  void Submit(const ReadRequest& r) override {
+  void Submit(const ReadRequest& r) override WASTE_EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Enqueue(r);
     }
     cv_.notify_one();
   }
-  void Promote(uint64_t tag) override {
+  void Promote(uint64_t tag) override WASTE_EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       q_.Promote(tag);
     }
     cv_.notify_one();
@@ -184,12 +188,14 @@ class ThreadReader final : public QueuedReader {
   int depth() const override { return static_cast<int>(threads_.size()); }
 
  private:
-  void Loop() {
+  void Loop() WASTE_EXCLUDES(mu_) {
     for (;;) {
       Pending p;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || q_.has_demand() || (!q_.empty() && LowAllowed()); });
+        MutexLock lock(mu_);
+        while (!(stop_ || q_.has_demand() || (!q_.empty() && LowAllowed()))) {
+          cv_.wait(lock.native());
+        }
         if (q_.empty()) return;  // stopping and nothing left
         p = q_.Pop(LowAllowed());
         if (p.r.cls != ReadClass::kDemand) ++low_inflight_;
@@ -198,7 +204,7 @@ class ThreadReader final : public QueuedReader {
       Status st = p.r.file->ReadAt(p.r.offset, p.r.dst, p.r.bytes);
       Clock::time_point now = Clock::now();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         Landed(p, now, st);
       }
       if (p.r.cls != ReadClass::kDemand) cv_.notify_one();
@@ -209,12 +215,13 @@ class ThreadReader final : public QueuedReader {
   // Speculative and warm-up reads never take the last free reader: a
   // demand read arriving next starts at once instead of queueing behind a
   // guess (with one reader there is no such reserve).
-  bool LowAllowed() const {
+  bool LowAllowed() const WASTE_REQUIRES(mu_) {
     return stop_ || low_inflight_ < std::max(1, static_cast<int>(threads_.size()) - 1);
   }
 
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ WASTE_GUARDED_BY(mu_) = false;
+  // Filled by the constructor before any reader runs, then only read.
   std::vector<std::thread> threads_;
 };
 
@@ -232,7 +239,7 @@ class UringReader final : public QueuedReader {
     if (!ready_) return;
     Drain();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
       if (sqe != nullptr) {
         io_uring_prep_nop(sqe);
@@ -244,14 +251,18 @@ class UringReader final : public QueuedReader {
     io_uring_queue_exit(&ring_);
   }
 
-  Status Start(std::span<uint8_t> arena, uint64_t stride, bool register_buffers) {
+  Status Start(std::span<uint8_t> arena, uint64_t stride, bool register_buffers)
+      WASTE_EXCLUDES(mu_) {
     unsigned entries = 8;
     while (entries < static_cast<unsigned>(2 * depth_ + 2)) entries *= 2;
     int rc = io_uring_queue_init(entries, &ring_, 0);
     if (rc < 0) return IoError(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
     ready_ = true;
-    requests_.resize(static_cast<size_t>(depth_));
-    for (int i = depth_ - 1; i >= 0; --i) free_.push_back(i);
+    {
+      MutexLock lock(mu_);  // no reaper yet: for the analysis' sake
+      requests_.resize(static_cast<size_t>(depth_));
+      for (int i = depth_ - 1; i >= 0; --i) free_.push_back(i);
+    }
     if (register_buffers && !arena.empty() && stride > 0) RegisterArena(arena, stride);
     try {
       reaper_ = std::thread([this] { Reap(); });
@@ -261,13 +272,13 @@ class UringReader final : public QueuedReader {
     return Status::Ok();
   }
 
-  void Submit(const ReadRequest& r) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Submit(const ReadRequest& r) override WASTE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     Enqueue(r);
     Pump();
   }
-  void Promote(uint64_t tag) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Promote(uint64_t tag) override WASTE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     q_.Promote(tag);
     Pump();
   }
@@ -302,7 +313,7 @@ class UringReader final : public QueuedReader {
   // Speculative and warm-up reads fill at most half the depth, so a demand
   // read always finds room in the ring and the device is never so deep in
   // guesses that a needed record waits behind them.
-  void Pump() {
+  void Pump() WASTE_REQUIRES(mu_) {
     int added = 0;
     const int low_cap = std::max(1, depth_ / 2);
     while (!free_.empty() && !q_.empty()) {
@@ -324,7 +335,7 @@ class UringReader final : public QueuedReader {
   }
 
   void Prep(io_uring_sqe* sqe, const platform::File* f, uint64_t offset, uint8_t* dst,
-            size_t bytes) {
+            size_t bytes) WASTE_REQUIRES(mu_) {
     int fd = static_cast<int>(f->native_handle());
     if (!chunks_.empty() && dst >= arena_base_) {
       uint64_t rel = static_cast<uint64_t>(dst - arena_base_);
@@ -338,7 +349,7 @@ class UringReader final : public QueuedReader {
     io_uring_prep_read(sqe, fd, dst, static_cast<unsigned>(bytes), offset);
   }
 
-  void Reap() {
+  void Reap() WASTE_EXCLUDES(mu_) {
     for (;;) {
       io_uring_cqe* cqe = nullptr;
       int rc = io_uring_wait_cqe(&ring_, &cqe);
@@ -357,10 +368,10 @@ class UringReader final : public QueuedReader {
     }
   }
 
-  void Finish(int idx, int res) {
+  void Finish(int idx, int res) WASTE_EXCLUDES(mu_) {
     Pending p;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       p = requests_[static_cast<size_t>(idx)];
       if (res == -EAGAIN || res == -EINTR) {
         // Resubmit as it was: the kernel asked us to try again.
@@ -396,7 +407,7 @@ class UringReader final : public QueuedReader {
     }
     Clock::time_point now = Clock::now();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Landed(p, now, st);
       free_.push_back(idx);
       Pump();
@@ -404,10 +415,10 @@ class UringReader final : public QueuedReader {
     Deliver(p.r.tag, st);
   }
 
-  void FailAll(int rc) {
+  void FailAll(int rc) WASTE_EXCLUDES(mu_) {
     std::vector<int> live;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       std::vector<bool> is_free(requests_.size(), false);
       for (int i : free_) is_free[static_cast<size_t>(i)] = true;
       for (size_t i = 0; i < requests_.size(); ++i) {
@@ -417,12 +428,16 @@ class UringReader final : public QueuedReader {
     for (int idx : live) Finish(idx, rc);
   }
 
-  int depth_;
+  const int depth_;
+  // The submission side (get_sqe, submit) is used under mu_; the completion
+  // side (wait_cqe, cqe_seen) by the reaper alone. liburing allows the two
+  // on different threads, so the ring as a whole is not guarded by mu_.
   io_uring ring_{};
-  bool ready_ = false;
+  bool ready_ = false;              // set by Start before the reaper exists
   std::thread reaper_;
-  std::vector<Pending> requests_;   // by ring user_data
-  std::vector<int> free_;
+  std::vector<Pending> requests_ WASTE_GUARDED_BY(mu_);  // by ring user_data
+  std::vector<int> free_ WASTE_GUARDED_BY(mu_);          // request slots not in the ring
+  // Registered buffers: written by Start before the reaper exists, then only read.
   std::vector<iovec> chunks_;
   uint64_t chunk_bytes_ = 0;
   uint8_t* arena_base_ = nullptr;

@@ -19,6 +19,9 @@
 
 #include "checkpoint_gen.h"
 #include "container/container.h"
+#include "convert/safetensors.h"
+#include "convert/source_model.h"
+#include "model/families.h"
 #include "temp_dir.h"
 #include "waste/convert.h"
 
@@ -259,6 +262,68 @@ TEST(ConvertE2E, DeepSeekFp8AndK3Mxfp4Convert) {
     EXPECT_TRUE(rep->complete) << preset;
     ExpectSound(dir / "out", src, 0.25);
   }
+}
+
+// Converter and engine agree on every family: a checkpoint in the family's
+// published layout (from its generator preset) is described as that family,
+// and the manifest config the converter writes reads back as it.
+TEST(ConvertE2E, EveryFamilyConvertsAsItself) {
+  int families = 0;
+  ForEachFamily([&](const Family& f) {
+    if (f.architectures.empty()) return;  // the fallback: nothing to convert
+    SCOPED_TRACE(std::string(f.key));
+    ASSERT_FALSE(f.generator_preset.empty());
+    ++families;
+    TempDir dir;
+    const std::string src = MakeCheckpoint(dir, std::string(f.generator_preset),
+                                           gen::CheckpointDType::kBf16, false, "", 256);
+    auto ckpt = convert::Checkpoint::Open(src);
+    ASSERT_TRUE(ckpt) << ckpt.error().message();
+    auto model = convert::DescribeSource(**ckpt);
+    ASSERT_TRUE(model) << model.error().message();
+    EXPECT_EQ(model->family, &f);
+    nlohmann::ordered_json head = {{"format_version", 0}, {"tensor_prefix", model->prefix},
+                                   {"config", model->config}};
+    auto m = ParseManifestConfig(head.dump(), "converted");
+    ASSERT_TRUE(m) << m.error().message();
+    EXPECT_EQ(m->config.arch, f.key);
+  });
+  EXPECT_GE(families, 4);
+}
+
+// DeepSeek-V2 converts and runs its own routing (softmax scores, groups
+// scored by their best expert, no router bias); the one V2 setting the
+// engine would run differently is refused before any work.
+TEST(ConvertE2E, DeepSeekV2ConvertsAndItsUnsupportedScalingIsRefused) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "deepseek-v2-tiny", gen::CheckpointDType::kFp8, false);
+  auto rep = ConvertNow(src, dir / "out", 2);
+  ASSERT_TRUE(rep) << rep.error().message();
+  EXPECT_TRUE(rep->complete);
+  EXPECT_EQ(rep->family, "deepseek-v2");
+  auto c = Container::Open(dir / "out");
+  ASSERT_TRUE(c) << c.error().message();
+  const MoeConfig& moe = (*c)->config().moe;
+  EXPECT_EQ(moe.score, RouterScore::kSoftmax);
+  EXPECT_EQ(moe.route_scope, RouteScope::kGroupLimited);
+  EXPECT_EQ(moe.group_score, GroupScore::kMax);
+  EXPECT_FALSE(moe.renormalize);
+  ExpectSound(dir / "out", src, 0.25);
+#ifdef WASTE_CLI_BINARY
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "eval", dir / "out", "--ids", "1 2 3"});
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+#endif
+
+  TempDir dir2;
+  const std::string src2 = MakeCheckpoint(dir2, "deepseek-v2-tiny", gen::CheckpointDType::kBf16, false,
+                                          R"({"norm_topk_prob": true})");
+  auto r = ConvertNow(src2, dir2 / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Errc::kUnsupported);
+  EXPECT_NE(r.error().message().find("norm_topk_prob true and routed_scaling_factor 2.5"),
+            std::string::npos)
+      << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir2 / "out") / "parts"));  // refused before any work
 }
 
 TEST(ConvertE2E, MalformedSourcesAreRefusedWithTheirNames) {

@@ -39,6 +39,22 @@ void ExpectFloats(const float* got, std::initializer_list<double> want, double t
   }
 }
 
+// A record's failure carries the record as data (Status::failed_expert),
+// with the same code and the words users read; nothing else does.
+TEST(RecordError, NamesTheRecordAsDataAndInWords) {
+  Status st = RecordError(3, 17, IoError("checksum mismatch"));
+  EXPECT_EQ(st.code(), Errc::kIo);
+  EXPECT_EQ(st.message(), "expert 17 of layer 3: checksum mismatch");
+  ASSERT_TRUE(st.failed_expert().has_value());
+  EXPECT_EQ(*st.failed_expert(), (ExpertFailureInfo{3, 17}));
+  Status copy = st;  // survives being passed along
+  EXPECT_EQ(copy.failed_expert(), st.failed_expert());
+  EXPECT_TRUE(RecordError(3, 17, Status::Ok()).ok());
+  EXPECT_FALSE(RecordError(3, 17, Status::Ok()).failed_expert().has_value());
+  EXPECT_FALSE(IoError("short read").failed_expert().has_value());
+  EXPECT_FALSE(Status::Ok().failed_expert().has_value());
+}
+
 TEST(ContainerOpen, BothFixturesOpenWithTheirShapes) {
   WASTE_SKIP_WITHOUT_FIXTURES();
   for (const auto& [set, vocab] : {std::pair{"warp-tiny", 256}, std::pair{"warp-tiny-tok", 316}}) {

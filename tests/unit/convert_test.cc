@@ -1,7 +1,7 @@
 // The converter's pieces against hand-computed values: source number
 // formats, safetensors validation (errors name file and tensor), the trunk
 // quantiser's error against max scaling, k-means determinism across thread
-// counts.
+// counts, and the families it accepts (exactly the engine's family table).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,9 +15,11 @@
 
 #include "convert/dequant.h"
 #include "convert/safetensors.h"
+#include "convert/source_model.h"
 #include "convert/trunk_quant.h"
 #include "convert/vq.h"
 #include "format/format.h"
+#include "model/families.h"
 #include "runtime/thread_pool.h"
 #include "temp_dir.h"
 
@@ -25,6 +27,45 @@ namespace waste::convert {
 namespace {
 
 using waste::testing::TempDir;
+
+// One list of families: every architecture name of the engine's family
+// table converts as that family (and the engine reads it as the same one);
+// an architecture the table does not list is refused, and the refusal names
+// every accepted one.
+TEST(ConvertFamilies, AcceptedArchitecturesAreTheFamilyTable) {
+  std::vector<std::string> accepted;
+  ForEachFamily([&](const Family& f) {
+    for (std::string_view name : f.architectures) {
+      const std::string arch = std::string(name) + "ForCausalLM";
+      Result<const Family*> r = ConvertibleFamily(arch, "config.json");
+      ASSERT_TRUE(r.has_value()) << arch << ": " << r.error().ToString();
+      EXPECT_EQ(*r, &f) << arch;
+      EXPECT_EQ(&FamilyForArchitecture(arch), &f) << arch;
+      EXPECT_FALSE(f.key.empty()) << arch;
+      accepted.push_back(std::string(name));
+    }
+  });
+  EXPECT_GE(accepted.size(), 4u);
+  for (const char* arch : {"SomeOtherForCausalLM", "", "MixtralForCausalLM"}) {
+    Result<const Family*> r = ConvertibleFamily(arch, "ckpt/config.json");
+    ASSERT_FALSE(r.has_value()) << arch;
+    EXPECT_EQ(r.error().code(), Errc::kUnsupported);
+    const std::string& m = r.error().message();
+    EXPECT_NE(m.find("ckpt/config.json"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("\"") + arch + "\""), std::string::npos) << m;
+    for (const std::string& name : accepted) EXPECT_NE(m.find(name), std::string::npos) << m;
+  }
+}
+
+// DeepSeek-V2 is its own family (docs/CONVERT.md, "DeepSeek-V2").
+TEST(ConvertFamilies, DeepSeekV2IsItsOwnFamily) {
+  Result<const Family*> v2 = ConvertibleFamily("DeepseekV2ForCausalLM", "config.json");
+  Result<const Family*> v3 = ConvertibleFamily("DeepseekV3ForCausalLM", "config.json");
+  ASSERT_TRUE(v2.has_value() && v3.has_value());
+  EXPECT_EQ((*v2)->key, "deepseek-v2");
+  EXPECT_EQ((*v3)->key, "deepseek-v3");
+  EXPECT_NE((*v2)->check_supported, nullptr);  // what V2 cannot run is refused at open
+}
 
 TEST(ConvertDequant, Bf16AndF16AreExact) {
   EXPECT_EQ(Bf16ToF32(0x3F80), 1.0f);

@@ -223,5 +223,36 @@ TEST(Family, SoftmaxScoresAreRead) {
   EXPECT_NE(c.error().message().find("\"tanh\""), std::string::npos) << c.error().message();
 }
 
+// DeepSeek-V2 routes as V3 does except that it leaves renormalised weights
+// unscaled: that one combination is refused at open, never run differently.
+TEST(Family, DeepSeekV2RunsItsRoutingAndRefusesScaledRenormalisation) {
+  Result<gen::Preset> p = gen::MakePreset("deepseek-v2-tiny");
+  ASSERT_TRUE(p.has_value());
+  ordered_json j = p->config;
+  Result<ModelConfig> c = ReadConfig(j);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->arch, "deepseek-v2");
+  EXPECT_EQ(c->moe.score, RouterScore::kSoftmax);
+  EXPECT_EQ(c->moe.group_score, GroupScore::kMax);
+  EXPECT_EQ(c->moe.route_scope, RouteScope::kGroupLimited);
+
+  j["moe_renormalize"] = true;  // norm_topk_prob true, routed_scaling_factor 2.5
+  c = ReadConfig(j);
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code(), Errc::kUnsupported);
+  EXPECT_NE(c.error().message().find("norm_topk_prob true and routed_scaling_factor 2.5"),
+            std::string::npos)
+      << c.error().message();
+  j["routed_scaling_factor"] = 1.0;  // nothing to scale: the same maths
+  EXPECT_TRUE(ReadConfig(j).has_value());
+  j["routed_scaling_factor"] = 2.5;
+  j["num_experts_per_token"] = 1;  // one expert: V2 scales it too
+  EXPECT_TRUE(ReadConfig(j).has_value());
+  // DeepSeek-V3 renormalises and then scales, as the engine does.
+  j["num_experts_per_token"] = 2;
+  j["architectures"] = ordered_json::array({"DeepseekV3ForCausalLM"});
+  EXPECT_TRUE(ReadConfig(j).has_value());
+}
+
 }  // namespace
 }  // namespace waste

@@ -273,6 +273,7 @@ Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
     }
   };
   for (TensorSpec spec : ModelTensors(c)) {
+    if (!preset.router_bias && spec.name.ends_with("e_score_correction_bias")) continue;
     if (preset.pad_a_log && spec.name.ends_with("A_log")) {
       int64_t padded = 1;
       while (padded <= c.kda.heads) padded *= 2;

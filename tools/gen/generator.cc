@@ -88,6 +88,7 @@ Status WriteTrunk(ContainerWriter& w, const Preset& preset, uint64_t seed, Skew&
   const int n_moe = c.n_moe_layers();
   int moe_index = 0;
   for (TensorSpec spec : ModelTensors(c)) {
+    if (!preset.router_bias && spec.name.ends_with("e_score_correction_bias")) continue;
     if (preset.pad_a_log && spec.name.ends_with("A_log")) {
       // K3 pads A_log (96 heads -> 128): next power of two above the heads.
       int64_t padded = 1;

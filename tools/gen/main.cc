@@ -1,5 +1,5 @@
 // waste-gen: writes a synthetic container.
-//   waste-gen OUT_DIR --preset tiny|kimi-linear|kimi-linear-small|deepseek-v3-tiny|k3-tiny
+//   waste-gen OUT_DIR --preset tiny|kimi-linear|kimi-linear-small|deepseek-v3-tiny|deepseek-v2-tiny|k3-tiny
 //             [--seed N] [--tokenizer] [--vq4p] [--trace FILE|none] [--manifest-only] [-q]
 #include <fmt/format.h>
 
@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "usage: waste-gen OUT_DIR [--preset NAME] [--seed N] [--tokenizer] [--vq4p]\n"
     "                 [--trace FILE|none] [--vision D,HEADS,Q,I,BLOCKS,PH,PW,MAXP]\n"
     "                 [--override JSON] [--manifest-only] [-q]\n"
-    "  presets: tiny (default), kimi-linear, kimi-linear-small, deepseek-v3-tiny, k3-tiny\n"
+    "  presets: tiny (default), kimi-linear, kimi-linear-small, deepseek-v3-tiny, deepseek-v2-tiny, k3-tiny\n"
     "  --tokenizer      add tokenizer.model, specials.json and chat.json\n"
     "  --vq4p           experts as 4 stages x 64 entries, 6-bit packed (VQ4P)\n"
     "  --vision SPEC    add a vision tower (K3 presets): D,HEADS,Q,I,BLOCKS,POS_H,POS_W,\n"

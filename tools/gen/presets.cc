@@ -148,6 +148,29 @@ Preset DeepSeekV3Tiny() {
   return p;
 }
 
+Preset DeepSeekV2Tiny() {
+  // DeepSeek-V2's routing on the DeepSeek-V3 toy shape: softmax scores,
+  // group_limited_greedy (a group scored by its best expert, one of the two
+  // groups kept), weights scaled but not renormalised, no router bias;
+  // YaRN with V2's mscale 0.707.
+  Preset p = DeepSeekV3Tiny();
+  p.name = "deepseek-v2-tiny";
+  p.arch = "deepseek_v2";
+  p.router_bias = false;
+  OJson& c = p.config;
+  c["model_type"] = "deepseek_v2";
+  c["architectures"] = OJson::array({"DeepseekV2ForCausalLM"});
+  c["norm_topk_prob"] = false;
+  c["moe_renormalize"] = false;
+  c["n_group"] = 2;
+  c["topk_group"] = 1;
+  c["topk_method"] = "group_limited_greedy";
+  c["scoring_func"] = "softmax";
+  c["rope_scaling"]["mscale"] = 0.707;
+  c["rope_scaling"]["mscale_all_dim"] = 0.707;
+  return p;
+}
+
 Preset K3Tiny() {
   // Kimi K3 shape at toy scale: "language_model." prefix with the release's
   // other keys under config._outer, latent MoE with norm, AttnRes, SiTU,
@@ -207,7 +230,7 @@ Preset K3Tiny() {
 
 const std::vector<std::string>& PresetNames() {
   static const std::vector<std::string> names = {"tiny", "kimi-linear", "kimi-linear-small",
-                                                 "deepseek-v3-tiny", "k3-tiny"};
+                                                 "deepseek-v3-tiny", "deepseek-v2-tiny", "k3-tiny"};
   return names;
 }
 
@@ -216,9 +239,10 @@ Result<Preset> MakePreset(std::string_view name) {
   if (name == "kimi-linear") return KimiLinear();
   if (name == "kimi-linear-small") return KimiLinearSmall();
   if (name == "deepseek-v3-tiny") return DeepSeekV3Tiny();
+  if (name == "deepseek-v2-tiny") return DeepSeekV2Tiny();
   if (name == "k3-tiny") return K3Tiny();
   return ArgError(fmt::format("unknown preset \"{}\" (tiny, kimi-linear, kimi-linear-small, "
-                              "deepseek-v3-tiny, k3-tiny)",
+                              "deepseek-v3-tiny, deepseek-v2-tiny, k3-tiny)",
                               name));
 }
 
