@@ -68,6 +68,49 @@ class Future:
         return ts[i] if i < len(ts) else float("inf")
 
 
+class Hazard:
+    """Reuse odds learned online from the trace itself: every record ever
+    demanded is in a state (tokens since its last use, uses so far), both
+    log2-bucketed; each token counts, per state, how many records were in it
+    (exposure) and how many of them were used (reuse). Their ratio is the
+    chance a record in that state is used in the coming token."""
+
+    AGE_BUCKETS = 8
+    COUNT_BUCKETS = 6
+
+    def __init__(self):
+        self.tok = 0
+        self.last = {}
+        self.cnt = {}
+        n = self.AGE_BUCKETS * self.COUNT_BUCKETS
+        self.exposure = [0.0] * n
+        self.reused = [0.0] * n
+
+    def state(self, k, tok):
+        a = min((tok - self.last[k]).bit_length(), self.AGE_BUCKETS - 1)
+        c = min(self.cnt[k].bit_length(), self.COUNT_BUCKETS - 1)
+        return a * self.COUNT_BUCKETS + c
+
+    def new_token(self):
+        self.tok += 1
+        for k in self.last:
+            self.exposure[self.state(k, self.tok)] += 1
+
+    def use(self, k):
+        if k in self.last:
+            if self.last[k] == self.tok:
+                return  # again in the same token (a prefill chunk)
+            self.reused[self.state(k, self.tok)] += 1
+        self.last[k] = self.tok
+        self.cnt[k] = self.cnt.get(k, 0) + 1
+
+    def chance(self, k, next_token):
+        if k not in self.last:
+            return 0.01
+        st = self.state(k, self.tok + next_token)
+        return (self.reused[st] + 0.5) / (self.exposure[st] + 1.0)
+
+
 class Sim:
     def __init__(self, slots, policy, lookahead, top_k, spec_hits=1, protect=True, gate=0.0,
                  half_life=16, future=None, prior=1.0, warmup=4, started=64):
@@ -89,6 +132,7 @@ class Sim:
         self.spec = [False] * slots       # loaded by lookahead, not yet used
         self.spec_gen = [0] * slots       # hints seen when it was guessed
         self.rank = [0] * slots           # lookahead rank of the guess
+        self.guarded = [-1] * slots       # hint_seq when last guessed while resident
         self.hint_seq = 0
         self.index = {}
         self.free = list(range(slots - 1, -1, -1))
@@ -109,6 +153,8 @@ class Sim:
         self.tokens = {}                  # MoE layer -> hints seen
         self.guess = {}                   # layer -> last ranked guess list
         self.right = {}                   # (layer, rank) -> [picked, guessed]
+        self.hz = Hazard()
+        self.protect_resident = False     # a resident lookahead guess is pending too
 
     # --- replacement ---------------------------------------------------------
 
@@ -117,7 +163,10 @@ class Sim:
         return self.spec[s] and self.spec_gen[s] != self.hint_seq
 
     def pending(self, s):
-        # An unused lookahead record whose layer has not been routed yet.
+        # An unused lookahead record whose layer has not been routed yet
+        # (with --protect-resident also a guess that was already resident).
+        if self.protect_resident and self.guarded[s] == self.hint_seq:
+            return True
         return self.protect and self.spec[s] and self.spec_gen[s] == self.hint_seq
 
     def next_use(self, s):
@@ -134,6 +183,18 @@ class Sim:
         p = min(p, 1.0)
         return d + len(order) * (1.0 / p - 1.0)
 
+    def expected_gap(self, s):
+        # Layer steps until the record is next used: the layers until its
+        # layer comes round, then whole tokens at the learned reuse odds.
+        layer, e = self.key[s]
+        order, n = self.order, max(1, len(self.order))
+        d = (order.get(layer, 0) - order.get(self.hint_layer, 0)) % n
+        passed = d == 0 or order.get(layer, 0) < order.get(self.hint_layer, 0)
+        if d == 0:
+            d = n
+        p = self.hz.chance(self.key[s], 1 if passed else 0)
+        return d + n * (1.0 / p - 1.0)
+
     def better(self, a, b):
         if self.policy == "opt":
             return self.future.next_use(self.key[a], self.clock) > self.future.next_use(self.key[b], self.clock)
@@ -143,6 +204,8 @@ class Sim:
                 return sa
         if self.policy == "next-use":
             return self.next_use(a) > self.next_use(b)
+        if self.policy == "hazard":
+            return self.expected_gap(a) > self.expected_gap(b)
         if self.policy == "lru":
             return self.last[a] < self.last[b]
         if self.policy == "lfu-history":
@@ -154,7 +217,7 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "hazard"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
@@ -275,6 +338,8 @@ class Sim:
             self.learn(layer, ids)
         if layer not in self.order:
             self.order[layer] = len(self.order)
+        if self.hint_layer < 0 or self.order[layer] <= self.order.get(self.hint_layer, 0):
+            self.hz.new_token()
         self.tokens[layer] = self.tokens.get(layer, 0) + 1
         self.hint = [[x, -1, 0, False] for x in ids]
         self.hint_layer = layer
@@ -284,6 +349,7 @@ class Sim:
         self.issue_hints()
 
     def touch(self, k):
+        self.hz.use(k)
         if self.policy == "lfu-history":
             self.freq[k] = self.freq.get(k, 0) + self.fstep
             self.fstep *= self.fmul
@@ -335,7 +401,10 @@ class Sim:
         self.guess[layer] = ids
         for r, x in enumerate(ids):
             k = (layer, x)
-            if k in self.index or not self.trusted(layer, r):
+            if k in self.index:
+                self.guarded[self.index[k]] = self.hint_seq
+                continue
+            if not self.trusted(layer, r):
                 continue
             s = self.victim()
             self.claim(s, k, self.spec_hits)
@@ -391,6 +460,8 @@ def main():
     ap.add_argument("--no-protect", action="store_true",
                     help="plain replacement for lookahead records (the engine protects unused guesses "
                          "until their layer routes and evicts wrong guesses first)")
+    ap.add_argument("--protect-resident", action="store_true",
+                    help="a lookahead guess already resident is also kept until its layer routes")
     ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
     ap.add_argument("--late-hits", action="store_true",
                     help="count a guess demanded before its read started as a hit (the reference's "
@@ -420,6 +491,7 @@ def main():
         c = Sim(slots, pol, la, a.top_k, a.spec_hits, not a.no_protect, gate, hl, future,
                 a.prior, a.warmup, st)
         c.late_is_miss = not a.late_hits
+        c.protect_resident = a.protect_resident
         c = c.run(ev)
         tot = c["hit"] + c["miss"]
         dt = c["dhit"] + c["dmiss"]
