@@ -21,7 +21,15 @@ Policies: lfru (ENGINE.md §5.2, 16 samples), lfru-exact (full scan), lru,
 lfu-history (decayed per-record access counts kept across evictions,
 --half-life in accesses per slot), next-use (estimated reuse distance from
 the per-layer pick rates), opt (Belady: evicts the record demanded farthest in
-the future; an oracle, the bound for any replacement with the same reads).
+the future; an oracle, the bound for any replacement with the same reads),
+reuse-odds (the engine's default since issue #18: farthest expected next use,
+from reuse odds learned online per (tokens since last use, uses so far) plus
+the layers until the record's layer comes round; run it with --gate 0.7 to
+model the engine's lookahead gate).
+
+TRACE may also be a routing trace (`.jsonl`, one {"layers": [[ids], ...]}
+per token, e.g. a real model's routing): every token a decode step, no
+lookahead guesses.
 
 Read R (--started, the engine's WASTE_SPEC_RANKS): only the R best guesses
 are read before their layer routes; a lower-ranked guess holds a slot and is
@@ -38,7 +46,25 @@ import sys
 RECORD_MB = 2666496 / 1e6  # Kimi-Linear record (the container the figures are for)
 
 
+def load_routing(path):
+    """A routing trace (one JSON object per token, {"layers": [[ids of the
+    first MoE layer], ...]}, e.g. a real model's): every token a decode step,
+    MoE layers numbered from 1, no lookahead guesses."""
+    import json
+    events = []
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            for i, ids in enumerate(json.loads(line)["layers"]):
+                events.append(("H", i + 1, list(ids)))
+                events.extend(("A", i + 1, [e]) for e in ids)
+    return events
+
+
 def load(path):
+    if path.endswith(".jsonl"):
+        return load_routing(path)
     events = []
     with open(path) as f:
         for line in f:
@@ -204,7 +230,7 @@ class Sim:
                 return sa
         if self.policy == "next-use":
             return self.next_use(a) > self.next_use(b)
-        if self.policy == "hazard":
+        if self.policy == "reuse-odds":
             return self.expected_gap(a) > self.expected_gap(b)
         if self.policy == "lru":
             return self.last[a] < self.last[b]
@@ -217,7 +243,7 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "hazard"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
