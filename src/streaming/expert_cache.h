@@ -1,5 +1,6 @@
 // The bounded expert cache (ENGINE.md §5): equal slots sized from the
-// largest record, LFRU replacement with sampled eviction (or LRU), pinned
+// largest record, replacement by learned reuse odds (the default; or LFRU
+// with sampled eviction as the reference, LRU, LFU with history), pinned
 // records never evicted, hits never re-read. A miss is one positioned read
 // of the whole record straight into its slot, from where its RecordSource
 // says it lives (for the engine: the container's bank file, cache-bypass
