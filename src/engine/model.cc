@@ -31,13 +31,16 @@ std::string Size(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-// Config's policy, or WASTE_CACHE_POLICY=lfru|lru|lfu-history (`want`)
-// when the config leaves the default.
+// Config's policy, or WASTE_CACHE_POLICY=reuse-odds|lfru|lru|lfu-history
+// (`want`) when the config leaves the default (CachePolicy::kLfru means
+// "the default": reuse-odds since issue #18; the old LFRU is
+// WASTE_CACHE_POLICY=lfru).
 Replacement ResolveReplacement(CachePolicy policy, const std::string& want) {
   if (policy == CachePolicy::kLru) return Replacement::kLru;
   if (want == "lru") return Replacement::kLru;
+  if (want == "lfru") return Replacement::kLfru;
   if (want == "lfu-history" || want == "history") return Replacement::kLfuHistory;
-  return Replacement::kLfru;
+  return Replacement::kReuseOdds;
 }
 
 Status CheckCpus(const std::string& list, std::vector<int>* cpus) {

@@ -1,6 +1,7 @@
 #include "streaming/expert_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +37,7 @@ const char* ReplacementName(Replacement r) {
     case Replacement::kLfru: return "lfru";
     case Replacement::kLru: return "lru";
     case Replacement::kLfuHistory: return "lfu-history";
+    case Replacement::kReuseOdds: return "reuse-odds";
   }
   return "?";
 }
@@ -131,6 +133,17 @@ ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
   index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
+  if (policy_ == Replacement::kReuseOdds) {
+    layer_order_.assign(static_cast<size_t>(std::max(1, source_.layers)), -1);
+    last_token_.assign(index_.size(), 0);
+    uses_.assign(index_.size(), 0);
+  }
+  spec_gate_ = o.spec_gate >= 0.0f ? o.spec_gate
+                                   : (policy_ == Replacement::kReuseOdds ? 0.7f : 0.0f);
+  if (spec_gate_ > 0.0f) {
+    guess_total_.assign(static_cast<size_t>(std::max(1, source_.layers)) * kGateRanks, 0);
+    guess_right_.assign(guess_total_.size(), 0);
+  }
   free_.reserve(slots_.size());
   hint_.reserve(static_cast<size_t>(n_experts_));
   for (size_t i = slots_.size(); i > 0; --i) free_.push_back(static_cast<int>(i - 1));
@@ -150,7 +163,10 @@ uint64_t ExpertCache::metadata_bytes() const {
   MutexLock lock(mu_);
   return slots_.capacity() * sizeof(Slot) + index_.capacity() * sizeof(int32_t) +
          free_.capacity() * sizeof(int) + freq_.capacity() * sizeof(float) +
-         hint_.capacity() * sizeof(HintEntry);
+         hint_.capacity() * sizeof(HintEntry) +
+         (last_token_.capacity() + uses_.capacity() + seen_.capacity() +
+          guess_total_.capacity() + guess_right_.capacity()) * sizeof(uint32_t) +
+         layer_order_.capacity() * sizeof(int) + guess_.capacity() * sizeof(int);
 }
 
 bool ExpertCache::Valid(int layer, int expert) const {
@@ -190,6 +206,8 @@ bool ExpertCache::Better(const Slot& a, const Slot& b) const {
       float fa = freq_[Key(a.layer, a.expert)], fb = freq_[Key(b.layer, b.expert)];
       return fa < fb || (fa == fb && a.last < b.last);
     }
+    case Replacement::kReuseOdds:
+      return ExpectedGap(a) > ExpectedGap(b);
     case Replacement::kLfru:
     default:
       return a.hits < b.hits || (a.hits == b.hits && a.last < b.last);
@@ -213,6 +231,22 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
         const Slot& s = slots_[i];
         if (!Evictable(s)) continue;
         if (best < 0 || Better(s, slots_[static_cast<size_t>(best)])) best = static_cast<int>(i);
+      }
+    } else if (policy_ == Replacement::kReuseOdds) {
+      // Better() with each slot's expected gap computed once: a wrong guess
+      // first, then the farthest expected next use, ties to the lowest slot.
+      bool best_stale = false;
+      double best_gap = 0;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        if (!Evictable(s)) continue;
+        const bool stale = Stale(s);
+        const double gap = ExpectedGap(s);
+        if (best < 0 || (stale && !best_stale) || (stale == best_stale && gap > best_gap)) {
+          best = static_cast<int>(i);
+          best_stale = stale;
+          best_gap = gap;
+        }
       }
     } else {
       for (int draw = 0; draw < kSamples; ++draw) {
@@ -284,6 +318,7 @@ void ExpertCache::Drop(int slot) {
 }
 
 void ExpertCache::CountAccess(int layer, int expert) {
+  if (policy_ == Replacement::kReuseOdds) NoteUse(Key(layer, expert));
   if (policy_ != Replacement::kLfuHistory) return;
   // Exponential decay without touching every count: each access is worth a
   // little more than the last; renormalise before floats lose precision.
@@ -295,6 +330,78 @@ void ExpertCache::CountAccess(int layer, int expert) {
     for (float& f : freq_) f /= freq_step_;
     freq_step_ = 1.0f;
   }
+}
+
+// State of a record at the start of `token`: log2 buckets of the tokens
+// since its last use and of its uses so far.
+int ExpertCache::OddsState(size_t key, uint32_t token) const {
+  const uint32_t age = token - last_token_[key];
+  const int a = std::min(static_cast<int>(std::bit_width(age)), kAgeBuckets - 1);
+  const int u = std::min(static_cast<int>(std::bit_width(uses_[key])), kUseBuckets - 1);
+  return a * kUseBuckets + u;
+}
+
+// A hint for `layer`: a new token begins when the layers come round again
+// (a prefill chunk counts as one token). At each token's start every record
+// used so far adds one to its state's exposure.
+void ExpertCache::NoteLayer(int layer) {
+  if (layer < 0 || static_cast<size_t>(layer) >= layer_order_.size()) return;
+  int& order = layer_order_[static_cast<size_t>(layer)];
+  if (order < 0) order = layers_seen_++;
+  const int prev = odds_layer_ < 0 ? -1 : layer_order_[static_cast<size_t>(odds_layer_)];
+  if (odds_layer_ < 0 || order <= prev) {
+    ++token_;
+    for (uint32_t key : seen_) ++exposure_[OddsState(key, token_)];
+  }
+  odds_layer_ = layer;
+}
+
+void ExpertCache::NoteUse(size_t key) {
+  if (uses_[key] > 0) {
+    if (last_token_[key] == token_) return;  // again in the same token (a prefill chunk)
+    ++reused_[OddsState(key, token_)];
+  } else {
+    seen_.push_back(static_cast<uint32_t>(key));
+  }
+  last_token_[key] = token_;
+  ++uses_[key];
+}
+
+// Layer steps until the slot's record is next used, expected: the layers
+// until its layer comes round, then whole tokens at the learned odds that a
+// record in its state is used in a token (a geometric wait).
+double ExpertCache::ExpectedGap(const Slot& s) const {
+  const double n = std::max(1, layers_seen_);
+  const int cur = odds_layer_ < 0 ? 0 : std::max(0, layer_order_[static_cast<size_t>(odds_layer_)]);
+  const int at = std::max(0, layer_order_[static_cast<size_t>(s.layer)]);
+  int d = at - cur;
+  const bool passed = d <= 0;  // its layer already ran in this token
+  if (d <= 0) d += static_cast<int>(n);
+  const size_t key = Key(s.layer, s.expert);
+  double chance = 0.01;  // never used: a guess or warm record nobody has wanted yet
+  if (uses_[key] > 0) {
+    const int st = OddsState(key, token_ + (passed ? 1 : 0));
+    chance = (static_cast<double>(reused_[st]) + 0.5) / (static_cast<double>(exposure_[st]) + 1.0);
+  }
+  return d + n * (1.0 / chance - 1.0);
+}
+
+void ExpertCache::ScoreGuess(int layer, std::span<const int> routed) {
+  if (guess_layer_ != layer) return;
+  guess_layer_ = -1;
+  for (size_t r = 0; r < guess_.size() && r < kGateRanks; ++r) {
+    const size_t at = static_cast<size_t>(layer) * kGateRanks + r;
+    ++guess_total_[at];
+    if (std::find(routed.begin(), routed.end(), guess_[r]) != routed.end()) ++guess_right_[at];
+  }
+}
+
+bool ExpertCache::Trusted(int layer, size_t rank) const {
+  if (spec_gate_ <= 0.0f || rank >= kGateRanks) return spec_gate_ <= 0.0f;
+  const size_t at = static_cast<size_t>(layer) * kGateRanks + rank;
+  const uint32_t total = guess_total_[at];
+  if (total < 4) return true;  // too few scored: read it
+  return static_cast<double>(guess_right_[at]) >= spec_gate_ * static_cast<double>(total);
 }
 
 // --- reads -----------------------------------------------------------------------
@@ -452,6 +559,8 @@ void ExpertCache::Trace(char kind, int layer, std::span<const int> ids) {
 void ExpertCache::Hint(int layer, std::span<const int> experts) {
   MutexLock lock(mu_);
   Trace('H', layer, experts);
+  if (spec_gate_ > 0.0f) ScoreGuess(layer, experts);
+  if (policy_ == Replacement::kReuseOdds) NoteLayer(layer);
   ReleaseHint();
   ++hint_seq_;
   if (!reader_ || slots_.empty()) return;  // synchronous: Acquire reads on demand
@@ -466,10 +575,16 @@ void ExpertCache::Prefetch(int layer, std::span<const int> experts) {
   MutexLock lock(mu_);
   Trace('P', layer, experts);
   if (!reader_ || slots_.empty()) return;  // synchronous: speculation would only add latency
+  if (spec_gate_ > 0.0f && layer >= 0 && layer < source_.layers) {
+    guess_layer_ = layer;
+    guess_.assign(experts.begin(), experts.end());
+  }
   int claimed[kMaxHintWindow];
   int n = 0;
-  for (int e : experts) {
+  for (size_t rank = 0; rank < experts.size(); ++rank) {
+    const int e = experts[rank];
     if (!Valid(layer, e) || index_[Key(layer, e)] >= 0) continue;
+    if (!Trusted(layer, rank)) continue;  // guesses of this rank are mostly wrong here
     if (spec_in_flight_ + n >= max_spec_ || n == static_cast<int>(kMaxHintWindow)) break;
     int s = FindVictim(nullptr, /*demand=*/false);
     if (s < 0) break;
@@ -594,6 +709,13 @@ int ExpertCache::Warm(std::span<const WarmEntry> entries) {
     Claim(s, w.layer, w.expert, Origin::kWarm, std::max<uint32_t>(1, w.hits));
     if (policy_ == Replacement::kLfuHistory) {
       freq_[Key(w.layer, w.expert)] = static_cast<float>(std::max<uint32_t>(1, w.hits));
+    }
+    if (policy_ == Replacement::kReuseOdds) {
+      // As if used now, as often as the hotlist says.
+      const size_t key = Key(w.layer, w.expert);
+      if (uses_[key] == 0) seen_.push_back(static_cast<uint32_t>(key));
+      uses_[key] = std::max<uint32_t>(1, w.hits);
+      last_token_[key] = token_;
     }
     ++counters_.warm_reads;
     ++started;

@@ -1,5 +1,6 @@
 // The bounded expert cache (ENGINE.md §5): equal slots sized from the
-// largest record, LFRU replacement with sampled eviction (or LRU), pinned
+// largest record, replacement by learned reuse odds (the default; or LFRU
+// with sampled eviction as the reference, LRU, LFU with history), pinned
 // records never evicted, hits never re-read. A miss is one positioned read
 // of the whole record straight into its slot, from where its RecordSource
 // says it lives (for the engine: the container's bank file, cache-bypass
@@ -120,10 +121,15 @@ struct ExpertCacheCounters {
 // first: offline replays (tools/diskbench/cache_sim.py) put that at +3
 // points of decode hits and fewer reads than plain LFRU.
 enum class Replacement : uint8_t {
-  kLfru = 0,      // ENGINE.md §5.2: lowest slot hits, ties by oldest use, 16 samples
-  kLru = 1,       // oldest use, 16 samples
-  kLfuHistory = 2 // lowest decayed access count of the (layer, expert) over the
-                  // whole run (kept across evictions), ties by oldest use, full scan
+  kLfru = 0,       // ENGINE.md §5.2: lowest slot hits, ties by oldest use, 16 samples
+  kLru = 1,        // oldest use, 16 samples
+  kLfuHistory = 2, // lowest decayed access count of the (layer, expert) over the
+                   // whole run (kept across evictions), ties by oldest use, full scan
+  kReuseOdds = 3   // the default (issue #18): farthest expected next use, from
+                   // reuse odds learned online per (tokens since last use, uses so
+                   // far), plus the layers until the record's layer comes round;
+                   // full scan. Reads a lookahead guess only while guesses of that
+                   // rank for that layer have been right often enough (spec_gate).
 };
 const char* ReplacementName(Replacement r);
 
@@ -132,6 +138,11 @@ struct ExpertCacheOptions {
   bool verify_crc = false;
   IoChoice io;                       // backend, reader threads, queue depth
   int max_speculative = 32;          // lookahead reads in flight at most
+  // A lookahead guess of rank r for layer L is read only while at least this
+  // share of L's rank-r guesses so far were then routed (the first 4 are
+  // always read); 0 reads every guess. Below 0: the policy's own (0.7 under
+  // kReuseOdds, 0 otherwise).
+  float spec_gate = -1.0f;
   bool huge_pages = true;            // advise the arena for transparent huge pages
   std::string trace_path;            // WASTE_CACHE_TRACE: append every cache event here
   // Builds the reader instead of ExpertReader::Create(io) (the unit tests'
@@ -274,6 +285,14 @@ class ExpertCache {
   ExpertResult WaitReady(int slot, std::unique_lock<std::mutex>& lock) WASTE_REQUIRES(mu_);
   void Release(int slot) WASTE_EXCLUDES(mu_);  // ExpertPin's end
   void CountAccess(int layer, int expert) WASTE_REQUIRES(mu_);
+  // kReuseOdds bookkeeping (see Replacement).
+  void NoteLayer(int layer) WASTE_REQUIRES(mu_);
+  void NoteUse(size_t key) WASTE_REQUIRES(mu_);
+  int OddsState(size_t key, uint32_t token) const WASTE_REQUIRES(mu_);
+  double ExpectedGap(const Slot& s) const WASTE_REQUIRES(mu_);
+  // The lookahead gate: scores the last guess for `layer` against its routing.
+  void ScoreGuess(int layer, std::span<const int> routed) WASTE_REQUIRES(mu_);
+  bool Trusted(int layer, size_t rank) const WASTE_REQUIRES(mu_);
 
   const RecordSource source_;
   uint64_t slot_count_;
@@ -290,6 +309,26 @@ class ExpertCache {
   std::vector<float> freq_ WASTE_GUARDED_BY(mu_);  // kLfuHistory: decayed access counts per record
   float freq_step_ WASTE_GUARDED_BY(mu_) = 1.0f;
   uint64_t clock_ WASTE_GUARDED_BY(mu_) = 0;
+  // kReuseOdds: tokens counted by layer order, per-record last token and
+  // use count, and per state the records that were in it at a token's start
+  // (exposure) and those of them used in that token (reused).
+  static constexpr int kAgeBuckets = 8, kUseBuckets = 6;
+  std::vector<int> layer_order_ WASTE_GUARDED_BY(mu_);  // -1 = not seen yet
+  int layers_seen_ WASTE_GUARDED_BY(mu_) = 0;
+  int odds_layer_ WASTE_GUARDED_BY(mu_) = -1;           // last hinted layer
+  uint32_t token_ WASTE_GUARDED_BY(mu_) = 0;
+  std::vector<uint32_t> last_token_ WASTE_GUARDED_BY(mu_);
+  std::vector<uint32_t> uses_ WASTE_GUARDED_BY(mu_);    // 0 = never used
+  std::vector<uint32_t> seen_ WASTE_GUARDED_BY(mu_);    // keys with uses_ > 0
+  uint64_t exposure_[kAgeBuckets * kUseBuckets] WASTE_GUARDED_BY(mu_) = {};
+  uint64_t reused_[kAgeBuckets * kUseBuckets] WASTE_GUARDED_BY(mu_) = {};
+  // The lookahead gate: per (layer, rank) guesses scored and right.
+  static constexpr size_t kGateRanks = 64;
+  float spec_gate_ = 0.0f;
+  int guess_layer_ WASTE_GUARDED_BY(mu_) = -1;
+  std::vector<int> guess_ WASTE_GUARDED_BY(mu_);
+  std::vector<uint32_t> guess_total_ WASTE_GUARDED_BY(mu_);
+  std::vector<uint32_t> guess_right_ WASTE_GUARDED_BY(mu_);
   uint32_t rng_ WASTE_GUARDED_BY(mu_) = 0x9e3779b9u;
   int loading_ WASTE_GUARDED_BY(mu_) = 0;
   int spec_in_flight_ WASTE_GUARDED_BY(mu_) = 0;

@@ -119,12 +119,14 @@ TEST_F(StreamingIdentity, LookaheadOffAndOn) {
 
 TEST_F(StreamingIdentity, EveryReplacementPolicy) {
   const RunOutput& ref = Reference();
-  for (const char* policy : {"lfru", "lru", "lfu-history"}) {
+  for (const char* policy : {"reuse-odds", "lfru", "lru", "lfu-history"}) {
     ScopedEnv env("WASTE_CACHE_POLICY", policy);
     RunOutput r = Run(Tiny(-1, 6));
     EXPECT_EQ(r.stats.cache_policy, policy);
     EXPECT_TRUE(SameBits(ref, r)) << policy;
   }
+  ScopedEnv unset("WASTE_CACHE_POLICY", "");
+  EXPECT_EQ(Run(Tiny(-1, 6)).stats.cache_policy, "reuse-odds");  // the default
 }
 
 TEST_F(StreamingIdentity, VerifiedReadsGiveTheSameLogits) {

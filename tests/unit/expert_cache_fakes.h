@@ -22,7 +22,7 @@
 
 namespace waste::testing {
 
-constexpr int kLayers = 3;
+constexpr int kLayers = 4;  // records in layers 1..3
 constexpr int kExperts = 8;
 constexpr uint64_t kRecordBytes = 4096;
 

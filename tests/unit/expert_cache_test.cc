@@ -159,6 +159,115 @@ TEST(ExpertCacheReplacement, GuessItsLayerRoutedPastGoesFirst) {
   EXPECT_EQ(h.cache->counters().spec_used, 0u);
 }
 
+// --- reuse odds (the default policy) --------------------------------------------------
+// Decode as the engine runs it: one hint per MoE layer in order, each layer's
+// records acquired after its hint; a token ends when the layers come round.
+
+void Step(ExpertCache& c, int layer, std::vector<int> experts) {
+  c.Hint(layer, experts);
+  for (int e : experts) Use(c, layer, e);
+}
+
+// Two records in the same state (one use each, in the same token): the one
+// whose layer comes round first is needed first and stays. LRU and LFRU
+// evict it (the older use).
+void TwoRecordsOneLayerApart(Harness& h) {
+  ExpertCache& c = *h.cache;
+  Step(c, 1, {0});
+  Step(c, 2, {5});
+  Step(c, 3, {5});
+  c.Hint(1, std::vector<int>{1, 2});  // token 2
+  auto a = c.Acquire(1, 0);           // held: only 2/5 and 3/5 can go
+  auto b = c.Acquire(1, 1);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  Use(c, 1, 2);
+}
+
+TEST(ExpertCacheReplacement, ReuseOddsKeepsTheRecordWhoseLayerComesFirst) {
+  Harness h(4, Replacement::kReuseOdds, Mode::kSync);
+  TwoRecordsOneLayerApart(h);
+  EXPECT_TRUE(h.cache->Ready(2, 5));
+  EXPECT_FALSE(h.cache->Ready(3, 5));
+}
+
+TEST(ExpertCacheReplacement, LfruAndLruEvictTheRecordWhoseLayerComesFirst) {
+  for (Replacement p : {Replacement::kLfru, Replacement::kLru}) {
+    Harness h(4, p, Mode::kSync);
+    TwoRecordsOneLayerApart(h);
+    EXPECT_FALSE(h.cache->Ready(2, 5)) << ReplacementName(p);
+    EXPECT_TRUE(h.cache->Ready(3, 5)) << ReplacementName(p);
+  }
+}
+
+// Six tokens in which layer 1 uses expert 0 and a new one-off expert, layer
+// 2 expert 0: the odds learn that one-offs never come back and expert 0
+// always does. Then a new record must evict one of 1/0, the last one-off
+// 1/6 (used after 1/0) and 2/0 (its layer is next).
+TEST(ExpertCacheReplacement, ReuseOddsKeepsTheRecordThatKeepsComingBack) {
+  for (Replacement p : {Replacement::kReuseOdds, Replacement::kLru}) {
+    Harness h(3, p, Mode::kSync);
+    ExpertCache& c = *h.cache;
+    for (int t = 1; t <= 6; ++t) {
+      Step(c, 1, {0, t});
+      Step(c, 2, {0});
+    }
+    for (RecordId id : {RecordId{1, 0}, RecordId{1, 6}, RecordId{2, 0}}) {
+      ASSERT_TRUE(c.Ready(id.first, id.second)) << ReplacementName(p);
+    }
+    c.Hint(1, std::vector<int>{7});
+    Use(c, 1, 7);
+    const bool odds = p == Replacement::kReuseOdds;
+    EXPECT_EQ(c.Ready(1, 0), odds) << ReplacementName(p);   // LRU: the oldest use
+    EXPECT_EQ(c.Ready(1, 6), !odds) << ReplacementName(p);  // odds: the one-off
+    EXPECT_TRUE(c.Ready(2, 0)) << ReplacementName(p);
+  }
+}
+
+// The lookahead gate: layer 2's rank-0 guess (expert 0) is always routed,
+// its rank-1 guesses never. The first four of a rank are read whatever
+// their record; after that rank 1 is no longer read under reuse-odds, rank 0
+// still is. LFRU reads every guess.
+TEST(ExpertCacheReplacement, ReuseOddsStopsReadingGuessesOfARankThatIsMostlyWrong) {
+  for (Replacement p : {Replacement::kReuseOdds, Replacement::kLfru}) {
+    Harness h(8, p, Mode::kAutoReader);
+    ExpertCache& c = *h.cache;
+    for (int round = 0; round < 4; ++round) {
+      c.Prefetch(2, std::vector<int>{0, 1 + round});  // 0 resident after round 0
+      c.Drain();
+      Step(c, 2, {0});
+    }
+    EXPECT_EQ(c.counters().spec_reads, 5u) << ReplacementName(p);
+    c.Prefetch(2, std::vector<int>{5, 6});
+    c.Drain();
+    const bool gated = p == Replacement::kReuseOdds;
+    EXPECT_EQ(c.counters().spec_reads, gated ? 6u : 7u) << ReplacementName(p);
+    EXPECT_TRUE(c.Ready(2, 5)) << ReplacementName(p);
+    EXPECT_EQ(c.Ready(2, 6), !gated) << ReplacementName(p);
+  }
+}
+
+TEST(ExpertCacheReplacement, SpecGateZeroReadsEveryGuessUnderReuseOdds) {
+  testing::FakeBank bank;
+  ExpertCacheOptions o;
+  o.policy = Replacement::kReuseOdds;
+  o.spec_gate = 0.0f;
+  o.huge_pages = false;
+  o.make_reader = [](std::span<uint8_t>, uint64_t, ExpertReader::Completion done)
+      -> Result<std::unique_ptr<ExpertReader>> {
+    return std::unique_ptr<ExpertReader>(std::make_unique<FakeReader>(std::move(done), true));
+  };
+  auto c = std::move(ExpertCache::Create(bank.Source(), SlotLayout{kRecordBytes, 8}, o).value());
+  for (int round = 0; round < 4; ++round) {
+    c->Prefetch(2, std::vector<int>{0, 1 + round});
+    c->Drain();
+    Step(*c, 2, {0});
+  }
+  c->Prefetch(2, std::vector<int>{5, 6});
+  c->Drain();
+  EXPECT_EQ(c->counters().spec_reads, 7u);
+  EXPECT_TRUE(c->Ready(2, 6));
+}
+
 // --- pins --------------------------------------------------------------------------
 
 TEST(ExpertCachePins, PinnedRecordIsNeverEvicted) {
@@ -396,7 +505,7 @@ TEST(ExpertCacheErrors, FailedGuessIsDroppedAndReadAgainOnDemand) {
 
 TEST(ExpertCacheErrors, NoSuchRecord) {
   Harness h(2, Replacement::kLfru, Mode::kSync);
-  for (RecordId id : {RecordId{0, 1}, RecordId{3, 0}, RecordId{1, 8}, RecordId{1, -1}}) {
+  for (RecordId id : {RecordId{0, 1}, RecordId{testing::kLayers, 0}, RecordId{1, 8}, RecordId{1, -1}}) {
     auto r = h.cache->Acquire(id.first, id.second);
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error().code(), Errc::kArg);

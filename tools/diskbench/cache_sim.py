@@ -21,7 +21,15 @@ Policies: lfru (ENGINE.md §5.2, 16 samples), lfru-exact (full scan), lru,
 lfu-history (decayed per-record access counts kept across evictions,
 --half-life in accesses per slot), next-use (estimated reuse distance from
 the per-layer pick rates), opt (Belady: evicts the record demanded farthest in
-the future; an oracle, the bound for any replacement with the same reads).
+the future; an oracle, the bound for any replacement with the same reads),
+reuse-odds (the engine's default since issue #18: farthest expected next use,
+from reuse odds learned online per (tokens since last use, uses so far) plus
+the layers until the record's layer comes round; run it with --gate 0.7 to
+model the engine's lookahead gate).
+
+TRACE may also be a routing trace (`.jsonl`, one {"layers": [[ids], ...]}
+per token, e.g. a real model's routing): every token a decode step, no
+lookahead guesses.
 
 Read R (--started, the engine's WASTE_SPEC_RANKS): only the R best guesses
 are read before their layer routes; a lower-ranked guess holds a slot and is
@@ -38,7 +46,25 @@ import sys
 RECORD_MB = 2666496 / 1e6  # Kimi-Linear record (the container the figures are for)
 
 
+def load_routing(path):
+    """A routing trace (one JSON object per token, {"layers": [[ids of the
+    first MoE layer], ...]}, e.g. a real model's): every token a decode step,
+    MoE layers numbered from 1, no lookahead guesses."""
+    import json
+    events = []
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            for i, ids in enumerate(json.loads(line)["layers"]):
+                events.append(("H", i + 1, list(ids)))
+                events.extend(("A", i + 1, [e]) for e in ids)
+    return events
+
+
 def load(path):
+    if path.endswith(".jsonl"):
+        return load_routing(path)
     events = []
     with open(path) as f:
         for line in f:
@@ -68,6 +94,49 @@ class Future:
         return ts[i] if i < len(ts) else float("inf")
 
 
+class Hazard:
+    """Reuse odds learned online from the trace itself: every record ever
+    demanded is in a state (tokens since its last use, uses so far), both
+    log2-bucketed; each token counts, per state, how many records were in it
+    (exposure) and how many of them were used (reuse). Their ratio is the
+    chance a record in that state is used in the coming token."""
+
+    AGE_BUCKETS = 8
+    COUNT_BUCKETS = 6
+
+    def __init__(self):
+        self.tok = 0
+        self.last = {}
+        self.cnt = {}
+        n = self.AGE_BUCKETS * self.COUNT_BUCKETS
+        self.exposure = [0.0] * n
+        self.reused = [0.0] * n
+
+    def state(self, k, tok):
+        a = min((tok - self.last[k]).bit_length(), self.AGE_BUCKETS - 1)
+        c = min(self.cnt[k].bit_length(), self.COUNT_BUCKETS - 1)
+        return a * self.COUNT_BUCKETS + c
+
+    def new_token(self):
+        self.tok += 1
+        for k in self.last:
+            self.exposure[self.state(k, self.tok)] += 1
+
+    def use(self, k):
+        if k in self.last:
+            if self.last[k] == self.tok:
+                return  # again in the same token (a prefill chunk)
+            self.reused[self.state(k, self.tok)] += 1
+        self.last[k] = self.tok
+        self.cnt[k] = self.cnt.get(k, 0) + 1
+
+    def chance(self, k, next_token):
+        if k not in self.last:
+            return 0.01
+        st = self.state(k, self.tok + next_token)
+        return (self.reused[st] + 0.5) / (self.exposure[st] + 1.0)
+
+
 class Sim:
     def __init__(self, slots, policy, lookahead, top_k, spec_hits=1, protect=True, gate=0.0,
                  half_life=16, future=None, prior=1.0, warmup=4, started=64):
@@ -89,6 +158,7 @@ class Sim:
         self.spec = [False] * slots       # loaded by lookahead, not yet used
         self.spec_gen = [0] * slots       # hints seen when it was guessed
         self.rank = [0] * slots           # lookahead rank of the guess
+        self.guarded = [-1] * slots       # hint_seq when last guessed while resident
         self.hint_seq = 0
         self.index = {}
         self.free = list(range(slots - 1, -1, -1))
@@ -109,6 +179,8 @@ class Sim:
         self.tokens = {}                  # MoE layer -> hints seen
         self.guess = {}                   # layer -> last ranked guess list
         self.right = {}                   # (layer, rank) -> [picked, guessed]
+        self.hz = Hazard()
+        self.protect_resident = False     # a resident lookahead guess is pending too
 
     # --- replacement ---------------------------------------------------------
 
@@ -117,7 +189,10 @@ class Sim:
         return self.spec[s] and self.spec_gen[s] != self.hint_seq
 
     def pending(self, s):
-        # An unused lookahead record whose layer has not been routed yet.
+        # An unused lookahead record whose layer has not been routed yet
+        # (with --protect-resident also a guess that was already resident).
+        if self.protect_resident and self.guarded[s] == self.hint_seq:
+            return True
         return self.protect and self.spec[s] and self.spec_gen[s] == self.hint_seq
 
     def next_use(self, s):
@@ -134,6 +209,18 @@ class Sim:
         p = min(p, 1.0)
         return d + len(order) * (1.0 / p - 1.0)
 
+    def expected_gap(self, s):
+        # Layer steps until the record is next used: the layers until its
+        # layer comes round, then whole tokens at the learned reuse odds.
+        layer, e = self.key[s]
+        order, n = self.order, max(1, len(self.order))
+        d = (order.get(layer, 0) - order.get(self.hint_layer, 0)) % n
+        passed = d == 0 or order.get(layer, 0) < order.get(self.hint_layer, 0)
+        if d == 0:
+            d = n
+        p = self.hz.chance(self.key[s], 1 if passed else 0)
+        return d + n * (1.0 / p - 1.0)
+
     def better(self, a, b):
         if self.policy == "opt":
             return self.future.next_use(self.key[a], self.clock) > self.future.next_use(self.key[b], self.clock)
@@ -143,6 +230,8 @@ class Sim:
                 return sa
         if self.policy == "next-use":
             return self.next_use(a) > self.next_use(b)
+        if self.policy == "reuse-odds":
+            return self.expected_gap(a) > self.expected_gap(b)
         if self.policy == "lru":
             return self.last[a] < self.last[b]
         if self.policy == "lfu-history":
@@ -154,7 +243,7 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
@@ -275,6 +364,8 @@ class Sim:
             self.learn(layer, ids)
         if layer not in self.order:
             self.order[layer] = len(self.order)
+        if self.hint_layer < 0 or self.order[layer] <= self.order.get(self.hint_layer, 0):
+            self.hz.new_token()
         self.tokens[layer] = self.tokens.get(layer, 0) + 1
         self.hint = [[x, -1, 0, False] for x in ids]
         self.hint_layer = layer
@@ -284,6 +375,7 @@ class Sim:
         self.issue_hints()
 
     def touch(self, k):
+        self.hz.use(k)
         if self.policy == "lfu-history":
             self.freq[k] = self.freq.get(k, 0) + self.fstep
             self.fstep *= self.fmul
@@ -335,7 +427,10 @@ class Sim:
         self.guess[layer] = ids
         for r, x in enumerate(ids):
             k = (layer, x)
-            if k in self.index or not self.trusted(layer, r):
+            if k in self.index:
+                self.guarded[self.index[k]] = self.hint_seq
+                continue
+            if not self.trusted(layer, r):
                 continue
             s = self.victim()
             self.claim(s, k, self.spec_hits)
@@ -391,6 +486,8 @@ def main():
     ap.add_argument("--no-protect", action="store_true",
                     help="plain replacement for lookahead records (the engine protects unused guesses "
                          "until their layer routes and evicts wrong guesses first)")
+    ap.add_argument("--protect-resident", action="store_true",
+                    help="a lookahead guess already resident is also kept until its layer routes")
     ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
     ap.add_argument("--late-hits", action="store_true",
                     help="count a guess demanded before its read started as a hit (the reference's "
@@ -420,6 +517,7 @@ def main():
         c = Sim(slots, pol, la, a.top_k, a.spec_hits, not a.no_protect, gate, hl, future,
                 a.prior, a.warmup, st)
         c.late_is_miss = not a.late_hits
+        c.protect_resident = a.protect_resident
         c = c.run(ev)
         tot = c["hit"] + c["miss"]
         dt = c["dhit"] + c["dmiss"]
