@@ -38,7 +38,7 @@ std::string DefaultModelId(const std::string& dir) {
 
 int ServeMain(const std::vector<std::string>& args) {
   CLI::App app{"waste serve: an OpenAI-compatible HTTP server over one model", "waste serve"};
-  std::string model, budget = "0", cache = "lfru", cpus, usage;
+  std::string model, budget = "0", cache, cpus, usage;
   server::ServeOptions so;
   Config cfg;
   uint32_t ctx = 0;
@@ -56,7 +56,8 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--ctx", ctx, "context tokens (0 = 4096)");
   app.add_option("--threads", threads, "compute threads (0 = engine default)");
   app.add_option("--cpus", cpus, "cpu list to run on");
-  app.add_option("--cache", cache, "expert-cache policy: lfru or lru")->check(CLI::IsMember({"lfru", "lru"}));
+  app.add_option("--cache", cache, "expert-cache policy: reuse-odds (default), lfru or lru")
+      ->check(CLI::IsMember({"reuse-odds", "lfru", "lru"}));
   app.add_flag("--no-direct-io", no_direct_io, "read experts through the page cache");
   app.add_flag("--verify", verify, "checksum every expert record read");
   app.add_option("--usage", usage, "learned hotlist (default MODEL/usage.waste)");
@@ -124,7 +125,10 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.cpu_list = cpus;
   cfg.verify_records = verify;
   cfg.direct_io = no_direct_io ? 0 : -1;
-  cfg.cache_policy = cache == "lru" ? CachePolicy::kLru : CachePolicy::kLfru;
+  cfg.cache_policy = cache == "lru"          ? CachePolicy::kLru
+                     : cache == "lfru"       ? CachePolicy::kLfru
+                     : cache == "reuse-odds" ? CachePolicy::kReuseOdds
+                                             : CachePolicy::kDefault;
   cfg.usage_path = usage;
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;

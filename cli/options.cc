@@ -229,7 +229,9 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
   } else if (name == "--usage") {
     o->usage_path = v;
   } else if (name == "--cache") {
-    if (v == "lfru") {
+    if (v == "reuse-odds") {
+      o->cache_policy = CachePolicy::kReuseOdds;
+    } else if (v == "lfru") {
       o->cache_policy = CachePolicy::kLfru;
     } else if (v == "lru") {
       o->cache_policy = CachePolicy::kLru;
@@ -456,7 +458,9 @@ const std::vector<OptionSpec>& OptionTable() {
       {"--no-direct-io", nullptr, nullptr,
        "read experts through the page cache (default: bypass it)", kOpens},
       {"--usage", nullptr, "PATH", "hotlist file (default MODEL/usage.waste)", kOpens},
-      {"--cache", nullptr, "lru|lfru", "expert cache replacement policy (default lfru)", kOpens},
+       {"--cache", nullptr, "reuse-odds|lfru|lru",
+       "expert cache replacement policy (default reuse-odds; results are the same with any)",
+       kOpens},
       {"--grammar", nullptr, "FILE",
        "constrain the output to a GBNF grammar (docs/SERVER.md, constrained decoding)",
        Bit(Command::kRun)},

@@ -70,7 +70,7 @@ struct Options {
   // waste extensions
   bool no_direct_io = false;
   std::string usage_path;
-  CachePolicy cache_policy = CachePolicy::kLfru;
+  CachePolicy cache_policy = CachePolicy::kDefault;
   std::string logits_out;
   std::string grammar_file;      // run --grammar (GBNF)
   std::string json_schema_file;  // run --json-schema

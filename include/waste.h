@@ -49,7 +49,10 @@ enum { WASTE_LOG_INFO = 0, WASTE_LOG_WARN = 1 };
 typedef void (*waste_log_fn)(void* user, int level, const char* message);
 
 /* Cache replacement (waste_cfg.cache_policy). */
-enum { WASTE_CACHE_LFRU = 0, WASTE_CACHE_LRU = 1 };
+/* WASTE_CACHE_DEFAULT: the engine's choice (reuse-odds unless
+ * WASTE_CACHE_POLICY names another); results never depend on the policy. */
+enum { WASTE_CACHE_LFRU = 0, WASTE_CACHE_LRU = 1, WASTE_CACHE_REUSE_ODDS = 2,
+       WASTE_CACHE_DEFAULT = 3 };
 
 /* Open-time choices. Call waste_cfg_init first, then change fields. 0 / NULL
  * / -1 mean "engine chooses" where stated; the environment (WASTE_THREADS,
@@ -63,7 +66,7 @@ typedef struct waste_cfg {
   int32_t direct_io;        /* -1 = WASTE_DIRECT (default on), 0 off, 1 on */
   int32_t lookahead;        /* -1 = WASTE_LOOKAHEAD (default 6) */
   int32_t io_threads;       /* -1 = WASTE_IO_THREADS (default 2) */
-  int32_t cache_policy;     /* WASTE_CACHE_LFRU or WASTE_CACHE_LRU */
+  int32_t cache_policy;     /* WASTE_CACHE_* (default WASTE_CACHE_DEFAULT) */
   const char* usage_path;   /* hotlist; NULL = <container>/usage.waste */
   int32_t exclusive_open;   /* 1 = refuse a container open in another process */
   int32_t vision;           /* 1 = load the vision tower (WASTE_E_UNSUPPORTED here) */

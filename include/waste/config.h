@@ -10,7 +10,12 @@
 
 namespace waste {
 
-enum class CachePolicy : uint8_t { kLfru = 0, kLru = 1 };
+// Expert cache replacement. kDefault is the engine's choice: reuse-odds
+// (evicts the record expected to be needed last, from learned reuse odds,
+// and reads lookahead guesses only for ranks that have been right), unless
+// WASTE_CACHE_POLICY names another. Results never depend on the policy;
+// bytes read and speed do (docs/PERFORMANCE.md).
+enum class CachePolicy : uint8_t { kLfru = 0, kLru = 1, kReuseOdds = 2, kDefault = 3 };
 
 enum class LogLevel : uint8_t { kInfo = 0, kWarning = 1 };
 // Where the library's warnings go (it never prints). Called on the thread
@@ -30,7 +35,7 @@ struct Config {
   int direct_io = -1;                // -1 = WASTE_DIRECT (default on), 0 off, 1 on
   int lookahead = -1;                // -1 = WASTE_LOOKAHEAD (default 6)
   int io_threads = -1;               // -1 = WASTE_IO_THREADS (default 2)
-  CachePolicy cache_policy = CachePolicy::kLfru;
+  CachePolicy cache_policy = CachePolicy::kDefault;
   std::string usage_path;            // hotlist; empty = <container>/usage.waste
   bool exclusive_open = false;
   bool force_baseline_kernels = false;  // like WASTE_BACKEND=cpu

@@ -83,7 +83,7 @@ void waste_cfg_init(waste_cfg* cfg) {
   cfg->direct_io = -1;
   cfg->lookahead = -1;
   cfg->io_threads = -1;
-  cfg->cache_policy = WASTE_CACHE_LFRU;
+  cfg->cache_policy = WASTE_CACHE_DEFAULT;
 }
 
 void waste_gen_params_init(waste_gen_params* params) {
@@ -111,8 +111,12 @@ waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_c
     config.direct_io = c.direct_io;
     config.lookahead = c.lookahead;
     config.io_threads = c.io_threads;
-    config.cache_policy = c.cache_policy == WASTE_CACHE_LRU ? waste::CachePolicy::kLru
-                                                            : waste::CachePolicy::kLfru;
+    switch (c.cache_policy) {
+      case WASTE_CACHE_LRU: config.cache_policy = waste::CachePolicy::kLru; break;
+      case WASTE_CACHE_LFRU: config.cache_policy = waste::CachePolicy::kLfru; break;
+      case WASTE_CACHE_REUSE_ODDS: config.cache_policy = waste::CachePolicy::kReuseOdds; break;
+      default: config.cache_policy = waste::CachePolicy::kDefault; break;
+    }
     config.usage_path = c.usage_path != nullptr ? c.usage_path : "";
     config.exclusive_open = c.exclusive_open != 0;
     if (c.log != nullptr) {

@@ -31,12 +31,16 @@ std::string Size(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-// Config's policy, or WASTE_CACHE_POLICY=reuse-odds|lfru|lru|lfu-history
-// (`want`) when the config leaves the default (CachePolicy::kLfru means
-// "the default": reuse-odds since issue #18; the old LFRU is
-// WASTE_CACHE_POLICY=lfru).
+// Config's policy, or, when the config leaves the default,
+// WASTE_CACHE_POLICY=reuse-odds|lfru|lru|lfu-history (`want`); reuse-odds
+// when neither names one.
 Replacement ResolveReplacement(CachePolicy policy, const std::string& want) {
-  if (policy == CachePolicy::kLru) return Replacement::kLru;
+  switch (policy) {
+    case CachePolicy::kLru: return Replacement::kLru;
+    case CachePolicy::kLfru: return Replacement::kLfru;
+    case CachePolicy::kReuseOdds: return Replacement::kReuseOdds;
+    case CachePolicy::kDefault: break;
+  }
   if (want == "lru") return Replacement::kLru;
   if (want == "lfru") return Replacement::kLfru;
   if (want == "lfu-history" || want == "history") return Replacement::kLfuHistory;

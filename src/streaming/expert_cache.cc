@@ -66,7 +66,9 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::Create(const Container& contai
   l.slot_bytes = RoundUp(container.max_record_bytes(), kSlotAlign);
   l.slots = std::max<uint64_t>(slots, 1);
   ExpertCacheOptions o;
-  o.policy = policy == CachePolicy::kLru ? Replacement::kLru : Replacement::kLfru;
+  o.policy = policy == CachePolicy::kLru    ? Replacement::kLru
+             : policy == CachePolicy::kLfru ? Replacement::kLfru
+                                            : Replacement::kReuseOdds;
   o.verify_crc = verify_crc;
   o.io.backend = IoBackend::kSync;
   return Create(container, l, o);

@@ -129,6 +129,20 @@ TEST_F(StreamingIdentity, EveryReplacementPolicy) {
   EXPECT_EQ(Run(Tiny(-1, 6)).stats.cache_policy, "reuse-odds");  // the default
 }
 
+TEST_F(StreamingIdentity, AConfiguredPolicyIsTheOneThatRuns) {
+  // The config's choice wins over the environment; only kDefault defers to it.
+  ScopedEnv env("WASTE_CACHE_POLICY", "lru");
+  const std::pair<CachePolicy, const char*> cases[] = {{CachePolicy::kLfru, "lfru"},
+                                                       {CachePolicy::kLru, "lru"},
+                                                       {CachePolicy::kReuseOdds, "reuse-odds"},
+                                                       {CachePolicy::kDefault, "lru"}};
+  for (const auto& [policy, name] : cases) {
+    Config c = Tiny(-1, 6);
+    c.cache_policy = policy;
+    EXPECT_EQ(Run(c).stats.cache_policy, name);
+  }
+}
+
 TEST_F(StreamingIdentity, VerifiedReadsGiveTheSameLogits) {
   const RunOutput& ref = Reference();
   Config c = Tiny(-1, 6);

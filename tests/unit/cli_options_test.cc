@@ -351,6 +351,11 @@ TEST(CliValues, Extensions) {
   EXPECT_EQ(o.prompt_tokens, 9u);
   EXPECT_TRUE(o.quiet);
   EXPECT_EQ(ErrorOf({"run", "m", "--cache", "fifo"}), "invalid value for --cache: fifo");
+  // No --cache leaves the engine's choice (and WASTE_CACHE_POLICY) in charge;
+  // each name selects exactly that policy.
+  EXPECT_EQ(Ok({"run", "m"}).cache_policy, CachePolicy::kDefault);
+  EXPECT_EQ(Ok({"run", "m", "--cache", "lfru"}).cache_policy, CachePolicy::kLfru);
+  EXPECT_EQ(Ok({"run", "m", "--cache", "reuse-odds"}).cache_policy, CachePolicy::kReuseOdds);
   EXPECT_EQ(ErrorOf({"run", "m", "--ids", "1 x 3"}), "invalid token id: x");
   EXPECT_TRUE(Ok({"tokenize", "m", "--plain"}).plain);
   EXPECT_FALSE(Ok({"tokenize", "m", "--plain", "--markup"}).plain);
