@@ -87,8 +87,7 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
       for (size_t t = 0; t < n; ++t) stream_.MlpInput(t, lw, xn_.data() + t * h);
     }
     if (cfg_.ffn_kind[static_cast<size_t>(l)] == FfnKind::kMoe) {
-      WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), n, f_.data(),
-                              prefetch_.enabled() ? &prefetch_ : nullptr));
+      WASTE_TRY(moe_->Forward(ops, lw.moe, l, cache_, xn_.data(), n, f_.data(), &prefetch_));
       if (on_route && n == 1) on_route(pos0, l, moe_->routing(0));
     } else {
       ScopedPhase phase(ops.profiler(), Phase::kDense);
