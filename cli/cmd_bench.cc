@@ -2,13 +2,16 @@
 // -p N of it, or --ids), greedy unless --temp, -n tokens (default 64),
 // --reps times (the state reset between, the expert cache kept warm); a
 // "pp N" row (prompt processing) and a "tg N" row (generation) with the
-// mean and sample standard deviation of the repetitions' tok/s, as a
+// mean and sample standard deviation of the repetitions' tok/s (as
+// llama-bench prints them) and their median and range (what a noisy shared
+// machine needs, and the first, cold repetition cannot skew), as a
 // markdown table (-o md), CSV (-o csv) or JSON (-o json / --json: one
 // object, the detailed keys of the last repetition plus "rows"). Fields:
 // docs/CLI.md "bench". tok_per_s keeps its old definition (tokens over the
 // whole Generate, prefill included).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -78,23 +81,34 @@ struct Row {
     for (double r : rates) s += (r - m) * (r - m);
     return std::sqrt(s / double(rates.size() - 1));
   }
+  double Median() const {
+    if (rates.empty()) return 0.0;
+    std::vector<double> sorted = rates;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  }
+  double Min() const { return rates.empty() ? 0.0 : *std::min_element(rates.begin(), rates.end()); }
+  double Max() const { return rates.empty() ? 0.0 : *std::max_element(rates.begin(), rates.end()); }
 };
 
 std::string Table(const std::vector<Row>& rows, const std::string& format, const std::string& model,
                   const std::string& budget, int threads, int reps) {
   std::string out;
   if (format == "csv") {
-    out = "model,budget,threads,reps,test,tok_per_s,stddev\n";
+    out = "model,budget,threads,reps,test,tok_per_s,stddev,median,min,max\n";
     for (const Row& r : rows) {
-      out += fmt::format("{},{},{},{},{},{:.4f},{:.4f}\n", model, budget, threads, reps, r.test,
-                         r.Mean(), r.Spread());
+      out += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n", model, budget,
+                         threads, reps, r.test, r.Mean(), r.Spread(), r.Median(), r.Min(), r.Max());
     }
     return out;
   }
-  out = "| model | budget | threads | test | t/s |\n| --- | ---: | ---: | ---: | ---: |\n";
+  out =
+      "| model | budget | threads | test | t/s | median (range) |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const Row& r : rows) {
-    out += fmt::format("| {} | {} | {} | {} | {:.2f} ± {:.2f} |\n", model, budget, threads, r.test,
-                       r.Mean(), r.Spread());
+    out += fmt::format("| {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f} ({:.2f}..{:.2f}) |\n", model,
+                       budget, threads, r.test, r.Mean(), r.Spread(), r.Median(), r.Min(), r.Max());
   }
   return out;
 }
@@ -248,6 +262,9 @@ int BenchCommand(const Options& o) {
       row["test"] = r->test;
       row["tok_per_s"] = Round(r->Mean(), 1e4);
       row["stddev"] = Round(r->Spread(), 1e4);
+      row["median"] = Round(r->Median(), 1e4);
+      row["min"] = Round(r->Min(), 1e4);
+      row["max"] = Round(r->Max(), 1e4);
       row["samples"] = r->rates;
       rows.push_back(row);
     }

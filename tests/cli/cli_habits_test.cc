@@ -299,20 +299,30 @@ TEST_F(CliHabits, ChatDropsTheOldestTurnsWhenTheContextIsFull) {
 TEST_F(CliHabits, BenchRowsRepsAndFormats) {
   const ProcessResult md = Waste({"bench", kDemo, "-n", "4", "--reps", "2"});
   ASSERT_EQ(md.exit_code, 0) << Describe(md);
-  EXPECT_TRUE(Contains(md.out, "| model | budget | threads | test | t/s |")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "| model | budget | threads | test | t/s | median (range) |"))
+      << Describe(md);
   EXPECT_TRUE(Contains(md.out, "| pp ")) << Describe(md);
   EXPECT_TRUE(Contains(md.out, "| tg 4 | ")) << Describe(md);
   EXPECT_TRUE(Contains(md.out, " ± ")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "..")) << Describe(md);
   const ProcessResult csv = Waste({"bench", kDemo, "-n", "4", "-o", "csv", "-p", "16"});
   ASSERT_EQ(csv.exit_code, 0) << Describe(csv);
   const std::vector<std::string> rows = Lines(csv.out);
   ASSERT_EQ(rows.size(), 3u) << Describe(csv);
-  EXPECT_EQ(rows[0], "model,budget,threads,reps,test,tok_per_s,stddev");
+  EXPECT_EQ(rows[0], "model,budget,threads,reps,test,tok_per_s,stddev,median,min,max");
   EXPECT_TRUE(Contains(rows[1], ",pp 16,")) << rows[1];
   const json j = OneObject(Waste({"bench", kDemo, "-n", "4", "--reps", "3", "--json"}));
   EXPECT_EQ(j["reps"], 3);
   ASSERT_EQ(j["rows"].size(), 2u);
   EXPECT_EQ(j["rows"][1]["samples"].size(), 3u);
+  // The median and range are those of the samples.
+  for (const json& row : j["rows"]) {
+    std::vector<double> s = row["samples"].get<std::vector<double>>();
+    std::sort(s.begin(), s.end());
+    EXPECT_NEAR(row["median"].get<double>(), s[1], 1e-3 * s[1] + 1e-4);
+    EXPECT_NEAR(row["min"].get<double>(), s[0], 1e-3 * s[0] + 1e-4);
+    EXPECT_NEAR(row["max"].get<double>(), s[2], 1e-3 * s[2] + 1e-4);
+  }
   for (const char* key : {"tokens", "tok_per_s", "prefill_tok_s", "decode_tok_s", "hit_rate"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "model/sampler.h"
@@ -12,6 +13,32 @@ namespace waste {
 namespace {
 
 std::vector<float> Logits() { return {1.0f, 3.0f, 2.5f, -1.0f, 0.5f, 2.9f}; }
+
+// Argmax is the first index of the largest value, at every length (the
+// vectorised lanes and the tail), with ties, -inf and a vocabulary's size.
+TEST(Sampler, ArgmaxIsTheFirstIndexOfTheLargest) {
+  auto reference = [](const std::vector<float>& v) {
+    int best = 0;
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (v[i] > v[static_cast<size_t>(best)]) best = static_cast<int>(i);
+    }
+    return best;
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  for (size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 100u, 163840u}) {
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    EXPECT_EQ(Argmax(v), reference(v)) << n;
+    v[n / 3] = 100.0f;  // a tie: the first one wins
+    v[n - 1] = 100.0f;
+    EXPECT_EQ(Argmax(v), static_cast<int>(n / 3)) << n;
+  }
+  std::vector<float> banned(40, -INFINITY);
+  EXPECT_EQ(Argmax(banned), 0);
+  banned[37] = -5.0f;
+  EXPECT_EQ(Argmax(banned), 37);
+}
 
 TEST(Sampler, DefaultsLeaveGreedyAndSeededDrawsUnchanged) {
   SamplerParams plain;
