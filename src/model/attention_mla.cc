@@ -119,26 +119,40 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
     float* qt = wk + static_cast<size_t>(dn) * R;  // q̃ = W_kbᵀ q_nope
     float* cbar = qt + R;
     float* scores = cbar + R;
-    for (size_t h = hb; h < he; ++h) {
-      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
+    // Rows [first, first + count) of kv_b into dst (row stride R).
+    // Offsetting the weights (not dst) keeps every pointer inside its array.
+    const auto dequant_rows = [&](int64_t first, int count, float* dst) {
       if (dequant != nullptr) {
         kernels::DequantArgs d;
         d.w = vargs;
-        d.w.weights += static_cast<size_t>(base) * d.w.row_bytes;
-        if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(base) * d.w.groups;
-        d.out = wk;
+        d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
+        if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
+        d.out = dst;
         d.out_stride = R;
-        dequant(d, 0, static_cast<size_t>(dn));
+        dequant(d, 0, static_cast<size_t>(count));
       } else {
-        for (int i = 0; i < dn; ++i) DequantizeRow(kvb, base + i, wk + static_cast<size_t>(i) * R);
+        for (int i = 0; i < count; ++i) DequantizeRow(kvb, first + i, dst + static_cast<size_t>(i) * R);
       }
+    };
+    for (size_t h = hb; h < he; ++h) {
+      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
+      // One token uses each W_kb row once: it is dequantised into a row
+      // buffer (L1) right before its axpy rather than the whole dn × R block
+      // going out to L2 and back. A chunk reuses the block for every token.
+      // Same values, same order either way.
+      if (n > 1) dequant_rows(base, dn, wk);
       for (size_t t = 0; t < n; ++t) {
         const int nk = pos0 + static_cast<int>(t) + 1;
         const float* qh = q_.data() + t * qw + h * static_cast<size_t>(dq);
         std::memset(qt, 0, R * sizeof(float));
         for (int i = 0; i < dn; ++i) {
           if (qh[i] == 0.0f) continue;
-          k.axpy_f32(qh[i], wk + static_cast<size_t>(i) * R, qt, R);
+          const float* w_row = wk + static_cast<size_t>(i) * R;
+          if (n == 1) {
+            dequant_rows(base + i, 1, wk);
+            w_row = wk;
+          }
+          k.axpy_f32(qh[i], w_row, qt, R);
         }
         float m = -INFINITY;
         for (int s = 0; s < nk; ++s) {
