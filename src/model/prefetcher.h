@@ -26,7 +26,8 @@ class Prefetcher {
   bool enabled() const { return depth_ > 0; }
   // The MoE layer `layer` of a decode step has routed input `x`: guesses
   // the next MoE layer's experts from it and starts their reads. Nothing
-  // when off or when `layer` is the last MoE layer.
+  // when off, when `layer` is the last MoE layer, or when the cache already
+  // holds every record of the next one.
   void Guess(const Ops& ops, int layer, const float* x, ExpertCache& cache);
   // The guess Guess() last made (tests, traces).
   const std::vector<int>& last_guess() const { return guess_; }

@@ -134,6 +134,7 @@ ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
   n_experts_ = std::max(1, source_.experts);
   index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
+  held_in_layer_.assign(static_cast<size_t>(std::max(1, source_.layers)), 0);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   if (policy_ == Replacement::kReuseOdds) {
     layer_order_.assign(static_cast<size_t>(std::max(1, source_.layers)), -1);
@@ -281,6 +282,7 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
       Slot& s = slots_[static_cast<size_t>(best)];
       if (s.layer >= 0) {
         index_[Key(s.layer, s.expert)] = -1;
+        --held_in_layer_[static_cast<size_t>(s.layer)];
         if (s.state == State::kReady) ++counters_.evictions;
       }
       s.layer = s.expert = -1;
@@ -306,12 +308,17 @@ void ExpertCache::Claim(int slot, int layer, int expert, Origin origin, uint32_t
   s.pins = 0;
   s.view = {};
   s.error = Status::Ok();
-  index_[Key(layer, expert)] = slot;
+  int32_t& entry = index_[Key(layer, expert)];
+  if (entry < 0) ++held_in_layer_[static_cast<size_t>(layer)];
+  entry = slot;
 }
 
 void ExpertCache::Drop(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
-  if (s.layer >= 0 && index_[Key(s.layer, s.expert)] == slot) index_[Key(s.layer, s.expert)] = -1;
+  if (s.layer >= 0 && index_[Key(s.layer, s.expert)] == slot) {
+    index_[Key(s.layer, s.expert)] = -1;
+    --held_in_layer_[static_cast<size_t>(s.layer)];
+  }
   s.layer = s.expert = -1;
   s.state = State::kEmpty;
   s.pins = 0;
@@ -571,6 +578,12 @@ void ExpertCache::Hint(int layer, std::span<const int> experts) {
     if (Valid(layer, e)) hint_.push_back(HintEntry{e});
   }
   IssueHints();
+}
+
+bool ExpertCache::HoldsLayer(int layer) const {
+  MutexLock lock(mu_);
+  return layer >= 0 && layer < source_.layers &&
+         held_in_layer_[static_cast<size_t>(layer)] == n_experts_;
 }
 
 void ExpertCache::Prefetch(int layer, std::span<const int> experts) {

@@ -193,6 +193,10 @@ class ExpertCache {
   // unpinned, not counted as misses (bytes are counted), never evicting a
   // pinned or in-flight record, skipped when no slot is free right now.
   void Prefetch(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
+  // True when every record of `layer` is in memory or being read, so a
+  // guess for it could start no read (the prefetcher then skips the router
+  // matvec that makes the guess).
+  bool HoldsLayer(int layer) const WASTE_EXCLUDES(mu_);
 
   struct WarmEntry {
     int layer, expert;
@@ -305,6 +309,7 @@ class ExpertCache {
   std::vector<Slot> slots_ WASTE_GUARDED_BY(mu_);
   // layer * experts + expert -> slot, -1 = absent
   std::vector<int32_t> index_ WASTE_GUARDED_BY(mu_);
+  std::vector<int32_t> held_in_layer_ WASTE_GUARDED_BY(mu_);  // [layer] entries of index_ >= 0
   std::vector<int> free_ WASTE_GUARDED_BY(mu_);    // empty slots, popped from the back
   std::vector<float> freq_ WASTE_GUARDED_BY(mu_);  // kLfuHistory: decayed access counts per record
   float freq_step_ WASTE_GUARDED_BY(mu_) = 1.0f;

@@ -130,6 +130,57 @@ TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
   EXPECT_EQ(fresh.cache->counters().spec_used, 2u);
 }
 
+// Once every record of the next MoE layer is held, a guess could start no
+// read: the prefetcher makes none (and skips its router matvec); it guesses
+// again as soon as one record of that layer leaves the cache.
+TEST(Prefetcher, AWhollyHeldLayerIsNotGuessed) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FixtureModel m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const std::vector<int> moe = MoeLayers(cfg);
+  ASSERT_GE(moe.size(), 2u);
+  ASSERT_GE(m.cache->slots(), static_cast<uint64_t>(2 * cfg.moe.n_experts));
+  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+  const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 13);
+  Prefetcher prefetch(cfg, m.w, 2);
+  EXPECT_FALSE(m.cache->HoldsLayer(moe[1]));
+  for (int e = 0; e + 1 < cfg.moe.n_experts; ++e) ASSERT_TRUE(m.cache->Acquire(moe[1], e).has_value());
+  EXPECT_FALSE(m.cache->HoldsLayer(moe[1]));
+  prefetch.Guess(ops, moe[0], x.data(), *m.cache);
+  EXPECT_EQ(prefetch.last_guess().size(), 2u) << "one record of the layer is still missing";
+  ASSERT_TRUE(m.cache->Acquire(moe[1], cfg.moe.n_experts - 1).has_value());
+  EXPECT_TRUE(m.cache->HoldsLayer(moe[1]));
+  EXPECT_FALSE(m.cache->HoldsLayer(moe[0]));
+  EXPECT_FALSE(m.cache->HoldsLayer(-1));
+  EXPECT_FALSE(m.cache->HoldsLayer(cfg.n_layers));
+  prefetch.Guess(ops, moe[0], x.data(), *m.cache);
+  EXPECT_TRUE(prefetch.last_guess().empty());
+}
+
+// A small cache never holds a whole layer: evictions keep the count right.
+TEST(Prefetcher, EvictionsKeepTheHeldCountRight) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FixtureModel m = Open(3);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  const std::vector<int> moe = MoeLayers(cfg);
+  ASSERT_FALSE(moe.empty());
+  for (int round = 0; round < 3; ++round) {
+    for (int l : moe) {
+      for (int e = 0; e < cfg.moe.n_experts; ++e) {
+        ASSERT_TRUE(m.cache->Acquire(l, e).has_value());
+        EXPECT_FALSE(m.cache->HoldsLayer(l));
+      }
+    }
+  }
+  FixtureModel big = Open(64);
+  for (int round = 0; round < 2; ++round) {
+    for (int e = 0; e < cfg.moe.n_experts; ++e) ASSERT_TRUE(big.cache->Acquire(moe[0], e).has_value());
+    EXPECT_TRUE(big.cache->HoldsLayer(moe[0]));
+  }
+}
+
 TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
   FixtureModel m = Open(64);
