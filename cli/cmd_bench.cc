@@ -123,6 +123,9 @@ std::string BaseName(std::string path) {
 
 int BenchCommand(const Options& o) {
   InstallInterruptHandlers();
+  // How busy the machine was: the 1-minute load before the bench's own
+  // threads count, and after them (quoted with any figure from a shared box).
+  const double load_before = waste::LoadAverage();
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
   const std::string format = o.output_format.empty() ? "md" : o.output_format;
@@ -255,6 +258,10 @@ int BenchCommand(const Options& o) {
     j["backend"] = engine->backend_name();
     j["threads"] = engine->threads();
     j["peak_rss_bytes"] = waste::PeakRssBytes();
+    if (load_before >= 0) {
+      j["load_average_before"] = Round(load_before, 100);
+      j["load_average_after"] = Round(waste::LoadAverage(), 100);
+    }
     j["reps"] = pp.rates.size();
     Json rows = Json::array();
     for (const Row* r : {&pp, &tg}) {
@@ -300,6 +307,10 @@ int BenchCommand(const Options& o) {
               static_cast<unsigned long long>(after.spec_used),
               static_cast<unsigned long long>(after.warm_reads));
   std::printf("  memory    peak RSS %.2f GiB\n", double(waste::PeakRssBytes()) / kGiB);
+  if (load_before >= 0) {
+    std::printf("  host      load average %.2f before, %.2f after (1 minute; the bench's own threads count)\n",
+                load_before, waste::LoadAverage());
+  }
   if (!after.phase_seconds.empty()) {
     std::printf("  profile  ");
     for (const auto& [name, seconds] : after.phase_seconds) {

@@ -31,5 +31,9 @@ WASTE_EXPORT uint64_t PhysicalRam() noexcept;
 WASTE_EXPORT uint64_t UsableRam() noexcept;
 // Peak resident set size of this process so far (0 if unknown).
 WASTE_EXPORT uint64_t PeakRssBytes() noexcept;
+// The machine's 1-minute load average (runnable threads, all processes), so
+// a benchmark can say how busy the machine was; -1 where the OS keeps none
+// (Windows).
+WASTE_EXPORT double LoadAverage() noexcept;
 
 }  // namespace waste

@@ -29,5 +29,12 @@ uint64_t PeakRssBytes() noexcept {
     return 0;
   }
 }
+double LoadAverage() noexcept {
+  try {
+    return platform::LoadAverage();
+  } catch (...) {
+    return -1.0;
+  }
+}
 
 }  // namespace waste

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 
@@ -141,6 +142,11 @@ uint64_t PeakRssBytes() {
   struct rusage ru;
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+double LoadAverage() {
+  double load[1];
+  return ::getloadavg(load, 1) == 1 ? load[0] : -1.0;
 }
 
 Status BindCurrentThread(const std::vector<int>& cpus) {

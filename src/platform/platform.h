@@ -191,6 +191,7 @@ struct UsableRam {
 };
 UsableRam GetUsableRam();
 uint64_t PeakRssBytes();               // getrusage / GetProcessMemoryInfo
+double LoadAverage();                  // 1-minute load average (getloadavg); -1 if unknown
 
 // Thread placement. BindCurrentThread returns kUnsupported on platforms that
 // cannot bind, kArg for CPUs the process may not use.

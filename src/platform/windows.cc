@@ -440,6 +440,8 @@ uint64_t PeakRssBytes() {
   return counters.PeakWorkingSetSize;
 }
 
+double LoadAverage() { return -1.0; }  // Windows keeps no run-queue load average
+
 Status BindCurrentThread(const std::vector<int>& cpus) {
   if (cpus.empty()) return ArgError("empty cpu set");
   std::vector<int> allowed = AllowedCpus();

@@ -326,6 +326,11 @@ TEST_F(CliHabits, BenchRowsRepsAndFormats) {
   for (const char* key : {"tokens", "tok_per_s", "prefill_tok_s", "decode_tok_s", "hit_rate"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // The machine's load (Linux and macOS keep one): a figure's context.
+  ASSERT_TRUE(j.contains("load_average_before"));
+  EXPECT_GE(j["load_average_before"].get<double>(), 0.0);
+  EXPECT_GE(j["load_average_after"].get<double>(), 0.0);
+  EXPECT_TRUE(Contains(md.out, "  host      load average ")) << Describe(md);
 }
 
 TEST_F(CliHabits, ContextTooSmallNamesCtxAndThePromptLength) {
