@@ -39,7 +39,7 @@ struct ConvertOptions {
   int kmeans_iterations = 16;    // upper bound; stops earlier when converged
   // Rounds of codebook refinement after the greedy residual k-means (each
   // kept only when it lowers the greedy encoding's training error); 0 = none.
-  int refine_rounds = 2;
+  int refine_rounds = 4;
   // Emulate the reference converter's recipe instead (max-scaled trunk
   // groups; books from 12 sampled experts, random-sample initialisation,
   // 10 Lloyd iterations, no empty-cluster repair; indices chosen against
