@@ -128,11 +128,9 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   if (o.train_vectors < 1 || o.kmeans_iterations < 1) {
     return ArgError("training vectors and k-means iterations must be positive");
   }
-  // Measurement override (recorded in the resume settings like the option).
-  int refine_rounds = o.refine_rounds;
-  bool refine_weighted = true;
-  refine_rounds = EnvInt("WASTE_CONVERT_REFINE_ROUNDS", refine_rounds);
-  refine_weighted = EnvInt("WASTE_CONVERT_REFINE_WEIGHTED", 1) != 0;
+  // WASTE_CONVERT_REFINE_ROUNDS overrides the option, for measurements
+  // (recorded in the resume settings all the same).
+  int refine_rounds = EnvInt("WASTE_CONVERT_REFINE_ROUNDS", o.refine_rounds);
   if (refine_rounds < 0 || refine_rounds > 64) return ArgError("refinement rounds must be in [0, 64]");
   if (o.reference_recipe) refine_rounds = 0;
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<convert::Checkpoint> ckpt, convert::Checkpoint::Open(o.source_dir));
@@ -177,8 +175,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Json fingerprint, SourceFingerprint(*ckpt));
   const Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
                          {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
-                         {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds},
-                         {"refine_weighted", refine_weighted}};
+                         {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
   Json state = {{"version", kStateVersion}, {"source", fingerprint}, {"settings", settings},
                 {"layers", Json::object()}};
   const std::string state_path = JoinPath(o.out_dir, "convert.json");
@@ -297,7 +294,6 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     job.seed = o.seed;
     job.reference = o.reference_recipe;
     job.refine_rounds = refine_rounds;
-    job.refine_weighted = refine_weighted;
     const uint64_t before = source_bytes;
     WASTE_ASSIGN_OR_RETURN(convert::LayerResult lr,
                            convert::ConvertLayer(*ckpt, model, job, o.out_dir, pool.get(), &experts_done,

@@ -143,7 +143,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
     }
   }
   std::vector<float> train[3], weight[3];
-  const bool weighted = !job.reference && job.refine_rounds > 0 && job.refine_weighted;
+  // Refinement weighs each vector by its row scale squared (see vq.h).
+  const bool weighted = !job.reference && job.refine_rounds > 0;
   for (int k = 0; k < 3; ++k) {
     train[k].resize(total[k] * kVecDim);
     if (weighted) weight[k].resize(total[k]);

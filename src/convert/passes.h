@@ -71,7 +71,6 @@ struct LayerJob {
   uint64_t seed = 0;
   bool reference = false;        // the reference converter's recipe (ConvertOptions)
   int refine_rounds = 0;         // codebook refinement rounds (KmeansOptions)
-  bool refine_weighted = true;   // refinement weighs vectors by their row scale squared
 };
 
 struct LayerResult {

@@ -2,7 +2,9 @@
 // (k-means++ seeding, empty clusters repaired, convergence test, books
 // rounded to the f16 the engine decodes before the next stage trains on
 // what they leave) and the nearest-entry search used both for training and
-// for encoding every expert. Results depend on the seed and the data only:
+// for encoding every expert, then rounds of refinement of all stages
+// together against the greedy encoding the experts get (RefineBooks in
+// vq.cc). Results depend on the seed and the data only:
 // all parallel work is split into fixed chunks reduced in chunk order.
 #pragma once
 
