@@ -81,7 +81,7 @@ struct LayerResult {
   double err[3] = {0, 0, 0};
   double norm[3] = {0, 0, 0};
   uint64_t source_bytes = 0;
-  double train_error[3] = {0, 0, 0};   // mean squared residual of the training set
+  double train_error[3] = {0, 0, 0};   // mean squared residual of the training set, before refinement
   std::vector<double> refine_error[3]; // KmeansReport::refine_error per kind
   int refine_kept[3] = {0, 0, 0};
   double train_cpu_s = 0;              // process CPU seconds: sampling + k-means
