@@ -37,6 +37,9 @@ struct ConvertOptions {
   bool trunk8 = false;           // every quantised trunk matrix Q8G (default Q4G)
   int64_t train_vectors = 262144;  // codebook training vectors per (layer, kind)
   int kmeans_iterations = 16;    // upper bound; stops earlier when converged
+  // Rounds of codebook refinement after the greedy residual k-means (each
+  // kept only when it lowers the greedy encoding's training error); 0 = none.
+  int refine_rounds = 4;
   // Emulate the reference converter's recipe instead (max-scaled trunk
   // groups; books from 12 sampled experts, random-sample initialisation,
   // 10 Lloyd iterations, no empty-cluster repair; indices chosen against
@@ -55,6 +58,11 @@ struct ConvertLayerReport {
   // k-means) and on encoding the experts; 0 for a cached layer.
   double train_cpu_s = 0;
   double encode_cpu_s = 0;
+  // Codebook refinement per kind: the greedy encoding's mean squared
+  // training error (row-scale weighted) before the first round and after
+  // each round tried, and how many rounds were kept. Empty when none ran.
+  std::vector<double> refine_error[3];
+  int refine_kept[3] = {0, 0, 0};
 };
 
 struct ConvertReport {

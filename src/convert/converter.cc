@@ -128,6 +128,11 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   if (o.train_vectors < 1 || o.kmeans_iterations < 1) {
     return ArgError("training vectors and k-means iterations must be positive");
   }
+  // WASTE_CONVERT_REFINE_ROUNDS overrides the option, for measurements
+  // (recorded in the resume settings all the same).
+  int refine_rounds = EnvInt("WASTE_CONVERT_REFINE_ROUNDS", o.refine_rounds);
+  if (refine_rounds < 0 || refine_rounds > 64) return ArgError("refinement rounds must be in [0, 64]");
+  if (o.reference_recipe) refine_rounds = 0;
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<convert::Checkpoint> ckpt, convert::Checkpoint::Open(o.source_dir));
   WASTE_ASSIGN_OR_RETURN(convert::SourceModel model, convert::DescribeSource(*ckpt));
   report.family = std::string(model.family->key);
@@ -170,7 +175,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Json fingerprint, SourceFingerprint(*ckpt));
   const Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
                          {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
-                         {"reference_recipe", o.reference_recipe}};
+                         {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
   Json state = {{"version", kStateVersion}, {"source", fingerprint}, {"settings", settings},
                 {"layers", Json::object()}};
   const std::string state_path = JoinPath(o.out_dir, "convert.json");
@@ -288,6 +293,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     job.kmeans_iterations = o.kmeans_iterations;
     job.seed = o.seed;
     job.reference = o.reference_recipe;
+    job.refine_rounds = refine_rounds;
     const uint64_t before = source_bytes;
     WASTE_ASSIGN_OR_RETURN(convert::LayerResult lr,
                            convert::ConvertLayer(*ckpt, model, job, o.out_dir, pool.get(), &experts_done,
@@ -302,6 +308,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     for (int k = 0; k < 3; ++k) {
       rep.rel_error[k] = lr.norm[k] > 0 ? std::sqrt(lr.err[k] / lr.norm[k]) : 0;
       rel.push_back(rep.rel_error[k]);
+      rep.refine_error[k] = lr.refine_error[k];
+      rep.refine_kept[k] = lr.refine_kept[k];
     }
     report.layers.push_back(rep);
     state["layers"][std::to_string(l)] = {{"bank", {{"bytes", lr.bank_bytes}, {"crc32", lr.bank_crc}}},

@@ -139,13 +139,14 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
 }
 
 void SampleTrainingVectors(const float* w, int rows, int cols, size_t count, uint64_t rng_seed,
-                           float* out) {
+                           float* out, float* weights) {
   const int nv = cols / kVecDim;
   const size_t total = static_cast<size_t>(rows) * nv;
-  std::vector<float> inv(static_cast<size_t>(rows));
+  std::vector<float> inv(static_cast<size_t>(rows)), a2(static_cast<size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     const float a = format::F16ToF32(format::F32ToF16(RowScale(w + static_cast<size_t>(r) * cols, cols)));
     inv[r] = a > 0.0f ? 1.0f / a : 0.0f;
+    a2[r] = a * a;
   }
   Rng rng(rng_seed);
   for (size_t k = 0; k < count; ++k) {
@@ -153,6 +154,7 @@ void SampleTrainingVectors(const float* w, int rows, int cols, size_t count, uin
     const size_t r = p / nv, v = p % nv;
     const float* src = w + r * cols + v * kVecDim;
     for (int j = 0; j < kVecDim; ++j) out[k * kVecDim + j] = src[j] * inv[r];
+    if (weights != nullptr) weights[k] = a2[r];
   }
 }
 

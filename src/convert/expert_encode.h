@@ -34,7 +34,9 @@ MatrixError EncodeMatrix(ExpertRecordBuilder& b, int kind, const float* w, const
 
 // Appends `count` row-normalised training vectors of w [rows][cols], drawn
 // uniformly (with replacement) by `rng_seed`; all vectors when count >= rows*cols/8.
+// `weights` (optional, [count]): the square of each vector's row scale, the
+// factor its squared error carries back in the weights' units.
 void SampleTrainingVectors(const float* w, int rows, int cols, size_t count, uint64_t rng_seed,
-                           float* out);
+                           float* out, float* weights = nullptr);
 
 }  // namespace waste::convert

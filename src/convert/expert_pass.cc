@@ -142,8 +142,13 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
           total[k], q.entries));
     }
   }
-  std::vector<float> train[3];
-  for (int k = 0; k < 3; ++k) train[k].resize(total[k] * kVecDim);
+  std::vector<float> train[3], weight[3];
+  // Refinement weighs each vector by its row scale squared (see vq.h).
+  const bool weighted = !job.reference && job.refine_rounds > 0;
+  for (int k = 0; k < 3; ++k) {
+    train[k].resize(total[k] * kVecDim);
+    if (weighted) weight[k].resize(total[k]);
+  }
   FirstError first;
   std::atomic<uint64_t> source_bytes{0};
   const size_t batch = static_cast<size_t>(std::max(2, 2 * threads));
@@ -165,7 +170,8 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
                               Rng(job.seed, 0x73616D70ull, static_cast<uint64_t>(job.layer),
                                   static_cast<uint64_t>(k == 2 ? 1 : 0), static_cast<uint64_t>(e))
                                   .Next(),
-                              train[k].data() + static_cast<size_t>(slot) * per[k] * kVecDim);
+                              train[k].data() + static_cast<size_t>(slot) * per[k] * kVecDim,
+                              weighted ? weight[k].data() + static_cast<size_t>(slot) * per[k] : nullptr);
       }
     });
     if (first.expert >= 0) return first.status;
@@ -183,11 +189,15 @@ Result<LayerResult> ConvertLayer(const Checkpoint& ckpt, const SourceModel& mode
     ko.stages = q.stages;
     ko.max_iterations = job.reference ? 10 : job.kmeans_iterations;
     ko.reference = job.reference;
+    ko.refine_rounds = job.refine_rounds;
     ko.seed = Rng(job.seed, 0x626F6F6Bull, static_cast<uint64_t>(job.layer), static_cast<uint64_t>(k)).Next();
     KmeansReport kr;
-    std::vector<float> b = TrainResidualBooks(train[k], ko, pool, &kr);
+    std::vector<float> b = TrainResidualBooks(train[k], ko, pool, &kr, weighted ? weight[k].data() : nullptr);
     res.train_error[k] = kr.stage_error.empty() ? 0 : kr.stage_error.back();
+    res.refine_error[k] = kr.refine_error;
+    res.refine_kept[k] = kr.refine_kept;
     std::vector<float>().swap(train[k]);
+    std::vector<float>().swap(weight[k]);
     for (int s = 0; s < q.stages; ++s) {
       std::vector<uint8_t> rec(static_cast<size_t>(rec_bytes), 0);
       format::CodebookHeader h{};

@@ -70,6 +70,7 @@ struct LayerJob {
   int kmeans_iterations = 16;
   uint64_t seed = 0;
   bool reference = false;        // the reference converter's recipe (ConvertOptions)
+  int refine_rounds = 0;         // codebook refinement rounds (KmeansOptions)
 };
 
 struct LayerResult {
@@ -80,7 +81,9 @@ struct LayerResult {
   double err[3] = {0, 0, 0};
   double norm[3] = {0, 0, 0};
   uint64_t source_bytes = 0;
-  double train_error[3] = {0, 0, 0};   // mean squared residual of the training set
+  double train_error[3] = {0, 0, 0};   // mean squared residual of the training set, before refinement
+  std::vector<double> refine_error[3]; // KmeansReport::refine_error per kind
+  int refine_kept[3] = {0, 0, 0};
   double train_cpu_s = 0;              // process CPU seconds: sampling + k-means
   double encode_cpu_s = 0;             // process CPU seconds: the experts
 };

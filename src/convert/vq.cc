@@ -85,6 +85,117 @@ std::vector<float> SeedPlusPlus(const float* x, size_t n, int k, Rng& rng, Threa
   return centres;
 }
 
+// Sum of w_i * ||r_i||^2 over the chunk [b, e) (w_i = 1 without weights).
+double WeightedSquares(const float* r, const float* w, size_t b, size_t e) {
+  double acc = 0;
+  for (size_t i = b; i < e; ++i) {
+    double d = 0;
+    for (int j = 0; j < kVecDim; ++j) d += static_cast<double>(r[i * kVecDim + j]) * r[i * kVecDim + j];
+    acc += w != nullptr ? w[i] * d : d;
+  }
+  return acc;
+}
+
+// Greedy residual encoding of x [n][8], as the expert encoder does it:
+// stage 0 takes the nearest entry of x, stage s the nearest entry of what
+// stages < s leave. Writes codes [stages][n] and the residual; returns the
+// (weighted) sum of squared residuals.
+double GreedyEncode(const float* x, const float* w, size_t n, const std::vector<float>& books, int stages,
+                    int k, ThreadPool* pool, int32_t* codes, float* resid) {
+  std::vector<BookSearch> search;
+  for (int s = 0; s < stages; ++s) search.emplace_back(books.data() + static_cast<size_t>(s) * k * kVecDim, k);
+  std::vector<double> err(Chunks(n));
+  ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
+    std::copy(x + b * kVecDim, x + e * kVecDim, resid + b * kVecDim);
+    for (int s = 0; s < stages; ++s) {
+      int32_t* a = codes + static_cast<size_t>(s) * n;
+      search[s].NearestBatch(resid + b * kVecDim, e - b, a + b);
+      for (size_t i = b; i < e; ++i) {
+        const float* c = search[s].entry(a[i]);
+        for (int j = 0; j < kVecDim; ++j) resid[i * kVecDim + j] -= c[j];
+      }
+    }
+    err[ci] = WeightedSquares(resid, w, b, e);
+  });
+  double total = 0;
+  for (double v : err) total += v;
+  return total;
+}
+
+// Refinement of greedy residual books (`books`, f16 values, with the greedy
+// codes and residual of `x` they give). One round: with every vector's codes
+// fixed, stage by stage in order, each entry becomes the (weighted) mean of
+// its vectors' targets x_i - sum_{t != s} book_t[a_t(i)] (what the other
+// stages leave, the exact minimiser of the squared error for fixed codes),
+// rounded to f16; an entry no vector uses is kept. The residuals are updated
+// after each stage, so later stages see the new entries. Then every vector
+// is encoded greedily again with the new books. The round is kept only when
+// that greedy error is lower than before it: the encoder is greedy, so what
+// counts is the greedy error, not the error at the codes the round assumed.
+void RefineBooks(const float* x, const float* w, size_t n, int stages, int k, int rounds, ThreadPool* pool,
+                 std::vector<float>& books, std::vector<int32_t>& codes, std::vector<float>& resid,
+                 KmeansReport* report) {
+  const size_t nc = Chunks(n);
+  std::vector<double> err(nc);
+  ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) { err[ci] = WeightedSquares(resid.data(), w, b, e); });
+  double current = 0;
+  for (double v : err) current += v;
+  if (report != nullptr) report->refine_error.push_back(n > 0 ? current / static_cast<double>(n) : 0.0);
+  const size_t bk = static_cast<size_t>(k) * kVecDim;
+  std::vector<double> sums(nc * bk), mass(nc * static_cast<size_t>(k));
+  std::vector<float> cand, r(resid.size()), cand_resid(resid.size());
+  std::vector<int32_t> cand_codes(codes.size());
+  for (int round = 0; round < rounds; ++round) {
+    cand = books;
+    r = resid;
+    for (int s = 0; s < stages; ++s) {
+      float* book = cand.data() + static_cast<size_t>(s) * bk;
+      const int32_t* a = codes.data() + static_cast<size_t>(s) * n;
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(mass.begin(), mass.end(), 0.0);
+      ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
+        double* cs = sums.data() + ci * bk;
+        double* cm = mass.data() + ci * static_cast<size_t>(k);
+        for (size_t i = b; i < e; ++i) {
+          const size_t c = static_cast<size_t>(a[i]);
+          const double wi = w != nullptr ? w[i] : 1.0;
+          cm[c] += wi;
+          for (int j = 0; j < kVecDim; ++j) {
+            cs[c * kVecDim + j] += wi * (static_cast<double>(r[i * kVecDim + j]) + book[c * kVecDim + j]);
+          }
+        }
+      });
+      // Reduce in chunk order, then the new entries.
+      std::vector<double> acc(bk, 0.0), m(static_cast<size_t>(k), 0.0);
+      for (size_t ci = 0; ci < nc; ++ci) {
+        for (size_t q = 0; q < bk; ++q) acc[q] += sums[ci * bk + q];
+        for (int c = 0; c < k; ++c) m[c] += mass[ci * static_cast<size_t>(k) + c];
+      }
+      std::vector<float> old(book, book + bk);
+      for (int c = 0; c < k; ++c) {
+        if (!(m[c] > 0)) continue;
+        for (int j = 0; j < kVecDim; ++j) {
+          book[c * kVecDim + j] = RoundBookValue(static_cast<float>(acc[c * kVecDim + j] / m[c]));
+        }
+      }
+      ForChunks(pool, n, [&](size_t, size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) {
+          const size_t c = static_cast<size_t>(a[i]);
+          for (int j = 0; j < kVecDim; ++j) r[i * kVecDim + j] += old[c * kVecDim + j] - book[c * kVecDim + j];
+        }
+      });
+    }
+    const double next = GreedyEncode(x, w, n, cand, stages, k, pool, cand_codes.data(), cand_resid.data());
+    if (report != nullptr) report->refine_error.push_back(n > 0 ? next / static_cast<double>(n) : 0.0);
+    if (!(next < current)) break;
+    current = next;
+    books.swap(cand);
+    codes.swap(cand_codes);
+    resid.swap(cand_resid);
+    if (report != nullptr) ++report->refine_kept;
+  }
+}
+
 }  // namespace
 
 float RoundBookValue(float v) {
@@ -94,9 +205,16 @@ float RoundBookValue(float v) {
 }
 
 std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansOptions& o,
-                                      ThreadPool* pool, KmeansReport* report) {
+                                      ThreadPool* pool, KmeansReport* report, const float* weights) {
   const size_t n = vectors.size() / kVecDim;
   const int k = o.entries;
+  const bool refine = !o.reference && o.refine_rounds > 0;
+  std::vector<float> original;                  // the vectors before any stage (refinement)
+  std::vector<int32_t> codes;                   // [stages][n]: the greedy codes (refinement)
+  if (refine) {
+    original = vectors;
+    codes.resize(static_cast<size_t>(o.stages) * n);
+  }
   std::vector<float> books;
   books.reserve(static_cast<size_t>(o.stages) * k * kVecDim);
   std::vector<int32_t> assign(n);
@@ -184,12 +302,14 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
       for (float& v : centres) v = RoundBookValue(v);
     }
     BookSearch search(centres.data(), k);
+    // The final codes of this stage, kept per stage when refining.
+    int32_t* stage_codes = refine ? codes.data() + static_cast<size_t>(s) * n : assign.data();
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
       double ce = 0;
-      search.NearestBatch(vectors.data() + b * kVecDim, e - b, assign.data() + b);
+      search.NearestBatch(vectors.data() + b * kVecDim, e - b, stage_codes + b);
       for (size_t i = b; i < e; ++i) {
         float* xi = vectors.data() + i * kVecDim;
-        const float* c = search.entry(assign[i]);
+        const float* c = search.entry(stage_codes[i]);
         for (int j = 0; j < kVecDim; ++j) xi[j] -= c[j];
         for (int j = 0; j < kVecDim; ++j) ce += static_cast<double>(xi[j]) * xi[j];
       }
@@ -203,6 +323,9 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
     }
     books.insert(books.end(), centres.begin(), centres.end());
   }
+  // The passes above were the greedy encoding of the training set with the
+  // final books: `codes` and `vectors` (the residual) are where refinement starts.
+  if (refine) RefineBooks(original.data(), weights, n, o.stages, k, o.refine_rounds, pool, books, codes, vectors, report);
   return books;
 }
 

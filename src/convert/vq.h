@@ -2,7 +2,9 @@
 // (k-means++ seeding, empty clusters repaired, convergence test, books
 // rounded to the f16 the engine decodes before the next stage trains on
 // what they leave) and the nearest-entry search used both for training and
-// for encoding every expert. Results depend on the seed and the data only:
+// for encoding every expert, then rounds of refinement of all stages
+// together against the greedy encoding the experts get (RefineBooks in
+// vq.cc). Results depend on the seed and the data only:
 // all parallel work is split into fixed chunks reduced in chunk order.
 #pragma once
 
@@ -56,19 +58,32 @@ struct KmeansOptions {
   double tolerance = 1e-4;    // stop when the error improves by less than this fraction
   uint64_t seed = 0;
   bool reference = false;     // random-sample init, fixed iterations, no repair, f32 books
+  // Rounds of joint refinement after the greedy stage-by-stage training
+  // (vq.cc, RefineBooks); a round is kept only when it lowers the greedy
+  // encoding's training error. Ignored with `reference`.
+  int refine_rounds = 0;
 };
 
 struct KmeansReport {
   std::vector<double> stage_error;  // mean squared residual after each stage (training set)
   std::vector<int> iterations;
   int repaired = 0;                 // empty clusters re-seeded
+  // Refinement: the greedy encoding's mean (weighted) squared error before
+  // the first round, then after each round tried; `refine_kept` rounds of
+  // them were kept (the last tried is dropped when it did not improve).
+  std::vector<double> refine_error;
+  int refine_kept = 0;
 };
 
 // Residual codebooks for `n` training vectors (f32 [n][8], overwritten with
 // the final residual). Returns f32 [stages][entries][8], every value an f16
-// (subnormals flushed) exactly as the engine will read it.
+// (subnormals flushed) exactly as the engine will read it. `weights`
+// (optional, [n]) weigh each vector's squared error in the refinement
+// (the square of the row scale it was normalised by: the error the encoder
+// makes in the weights' own units).
 std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansOptions& o,
-                                      ThreadPool* pool, KmeansReport* report);
+                                      ThreadPool* pool, KmeansReport* report,
+                                      const float* weights = nullptr);
 
 // Rounds to f16 and back, subnormals flushed (what the codebook reader does).
 float RoundBookValue(float v);

@@ -4,6 +4,7 @@
 // counts, and the families it accepts (exactly the engine's family table).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -316,6 +317,88 @@ TEST(ConvertKmeans, SameBooksAtAnyThreadCountAndEveryEntryUsed) {
   BookSearch s(books[0].data(), 64);
   for (size_t i = 0; i < data.size() / kVecDim; ++i) used[s.Nearest(data.data() + i * kVecDim)] = 1;
   for (int c = 0; c < 64; ++c) EXPECT_EQ(used[c], 1) << c;
+}
+
+// Greedy residual encoding of every vector (stage 0 nearest of x, stage s
+// nearest of what the earlier stages leave), the encoder's way, written
+// independently of vq.cc: the weighted sum of squared residuals.
+double GreedyError(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& books,
+                   int stages, int k) {
+  std::vector<BookSearch> search;
+  for (int s = 0; s < stages; ++s) search.emplace_back(books.data() + static_cast<size_t>(s) * k * kVecDim, k);
+  double total = 0;
+  for (size_t i = 0; i < x.size() / kVecDim; ++i) {
+    float r[kVecDim];
+    std::copy_n(x.data() + i * kVecDim, kVecDim, r);
+    for (int s = 0; s < stages; ++s) {
+      const float* c = search[s].entry(search[s].Nearest(r));
+      for (int j = 0; j < kVecDim; ++j) r[j] -= c[j];
+    }
+    double d = 0;
+    for (float v : r) d += static_cast<double>(v) * v;
+    total += w[i] * d;
+  }
+  return total;
+}
+
+TEST(ConvertKmeans, RefinementNeverRaisesTheGreedyErrorAndIsDeterministic) {
+  const size_t n = 20000;
+  std::vector<float> data = HeavyTailed(n * kVecDim, 5);
+  // Weights like the squares of row scales: spread over two orders of magnitude.
+  std::vector<float> w(n);
+  std::mt19937 g(9);
+  std::uniform_real_distribution<float> u(-2.3f, 2.3f);
+  for (float& v : w) v = std::exp(u(g));
+  KmeansOptions o;
+  o.entries = 64;
+  o.stages = 3;
+  o.max_iterations = 6;
+  o.seed = 7;
+  std::vector<float> greedy_v = data;
+  KmeansReport greedy_rep;
+  const std::vector<float> greedy = TrainResidualBooks(greedy_v, o, nullptr, &greedy_rep, w.data());
+  EXPECT_TRUE(greedy_rep.refine_error.empty());
+  const double before = GreedyError(data, w, greedy, 3, 64);
+  o.refine_rounds = 3;
+  std::vector<std::vector<float>> books, residuals;
+  for (int threads : {1, 2}) {
+    auto pool = ThreadPool::Create(threads);
+    ASSERT_TRUE(pool);
+    std::vector<float> v = data;
+    KmeansReport rep;
+    books.push_back(TrainResidualBooks(v, o, pool->get(), &rep, w.data()));
+    residuals.push_back(v);
+    // Refinement starts where the greedy training ended, and reports it.
+    ASSERT_GE(rep.refine_error.size(), 2u);
+    EXPECT_NEAR(rep.refine_error[0], before / n, 1e-9 * before / n);
+    EXPECT_GE(rep.refine_kept, 1);
+    EXPECT_LE(static_cast<size_t>(rep.refine_kept) + 1, rep.refine_error.size());
+    for (int r = 1; r <= rep.refine_kept; ++r) EXPECT_LT(rep.refine_error[r], rep.refine_error[r - 1]) << r;
+  }
+  // The same books and residuals at any thread count.
+  EXPECT_EQ(books[0], books[1]);
+  EXPECT_EQ(residuals[0], residuals[1]);
+  // Every value is what the engine decodes (f16, subnormals flushed).
+  for (float b : books[0]) EXPECT_EQ(b, RoundBookValue(b));
+  // The greedy encoding of the refined books is better than of the unrefined ones.
+  const double after = GreedyError(data, w, books[0], 3, 64);
+  EXPECT_LT(after, before);
+  std::printf("weighted greedy training error: %.6g before refinement, %.6g after (%.2f%% lower)\n", before / n,
+              after / n, 100 * (1 - after / before));
+  // The returned residual is that greedy encoding's.
+  double resid = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double d = 0;
+    for (int j = 0; j < kVecDim; ++j) d += static_cast<double>(residuals[0][i * kVecDim + j]) * residuals[0][i * kVecDim + j];
+    resid += w[i] * d;
+  }
+  EXPECT_NEAR(resid, after, 1e-9 * after);
+  // The reference recipe never refines.
+  o.reference = true;
+  std::vector<float> v = data;
+  KmeansReport rep;
+  TrainResidualBooks(v, o, nullptr, &rep, w.data());
+  EXPECT_TRUE(rep.refine_error.empty());
 }
 
 TEST(ConvertKmeans, NearestMatchesBruteForce) {
