@@ -14,12 +14,21 @@ void RegisterAvx2(KernelTable& table);  // needs AVX2 + FMA + F16C, OS YMM state
 
 namespace avx512 {
 void RegisterAvx512(KernelTable& table);  // needs AVX512F/BW/VL/DQ, OS ZMM state
+// The float Q4G matvec RegisterAvx512 installs: the VNNI kernel hands it the
+// shapes and inputs it does not take (and benchmarks compare against it).
+void MatVecQ4GFloat(const MatVecArgs& args, size_t row_begin, size_t row_end);
 }  // namespace avx512
 
 namespace avx512_vbmi {
 // On top of RegisterAvx512; needs AVX512VBMI. Sets the "+VBMI" name suffix.
 void RegisterAvx512Vbmi(KernelTable& table);
 }  // namespace avx512_vbmi
+
+namespace avx512_vnni {
+// On top of RegisterAvx512 (and the VBMI kernels); needs AVX512_VNNI. Takes
+// matvec_q4g only and sets the "+VNNI" name suffix.
+void RegisterAvx512Vnni(KernelTable& table);
+}  // namespace avx512_vnni
 
 namespace neon {
 void RegisterNeon(KernelTable& table);  // aarch64: Advanced SIMD is mandatory
