@@ -1,9 +1,15 @@
-// AVX-512 VNNI kernels: the trunk Q4G matvec as integer dot products
-// (vpdpbusd). Its own file (own flags) because VNNI is absent on AVX-512
-// CPUs before Cascade Lake; registered on top of the AVX-512 table only when
-// the CPU reports AVX512_VNNI (dispatch.cc). Same rules as avx512.cc:
-// everything but the entry points in an unnamed namespace, no header
-// templates instantiated here.
+// AVX-512 VNNI prototype: the trunk Q4G matvec as integer dot products
+// (vpdpbusd) on x in per-group block fixed point. NOT in the dispatch table:
+// it beats the float AVX-512 kernel on cache-resident matrices (medians
+// +1 to +30 %) but not on the DRAM-resident ones that decode streams (one
+// core: even; two threads: slower; docs/KERNELS.md, "Negative results"),
+// and its error on heavy-tailed x is ~6x the float kernel's. Kept, tested against
+// a double-precision reference and benchmarked beside the float kernel, so
+// the comparison can be re-run on a quiet machine or another CPU; shipping it
+// is one line in dispatch.cc (plus its name suffix). Its own file (own flags)
+// because VNNI is absent on AVX-512 CPUs before Cascade Lake. Same rules as
+// avx512.cc: everything but the entry point in an unnamed namespace, no
+// header templates instantiated here.
 #include "kernels/isa_register.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
@@ -207,7 +213,7 @@ void RowFixedPoint(const MatVecArgs& a, const FixedPointX& X, size_t r) {
   a.y[r] = _mm_cvtss_f32(_mm_scalef_ss(_mm_set_ss(sum), _mm_set_ss(static_cast<float>(X.e_max))));
 }
 
-void MatVecQ4G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
+void MatVecQ4GImpl(const MatVecArgs& a, size_t row_begin, size_t row_end) {
   if (a.group != 128 || a.groups > kMaxGroups || row_begin >= row_end) {
     return avx512::MatVecQ4GFloat(a, row_begin, row_end);
   }
@@ -219,12 +225,11 @@ void MatVecQ4G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
 }  // namespace
 #endif  // WASTE_AVX512_VNNI_BODY
 
-void RegisterAvx512Vnni(KernelTable& t) {
+void MatVecQ4GFixedPoint(const MatVecArgs& a, size_t row_begin, size_t row_end) {
 #if defined(WASTE_AVX512_VNNI_BODY)
-  t.matvec_q4g = MatVecQ4G;
-  baseline::AppendTableName(t, "+VNNI");
+  MatVecQ4GImpl(a, row_begin, row_end);
 #else
-  (void)t;
+  avx512::MatVecQ4GFloat(a, row_begin, row_end);
 #endif
 }
 

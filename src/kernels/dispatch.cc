@@ -135,7 +135,6 @@ KernelTable BuildKernelTable(Isa isa) {
       avx2::RegisterAvx2(table);
       avx512::RegisterAvx512(table);
       if (CpuHasAvx512Vbmi()) avx512_vbmi::RegisterAvx512Vbmi(table);
-      if (CpuHasAvx512Vnni()) avx512_vnni::RegisterAvx512Vnni(table);
 #endif
       break;
     case Isa::kNeon:

@@ -1,5 +1,5 @@
-// The Q4G matvec of every table (and the float AVX-512 kernel that the VNNI
-// fixed-point kernel replaced) against a double-precision evaluation, on the
+// The Q4G matvec of every table (and the AVX-512 VNNI fixed-point prototype,
+// which is in none) against a double-precision evaluation, on the
 // inputs that stress a block-fixed-point x: groups of very different size,
 // zero and subnormal groups, lone outliers, heavy tails, every group count
 // the models use plus ragged column counts. Results must also not depend on
@@ -40,13 +40,7 @@ std::vector<Kernel> Kernels() {
     const KernelTable t = BuildKernelTable(isa);
     out.push_back({t.name, t.matvec_q4g});
   }
-#if defined(WASTE_HAVE_AVX512)
-  // On a VNNI CPU the AVX-512 table holds the fixed-point kernel; the float
-  // one still runs for other group sizes and as its fallback.
-  for (Isa isa : SupportedIsas()) {
-    if (isa == Isa::kAvx512) out.push_back({"AVX-512 float Q4G", avx512::MatVecQ4GFloat});
-  }
-#endif
+  if (CpuHasAvx512Vnni()) out.push_back({"VNNI fixed point", avx512_vnni::MatVecQ4GFixedPoint});
   return out;
 }
 
