@@ -1,15 +1,15 @@
 // AVX-512 VNNI prototype: the trunk Q4G matvec as integer dot products
 // (vpdpbusd) on x in per-group block fixed point. NOT in the dispatch table:
-// it beats the float AVX-512 kernel on cache-resident matrices (medians
-// +1 to +30 %) but not on the DRAM-resident ones that decode streams (one
-// core: even; two threads: slower; docs/KERNELS.md, "Negative results"),
-// and its error on heavy-tailed x is ~6x the float kernel's. Kept, tested against
-// a double-precision reference and benchmarked beside the float kernel, so
-// the comparison can be re-run on a quiet machine or another CPU; shipping it
-// is one line in dispatch.cc (plus its name suffix). Its own file (own flags)
-// because VNNI is absent on AVX-512 CPUs before Cascade Lake. Same rules as
-// avx512.cc: everything but the entry point in an unnamed namespace, no
-// header templates instantiated here.
+// it beats the float AVX-512 kernel on cache-resident matrices (medians +1
+// to +30 %) but not on the DRAM-resident ones that decode streams (one core:
+// -26 to +8 %; two threads: 4-23 % slower), and its error on heavy-tailed x
+// is ~6x the float kernel's (docs/KERNELS.md, "Negative results"). Kept,
+// tested against a double-precision reference and benchmarked beside the
+// float kernel, so the comparison can be re-run on a quiet machine or
+// another CPU; shipping it is one line in dispatch.cc (plus a name suffix).
+// Its own file (own flags) because VNNI is absent on AVX-512 CPUs before
+// Cascade Lake. Same rules as avx512.cc: everything but the entry point in
+// an unnamed namespace, no header templates instantiated here.
 #include "kernels/isa_register.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
