@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dispatch.h"
+#include "kernels/isa_register.h"
 #include "kernels/kernel_table.h"
 #include "kernels/numerics.h"
 #include "runtime/thread_pool.h"
@@ -128,8 +130,15 @@ struct TrunkShape {
 // exceeds the last-level cache: the decode situation, where every trunk
 // matrix of the model streams from DRAM once per token. `two_threads`
 // splits the rows as Ops::MatVec does, on the engine's pool.
-void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies, bool two_threads) {
-  const KernelTable t = BuildKernelTable(isa);
+// `fixed_point` swaps in the VNNI fixed-point Q4G prototype (in no table)
+// for the table's float kernel, to compare the two (docs/KERNELS.md).
+void TrunkMatVecWith(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies, bool two_threads,
+                     bool fixed_point) {
+  KernelTable t = BuildKernelTable(isa);
+  if (fixed_point) {
+    t.matvec_q4g = avx512_vnni::MatVecQ4GFixedPoint;
+    t.name += " (VNNI fixed-point Q4G)";
+  }
   const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
   const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
   const size_t mat_bytes = sh.rows * row_bytes;
@@ -158,6 +167,10 @@ void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies,
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (w.size() + 2 * s.size()) / copies));
   state.SetLabel(t.name + (two_threads ? " 2 threads" : ""));
+}
+
+void TrunkMatVec(benchmark::State& state, Isa isa, TrunkShape sh, size_t copies, bool two_threads) {
+  TrunkMatVecWith(state, isa, sh, copies, two_threads, false);
 }
 
 void TrunkMatMul(benchmark::State& state, Isa isa, TrunkShape sh, size_t tokens) {
@@ -396,6 +409,21 @@ void RegisterAll() {
     }
     benchmark::RegisterBenchmark((p + "matvec2t_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1, true)->UseRealTime();
     benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
+    // Decode-sized Q4G trunk matrices (rows x cols), the VNNI prototype
+    // against the shipped float kernel: --benchmark_filter=q4g_decode.
+    if (isa == Isa::kAvx512 && CpuHasAvx512Vnni()) {
+      for (const TrunkShape& sh : {TrunkShape{"q4g_decode_2304x4096", 2304, 4096, 4},
+                                   TrunkShape{"q4g_decode_4096x2304", 4096, 2304, 4},
+                                   TrunkShape{"q4g_decode_2304x2304", 2304, 2304, 4},
+                                   TrunkShape{"q4g_decode_1024x2304", 1024, 2304, 4}}) {
+        for (bool fp : {true, false}) {
+          const std::string k = p + (fp ? "vnni_" : "float_") + "matvec_" + sh.name;
+          benchmark::RegisterBenchmark((k + "_cached").c_str(), TrunkMatVecWith, isa, sh, 1, false, fp);
+          benchmark::RegisterBenchmark((k + "_dram").c_str(), TrunkMatVecWith, isa, sh, 24, false, fp);
+          benchmark::RegisterBenchmark((k + "_2t_dram").c_str(), TrunkMatVecWith, isa, sh, 24, true, fp)->UseRealTime();
+        }
+      }
+    }
     for (const VqShape& sh : {gate, down}) {
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_" + sh.name).c_str(), VqApply, isa, sh, false);
       benchmark::RegisterBenchmark((p + "vq_apply6_vq4p_" + sh.name).c_str(), VqApply, isa, sh, true);

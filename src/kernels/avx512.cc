@@ -657,4 +657,12 @@ void RegisterAvx512(KernelTable& t) {
 #endif
 }
 
+void MatVecQ4GFloat(const MatVecArgs& a, size_t row_begin, size_t row_end) {
+#if defined(WASTE_AVX512_BODY)
+  MatVecQ4G(a, row_begin, row_end);
+#else
+  baseline::MatVecQ4G(a, row_begin, row_end);
+#endif
+}
+
 }  // namespace waste::kernels::avx512

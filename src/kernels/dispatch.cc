@@ -39,6 +39,7 @@ struct X86Support {
   bool avx2 = false;    // AVX2 + FMA + F16C with YMM state
   bool avx512 = false;  // AVX512 F/BW/VL/DQ with ZMM state (and AVX2)
   bool vbmi = false;    // AVX512VBMI on top of avx512
+  bool vnni = false;    // AVX512_VNNI on top of avx512
 };
 
 X86Support DetectX86() {
@@ -50,6 +51,7 @@ X86Support DetectX86() {
   s.avx2 = ymm && f.avx2 && f.fma3 && f.f16c;
   s.avx512 = s.avx2 && zmm && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
   s.vbmi = s.avx512 && f.avx512vbmi;
+  s.vnni = s.avx512 && f.avx512vnni;
   return s;
 }
 
@@ -85,6 +87,14 @@ const char* IsaName(Isa isa) {
 bool CpuHasAvx512Vbmi() {
 #if defined(WASTE_HAVE_AVX512) && (defined(__x86_64__) || defined(_M_X64))
   return X86().vbmi;
+#else
+  return false;
+#endif
+}
+
+bool CpuHasAvx512Vnni() {
+#if defined(WASTE_HAVE_AVX512) && (defined(__x86_64__) || defined(_M_X64))
+  return X86().vnni;
 #else
   return false;
 #endif

@@ -17,4 +17,8 @@ KernelTable BuildActiveTable(const char* backend_env);
 // "AVX-512+VBMI").
 bool CpuHasAvx512Vbmi();
 
+// True when the CPU and OS can run the AVX-512 VNNI fixed-point Q4G matvec
+// prototype (avx512_vnni::MatVecQ4GFixedPoint; not in any table).
+bool CpuHasAvx512Vnni();
+
 }  // namespace waste::kernels

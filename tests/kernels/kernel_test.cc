@@ -121,6 +121,7 @@ TEST(Backend, SelectsTheBestIsaThisCpuHas) {
     EXPECT_EQ(name.rfind("AVX-512", 0), 0u) << name;
     EXPECT_EQ(name, f.avx512vbmi ? "AVX-512+VBMI" : "AVX-512");
     EXPECT_EQ(CpuHasAvx512Vbmi(), static_cast<bool>(f.avx512vbmi));
+    EXPECT_EQ(CpuHasAvx512Vnni(), static_cast<bool>(f.avx512vnni));
   } else if (f.avx2 && f.fma3) {
     EXPECT_EQ(name, "AVX2");
   } else {
