@@ -136,8 +136,13 @@ void TrunkMatVecWith(benchmark::State& state, Isa isa, TrunkShape sh, size_t cop
                      bool fixed_point) {
   KernelTable t = BuildKernelTable(isa);
   if (fixed_point) {
+#if defined(__x86_64__) || defined(_M_X64)  // the prototype is built on x86-64 only
     t.matvec_q4g = avx512_vnni::MatVecQ4GFixedPoint;
     t.name += " (VNNI fixed-point Q4G)";
+#else
+    state.SkipWithError("the VNNI prototype is built on x86-64 only");
+    return;
+#endif
   }
   const size_t group = 128, groups = (sh.cols + group - 1) / group, np = groups * group;
   const size_t row_bytes = sh.bits == 8 ? np : sh.bits == 4 ? np / 2 : np * 3 / 8 + 1;
