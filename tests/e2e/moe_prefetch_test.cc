@@ -53,14 +53,26 @@ std::vector<float> RandomInput(size_t n, unsigned seed) {
   return x;
 }
 
-TEST(Prefetcher, GuessIsTheNextLayersRoutingOfTheSameInput) {
-  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
-  const std::vector<int> moe = MoeLayers(cfg);
-  ASSERT_GE(moe.size(), 2u) << "the fixture needs two MoE layers";
-  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+// The reference's tiny container with a 64-slot synchronous cache, its MoE
+// layers (the tests need two) and a one-thread baseline Ops.
+class PrefetcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+    m = Open(64);
+    ASSERT_TRUE(m.c);
+    moe = MoeLayers(m.c->config());
+    ASSERT_GE(moe.size(), 2u) << "the fixture needs two MoE layers";
+  }
+  const ModelConfig& config() const { return m.c->config(); }
+
+  FixtureModel m;
+  std::vector<int> moe;
+  Ops ops{kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr};
+};
+
+TEST_F(PrefetcherTest, GuessIsTheNextLayersRoutingOfTheSameInput) {
+  const ModelConfig& cfg = config();
   MoeLayer layer(*m.c, 4);
   Prefetcher prefetch(cfg, m.w, cfg.moe.top_k);
   ASSERT_TRUE(prefetch.enabled());
@@ -80,14 +92,8 @@ TEST(Prefetcher, GuessIsTheNextLayersRoutingOfTheSameInput) {
   }
 }
 
-TEST(Prefetcher, LastMoeLayerAndDepthZeroGuessNothing) {
-  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
-  const std::vector<int> moe = MoeLayers(cfg);
-  ASSERT_FALSE(moe.empty());
-  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+TEST_F(PrefetcherTest, LastMoeLayerAndDepthZeroGuessNothing) {
+  const ModelConfig& cfg = config();
   const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 7);
   Prefetcher on(cfg, m.w, 3);
   on.Guess(ops, moe.back(), x.data(), *m.cache);
@@ -101,14 +107,8 @@ TEST(Prefetcher, LastMoeLayerAndDepthZeroGuessNothing) {
   EXPECT_EQ(m.cache->counters().spec_reads, 0u);
 }
 
-TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
-  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
-  const std::vector<int> moe = MoeLayers(cfg);
-  ASSERT_GE(moe.size(), 2u);
-  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
+TEST_F(PrefetcherTest, DepthIsClampedAndAGuessStartsReads) {
+  const ModelConfig& cfg = config();
   const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 11);
   Prefetcher all(cfg, m.w, cfg.moe.n_experts + 50);
   all.Guess(ops, moe.front(), x.data(), *m.cache);
@@ -133,15 +133,9 @@ TEST(Prefetcher, DepthIsClampedAndAGuessStartsReads) {
 // Once every record of the next MoE layer is held, a guess could start no
 // read: the prefetcher makes none (and skips its router matvec); it guesses
 // again as soon as one record of that layer leaves the cache.
-TEST(Prefetcher, AWhollyHeldLayerIsNotGuessed) {
-  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
-  const std::vector<int> moe = MoeLayers(cfg);
-  ASSERT_GE(moe.size(), 2u);
+TEST_F(PrefetcherTest, AWhollyHeldLayerIsNotGuessed) {
+  const ModelConfig& cfg = config();
   ASSERT_GE(m.cache->slots(), static_cast<uint64_t>(2 * cfg.moe.n_experts));
-  Ops ops(kernels::BuildKernelTable(kernels::Isa::kBaseline), nullptr);
   const std::vector<float> x = RandomInput(static_cast<size_t>(cfg.hidden), 13);
   Prefetcher prefetch(cfg, m.w, 2);
   EXPECT_FALSE(m.cache->HoldsLayer(moe[1]));
@@ -159,7 +153,7 @@ TEST(Prefetcher, AWhollyHeldLayerIsNotGuessed) {
 }
 
 // A small cache never holds a whole layer: evictions keep the count right.
-TEST(Prefetcher, EvictionsKeepTheHeldCountRight) {
+TEST(PrefetcherCount, EvictionsKeepTheHeldCountRight) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
   FixtureModel m = Open(3);
   ASSERT_TRUE(m.c);
