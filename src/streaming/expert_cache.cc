@@ -134,7 +134,6 @@ ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
   n_experts_ = std::max(1, source_.experts);
   index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
-  held_in_layer_.assign(static_cast<size_t>(std::max(1, source_.layers)), 0);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   if (policy_ == Replacement::kReuseOdds) {
     layer_order_.assign(static_cast<size_t>(std::max(1, source_.layers)), -1);
@@ -282,7 +281,6 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
       Slot& s = slots_[static_cast<size_t>(best)];
       if (s.layer >= 0) {
         index_[Key(s.layer, s.expert)] = -1;
-        --held_in_layer_[static_cast<size_t>(s.layer)];
         if (s.state == State::kReady) ++counters_.evictions;
       }
       s.layer = s.expert = -1;
@@ -308,17 +306,12 @@ void ExpertCache::Claim(int slot, int layer, int expert, Origin origin, uint32_t
   s.pins = 0;
   s.view = {};
   s.error = Status::Ok();
-  int32_t& entry = index_[Key(layer, expert)];
-  if (entry < 0) ++held_in_layer_[static_cast<size_t>(layer)];
-  entry = slot;
+  index_[Key(layer, expert)] = slot;
 }
 
 void ExpertCache::Drop(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
-  if (s.layer >= 0 && index_[Key(s.layer, s.expert)] == slot) {
-    index_[Key(s.layer, s.expert)] = -1;
-    --held_in_layer_[static_cast<size_t>(s.layer)];
-  }
+  if (s.layer >= 0 && index_[Key(s.layer, s.expert)] == slot) index_[Key(s.layer, s.expert)] = -1;
   s.layer = s.expert = -1;
   s.state = State::kEmpty;
   s.pins = 0;
@@ -580,10 +573,14 @@ void ExpertCache::Hint(int layer, std::span<const int> experts) {
   IssueHints();
 }
 
+// A scan of the layer's index entries, not a maintained count: it stops at
+// the first absent record, so a layer that is not wholly held (the usual
+// case under a small budget) costs a few reads, and a held one n_experts.
 bool ExpertCache::HoldsLayer(int layer) const {
   MutexLock lock(mu_);
-  return layer >= 0 && layer < source_.layers &&
-         held_in_layer_[static_cast<size_t>(layer)] == n_experts_;
+  if (layer < 0 || layer >= source_.layers) return false;
+  const int32_t* entry = index_.data() + Key(layer, 0);
+  return std::all_of(entry, entry + n_experts_, [](int32_t slot) { return slot >= 0; });
 }
 
 void ExpertCache::Prefetch(int layer, std::span<const int> experts) {

@@ -309,7 +309,6 @@ class ExpertCache {
   std::vector<Slot> slots_ WASTE_GUARDED_BY(mu_);
   // layer * experts + expert -> slot, -1 = absent
   std::vector<int32_t> index_ WASTE_GUARDED_BY(mu_);
-  std::vector<int32_t> held_in_layer_ WASTE_GUARDED_BY(mu_);  // [layer] entries of index_ >= 0
   std::vector<int> free_ WASTE_GUARDED_BY(mu_);    // empty slots, popped from the back
   std::vector<float> freq_ WASTE_GUARDED_BY(mu_);  // kLfuHistory: decayed access counts per record
   float freq_step_ WASTE_GUARDED_BY(mu_) = 1.0f;

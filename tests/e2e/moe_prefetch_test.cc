@@ -152,7 +152,8 @@ TEST_F(PrefetcherTest, AWhollyHeldLayerIsNotGuessed) {
   EXPECT_TRUE(prefetch.last_guess().empty());
 }
 
-// A small cache never holds a whole layer: evictions keep the count right.
+// A small cache never holds a whole layer, however often its records are
+// evicted and read again; a big one holds it after every record was read.
 TEST(PrefetcherCount, EvictionsKeepTheHeldCountRight) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
   FixtureModel m = Open(3);
