@@ -125,10 +125,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.cpu_list = cpus;
   cfg.verify_records = verify;
   cfg.direct_io = no_direct_io ? 0 : -1;
-  cfg.cache_policy = cache == "lru"          ? CachePolicy::kLru
-                     : cache == "lfru"       ? CachePolicy::kLfru
-                     : cache == "reuse-odds" ? CachePolicy::kReuseOdds
-                                             : CachePolicy::kDefault;
+  cfg.cache_policy = CachePolicyFromName(cache).value_or(CachePolicy::kDefault);
   cfg.usage_path = usage;
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;

@@ -229,15 +229,9 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
   } else if (name == "--usage") {
     o->usage_path = v;
   } else if (name == "--cache") {
-    if (v == "reuse-odds") {
-      o->cache_policy = CachePolicy::kReuseOdds;
-    } else if (v == "lfru") {
-      o->cache_policy = CachePolicy::kLfru;
-    } else if (v == "lru") {
-      o->cache_policy = CachePolicy::kLru;
-    } else {
-      return false;
-    }
+    const std::optional<CachePolicy> policy = CachePolicyFromName(v);
+    if (!policy) return false;
+    o->cache_policy = *policy;
   } else if (name == "--grammar") {
     o->grammar_file = v;
   } else if (name == "--json-schema") {
@@ -527,6 +521,13 @@ std::optional<Command> CommandFromName(std::string_view name) {
   for (Command c : AllCommands()) {
     if (name == CommandName(c)) return c;
   }
+  return std::nullopt;
+}
+
+std::optional<CachePolicy> CachePolicyFromName(std::string_view name) {
+  if (name == "reuse-odds") return CachePolicy::kReuseOdds;
+  if (name == "lfru") return CachePolicy::kLfru;
+  if (name == "lru") return CachePolicy::kLru;
   return std::nullopt;
 }
 

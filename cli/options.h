@@ -127,6 +127,10 @@ const std::vector<Command>& AllCommands();
 // `had_unit` (optional) tells whether a unit was written.
 std::optional<uint64_t> ParseSize(std::string_view text, bool* had_unit = nullptr);
 
+// --cache's names: reuse-odds, lfru, lru (run, chat, bench and serve alike);
+// nullopt for any other word.
+std::optional<CachePolicy> CachePolicyFromName(std::string_view name);
+
 // Token ids separated by blanks, commas, tabs or newlines. On failure
 // `bad` receives the offending word.
 std::optional<std::vector<int>> ParseIdList(std::string_view text, std::string* bad);
