@@ -96,6 +96,17 @@ double WeightedSquares(const float* r, const float* w, size_t b, size_t e) {
   return acc;
 }
 
+// One greedy stage over vectors [b, e) of `resid` [..][8]: each takes its
+// nearest entry of `search` (codes[i]) and loses it, leaving the residual
+// the next stage sees. The training's final pass and GreedyEncode share it.
+void AssignAndSubtract(const BookSearch& search, float* resid, size_t b, size_t e, int32_t* codes) {
+  search.NearestBatch(resid + b * kVecDim, e - b, codes + b);
+  for (size_t i = b; i < e; ++i) {
+    const float* c = search.entry(codes[i]);
+    for (int j = 0; j < kVecDim; ++j) resid[i * kVecDim + j] -= c[j];
+  }
+}
+
 // Greedy residual encoding of x [n][8], as the expert encoder does it:
 // stage 0 takes the nearest entry of x, stage s the nearest entry of what
 // stages < s leave. Writes codes [stages][n] and the residual; returns the
@@ -107,14 +118,7 @@ double GreedyEncode(const float* x, const float* w, size_t n, const std::vector<
   std::vector<double> err(Chunks(n));
   ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
     std::copy(x + b * kVecDim, x + e * kVecDim, resid + b * kVecDim);
-    for (int s = 0; s < stages; ++s) {
-      int32_t* a = codes + static_cast<size_t>(s) * n;
-      search[s].NearestBatch(resid + b * kVecDim, e - b, a + b);
-      for (size_t i = b; i < e; ++i) {
-        const float* c = search[s].entry(a[i]);
-        for (int j = 0; j < kVecDim; ++j) resid[i * kVecDim + j] -= c[j];
-      }
-    }
+    for (int s = 0; s < stages; ++s) AssignAndSubtract(search[s], resid, b, e, codes + static_cast<size_t>(s) * n);
     err[ci] = WeightedSquares(resid, w, b, e);
   });
   double total = 0;
@@ -305,14 +309,9 @@ std::vector<float> TrainResidualBooks(std::vector<float>& vectors, const KmeansO
     // The final codes of this stage, kept per stage when refining.
     int32_t* stage_codes = refine ? codes.data() + static_cast<size_t>(s) * n : assign.data();
     ForChunks(pool, n, [&](size_t ci, size_t b, size_t e) {
-      double ce = 0;
-      search.NearestBatch(vectors.data() + b * kVecDim, e - b, stage_codes + b);
-      for (size_t i = b; i < e; ++i) {
-        float* xi = vectors.data() + i * kVecDim;
-        const float* c = search.entry(stage_codes[i]);
-        for (int j = 0; j < kVecDim; ++j) xi[j] -= c[j];
-        for (int j = 0; j < kVecDim; ++j) ce += static_cast<double>(xi[j]) * xi[j];
-      }
+      AssignAndSubtract(search, vectors.data(), b, e, stage_codes);
+      double ce = 0;  // summed in the order the single loop used
+      for (size_t q = b * kVecDim; q < e * kVecDim; ++q) ce += static_cast<double>(vectors[q]) * vectors[q];
       err[ci] = ce;
     });
     if (report != nullptr) {
