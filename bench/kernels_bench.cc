@@ -136,7 +136,7 @@ void TrunkMatVecWith(benchmark::State& state, Isa isa, TrunkShape sh, size_t cop
                      bool fixed_point) {
   KernelTable t = BuildKernelTable(isa);
   if (fixed_point) {
-#if defined(__x86_64__) || defined(_M_X64)  // the prototype is built on x86-64 only
+#if defined(WASTE_HAVE_KERNEL_PROTOTYPES)  // built on x86-64 only, outside the library
     t.matvec_q4g = avx512_vnni::MatVecQ4GFixedPoint;
     t.name += " (VNNI fixed-point Q4G)";
 #else

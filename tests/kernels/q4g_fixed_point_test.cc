@@ -40,7 +40,7 @@ std::vector<Kernel> Kernels() {
     const KernelTable t = BuildKernelTable(isa);
     out.push_back({t.name, t.matvec_q4g});
   }
-#if defined(__x86_64__) || defined(_M_X64)  // the prototype is built on x86-64 only
+#if defined(WASTE_HAVE_KERNEL_PROTOTYPES)  // built on x86-64 only, outside the library
   if (CpuHasAvx512Vnni()) out.push_back({"VNNI fixed point", avx512_vnni::MatVecQ4GFixedPoint});
 #endif
   return out;
