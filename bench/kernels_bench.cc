@@ -414,6 +414,19 @@ void RegisterAll() {
     }
     benchmark::RegisterBenchmark((p + "matvec2t_" + head_q8.name).c_str(), TrunkMatVec, isa, head_q8, 1, true)->UseRealTime();
     benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
+    // Prefill shapes of a Kimi-Linear layer (rows x cols): KDA q/k/v, o_proj,
+    // the dense MLP's down; and short chunks.
+    for (size_t tokens : {4, 8, 12, 16, 256}) {
+      benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_" + std::to_string(tokens) + "tok").c_str(),
+                                   TrunkMatMul, isa, trunk_q4, tokens);
+    }
+    benchmark::RegisterBenchmark((p + "matmul_q4g_4096x2304_64tok").c_str(), TrunkMatMul, isa,
+                                 TrunkShape{"q4g_4096x2304", 4096, 2304, 4}, 64);
+    benchmark::RegisterBenchmark((p + "matmul_q4g_2304x4096_64tok").c_str(), TrunkMatMul, isa,
+                                 TrunkShape{"q4g_2304x4096", 2304, 4096, 4}, 64);
+    benchmark::RegisterBenchmark((p + "matmul_q4g_2304x9216_64tok").c_str(), TrunkMatMul, isa,
+                                 TrunkShape{"q4g_2304x9216", 2304, 9216, 4}, 64);
+    benchmark::RegisterBenchmark((p + "matmul_q8g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q8, 64);
     // Decode-sized Q4G trunk matrices (rows x cols), the VNNI prototype
     // against the shipped float kernel: --benchmark_filter=q4g_decode.
     if (isa == Isa::kAvx512 && CpuHasAvx512Vnni()) {

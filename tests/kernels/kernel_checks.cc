@@ -261,7 +261,7 @@ void CheckMatMul(const KernelTable& ref, const KernelTable& test, Fmt fmt, const
   const Shape shapes[] = {{8, 7, 128}, {120, 33, 128}, {136, 65, 128}, {200, 31, 128},
                           {1000, 129, 128}, {2304, 64, 128}, {200, 33, 32}, {1000, 7, 8}};
   for (const Shape& sh : shapes) {
-    for (size_t tokens : {1, 2, 3, 4, 5, 9}) {
+    for (size_t tokens : {1, 2, 3, 4, 5, 9, 12, 13, 30}) {
       Trunk m(fmt, sh.rows, sh.cols, sh.group);
       const size_t x_stride = sh.cols + 3, y_stride = sh.rows + 5;
       GuardedBuffer xb(4 * x_stride * tokens);
