@@ -325,6 +325,45 @@ void VqApplyPlanesChunk(benchmark::State& state, Isa isa, VqShape sh, size_t cou
   state.SetLabel(t.name + " (bytes = index bytes x tokens)");
 }
 
+// vq_matmul8 (rows decoded once, then dotted with every token): the same
+// chunk shape as VqApplyPlanesChunk, indices from 16 distinct matrices.
+// Bytes = index bytes x tokens, so GB/s compares with it directly.
+void VqMatMulChunk(benchmark::State& state, Isa isa, VqShape sh, size_t count) {
+  const KernelTable t = BuildKernelTable(isa);
+  constexpr size_t kMats = 16;
+  const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
+  std::vector<uint8_t> idx = RandomBytes(idx_bytes * kMats);
+  std::vector<uint16_t> s = RandomScales(sh.rows);
+  std::vector<std::vector<float>> books(3, RandomFloats(256 * 8, -1, 1));
+  const float* bp[3] = {books[0].data(), books[1].data(), books[2].data()};
+  std::vector<std::vector<float>> x(count, RandomFloats(sh.cols, -1, 1));
+  std::vector<std::vector<float>> y(count, std::vector<float>(sh.rows));
+  std::vector<const float*> xs(count);
+  std::vector<float*> ys(count);
+  for (size_t i = 0; i < count; ++i) {
+    xs[i] = x[i].data();
+    ys[i] = y[i].data();
+  }
+  VqMatMul8Args a;
+  a.nv = nv;
+  a.stages = 3;
+  a.entries = 256;
+  a.books = bp;
+  a.scales = s.data();
+  a.count = count;
+  a.xs = xs.data();
+  a.ys = ys.data();
+  size_t c = 0;
+  for (auto _ : state) {
+    a.indices = idx.data() + (c % kMats) * idx_bytes;
+    t.vq_matmul8(a, 0, sh.rows);
+    benchmark::ClobberMemory();
+    ++c;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * idx_bytes * count));
+  state.SetLabel(t.name + " (bytes = index bytes x tokens)");
+}
+
 void LutBuildBench(benchmark::State& state, Isa isa, size_t stages, size_t entries, size_t nv) {
   const KernelTable t = BuildKernelTable(isa);
   std::vector<std::vector<float>> books;
@@ -452,6 +491,12 @@ void RegisterAll() {
     }
     for (const VqShape& sh : {gate, down}) {
       benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_chunk4_" + sh.name).c_str(), VqApplyPlanesChunk, isa, sh, 4);
+      benchmark::RegisterBenchmark((p + "vq_apply8_vq3r_planes_chunk1_" + sh.name).c_str(), VqApplyPlanesChunk, isa, sh, 1);
+      // Decoded rows against the tables (GB/s of index bytes x tokens, as above).
+      for (size_t n : {1, 2, 3, 4, 6, 8, 12, 16, 32}) {
+        benchmark::RegisterBenchmark((p + "vq_matmul8_vq3r_" + std::to_string(n) + "tok_" + sh.name).c_str(),
+                                     VqMatMulChunk, isa, sh, n);
+      }
     }
     benchmark::RegisterBenchmark((p + "lut_build_vq3r_nv288").c_str(), LutBuildBench, isa, 3, 256, 288);
     benchmark::RegisterBenchmark((p + "lut_build_vq4p_nv288").c_str(), LutBuildBench, isa, 4, 64, 288);

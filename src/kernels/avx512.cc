@@ -565,18 +565,21 @@ void PanelTileAny(int n, const float* panel, size_t kc, const float* const* x, f
   }
 }
 
-// deq == nullptr: f32 rows, read in place. Returns false (nothing written)
-// when the buffers cannot be allocated.
-bool MatMulPanels(const MatMulArgs& m, size_t row_begin, size_t row_end, DequantFn deq) {
-  const size_t cols = m.w.cols;
+// What a panel product reads. A source gives cols() and tokens(); Row(r,
+// buf) returns row r (decoded into buf, or in place when !decodes(); in
+// place rows are readable below cols only); X(t) and Y(t) are token t's
+// input and output (indexed by column and by row); Finish(r0, nr) runs once
+// a panel's outputs are complete.
+template <class Source>
+bool Panels(const Source& src, size_t row_begin, size_t row_end) {
+  const size_t cols = src.cols(), tokens = src.tokens();
   const size_t stride = (cols + kPanelCols - 1) / kPanelCols * kPanelCols;
   float* rows_buf = nullptr;
-  if (deq != nullptr) {
+  if (src.decodes()) {
     rows_buf = static_cast<float*>(aligned_alloc(64, kPanelRows * stride * sizeof(float)));
     if (rows_buf == nullptr) return false;
   }
-  // The panel, then one zero row that stands in for rows past the range and
-  // for f32 rows' columns past cols.
+  // The panel, then one zero row that stands in for rows past the range.
   float* panel = static_cast<float*>(aligned_alloc(64, (kPanelCols + 1) * kPanelRows * sizeof(float)));
   if (panel == nullptr) {
     free(rows_buf);
@@ -585,38 +588,28 @@ bool MatMulPanels(const MatMulArgs& m, size_t row_begin, size_t row_end, Dequant
   float* zeros = panel + kPanelCols * kPanelRows;
   memset(zeros, 0, kPanelRows * sizeof(float));
   if (rows_buf != nullptr) {
-    // Dequantisers write below cols only; the rest of each row is read by
-    // the last block's transpose and must be finite (its products are never
-    // summed, but stay clean for tools).
+    // Rows are written below cols only; the rest is read by the last
+    // block's transpose (its products are never summed, but stay finite).
     for (size_t i = 0; i < kPanelRows; ++i) memset(rows_buf + i * stride + cols, 0, (stride - cols) * sizeof(float));
   }
   for (size_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
     const size_t nr = MinSize(kPanelRows, row_end - r0);
     const float* rows[kPanelRows];
-    for (size_t i = 0; i < kPanelRows; ++i) {
-      if (i >= nr) {
-        rows[i] = nullptr;
-      } else if (deq != nullptr) {
-        deq(m.w, r0 + i, rows_buf + i * stride);
-        rows[i] = rows_buf + i * stride;
-      } else {
-        rows[i] = reinterpret_cast<const float*>(m.w.weights + (r0 + i) * m.w.row_bytes);
-      }
-    }
+    for (size_t i = 0; i < kPanelRows; ++i) rows[i] = i < nr ? src.Row(r0 + i, rows_buf + i * stride) : nullptr;
     const __mmask16 m0 = nr >= 16 ? 0xFFFF : TailMask16(nr);
     const __mmask16 m1 = nr >= 32 ? 0xFFFF : (nr > 16 ? TailMask16(nr - 16) : 0);
     for (size_t c0 = 0; c0 < cols; c0 += kPanelCols) {
       const size_t kc = MinSize(kPanelCols, cols - c0);
-      // Transpose 16 x 16 blocks; f32 rows are only readable below cols, so
-      // their ragged last block goes element by element.
+      // Transpose 16 x 16 blocks; rows read in place end at cols, so their
+      // ragged last block goes element by element.
       for (size_t h = 0; h < 2; ++h) {
         const float* const* in = rows + 16 * h;
         for (size_t k = 0; k < kc; k += 16) {
           float* out = panel + k * kPanelRows + 16 * h;
           if (rows_buf != nullptr || k + 16 <= kc) {
-            const float* src[16];
-            for (size_t i = 0; i < 16; ++i) src[i] = in[i] != nullptr ? in[i] + c0 + k : zeros;
-            Transpose16(src, out, kPanelRows);
+            const float* from[16];
+            for (size_t i = 0; i < 16; ++i) from[i] = in[i] != nullptr ? in[i] + c0 + k : zeros;
+            Transpose16(from, out, kPanelRows);
           } else {
             for (size_t kk = 0; k + kk < kc; ++kk)
               for (size_t i = 0; i < 16; ++i)
@@ -625,23 +618,46 @@ bool MatMulPanels(const MatMulArgs& m, size_t row_begin, size_t row_end, Dequant
         }
       }
       // Tiles as even as possible (64 tokens: five tiles of 12 or 13, not 14 x 4 + 8).
-      const size_t tiles = (m.tokens + kPanelTokens - 1) / kPanelTokens;
+      const size_t tiles = (tokens + kPanelTokens - 1) / kPanelTokens;
       for (size_t tile = 0, t0 = 0; tile < tiles; ++tile) {
-        const int n = static_cast<int>((m.tokens - t0) / (tiles - tile));
+        const int n = static_cast<int>((tokens - t0) / (tiles - tile));
         const float* x[kPanelTokens];
         float* y[kPanelTokens];
         for (int t = 0; t < n; ++t) {
-          x[t] = m.x + (t0 + t) * m.x_stride + c0;
-          y[t] = m.y + (t0 + t) * m.y_stride + r0;
+          x[t] = src.X(t0 + t) + c0;
+          y[t] = src.Y(t0 + t) + r0;
         }
         PanelTileAny(n, panel, kc, x, y, m0, m1, c0 == 0);
         t0 += static_cast<size_t>(n);
       }
     }
+    src.Finish(r0, nr);
   }
   free(panel);
   free(rows_buf);
   return true;
+}
+
+// Trunk rows: dequantised by `deq`, or f32 in place when deq is null.
+struct TrunkRows {
+  const MatMulArgs& m;
+  DequantFn deq;
+  size_t cols() const { return m.w.cols; }
+  size_t tokens() const { return m.tokens; }
+  bool decodes() const { return deq != nullptr; }
+  const float* Row(size_t r, float* buf) const {
+    if (deq == nullptr) return reinterpret_cast<const float*>(m.w.weights + r * m.w.row_bytes);
+    deq(m.w, r, buf);
+    return buf;
+  }
+  const float* X(size_t t) const { return m.x + t * m.x_stride; }
+  float* Y(size_t t) const { return m.y + t * m.y_stride; }
+  void Finish(size_t, size_t) const {}
+};
+
+// Returns false (nothing written) when the buffers cannot be allocated.
+bool MatMulPanels(const MatMulArgs& m, size_t row_begin, size_t row_end, DequantFn deq) {
+  return Panels(TrunkRows{m, deq}, row_begin, row_end);
 }
 
 // The dequant slots: the same row dequantisers the matmuls use.
@@ -696,6 +712,58 @@ void MatMulQ3G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   if (m.w.group % 16 == 0 && m.tokens >= kPanelMinTokens && MatMulPanels(m, row_begin, row_end, DequantQ3)) return;
   if (m.w.group % 16 != 0 || !MatMulGrouped(m, row_begin, row_end, DequantQ3)) {
     baseline::MatMulQ3G(m, row_begin, row_end);
+  }
+}
+
+// ---- MARK: VQ rows decoded (prompts) --------------------------------------
+// vq_matmul8 on the matmul's panels: each row is decoded to f32 once
+// ((B0 + B1) + B2 per 8-wide vector, the baseline's order), the panels
+// multiply it into every token, and the row scale is applied last, as the
+// lookup-table apply does.
+
+void DecodeVqRow(const VqMatMul8Args& a, size_t r, float* out) {
+  const size_t run = a.stages, step = 64 * run;
+  const uint8_t* p = a.indices + VqRunOffset(r, 0, a.nv, run);
+  const float* b0 = a.books[0];
+  if (run == 3) {
+    const float* b1 = a.books[1];
+    const float* b2 = a.books[2];
+    for (size_t v = 0; v < a.nv; ++v, p += step) {
+      const __m256 w = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(b0 + p[0] * 8), _mm256_loadu_ps(b1 + p[1] * 8)),
+                                     _mm256_loadu_ps(b2 + p[2] * 8));
+      _mm256_storeu_ps(out + v * 8, w);
+    }
+    return;
+  }
+  for (size_t v = 0; v < a.nv; ++v, p += step) {
+    __m256 w = _mm256_loadu_ps(b0 + p[0] * 8);
+    for (size_t s = 1; s < run; ++s) w = _mm256_add_ps(w, _mm256_loadu_ps(a.books[s] + p[s] * 8));
+    _mm256_storeu_ps(out + v * 8, w);
+  }
+}
+
+struct VqRows {
+  const VqMatMul8Args& a;
+  size_t cols() const { return a.nv * 8; }
+  size_t tokens() const { return a.count; }
+  bool decodes() const { return true; }
+  const float* Row(size_t r, float* buf) const {
+    DecodeVqRow(a, r, buf);
+    return buf;
+  }
+  const float* X(size_t t) const { return a.xs[t]; }
+  float* Y(size_t t) const { return a.ys[t]; }
+  void Finish(size_t r0, size_t nr) const {
+    for (size_t i = 0; i < nr; ++i) {
+      const float scale = _cvtsh_ss(a.scales[r0 + i]);
+      for (size_t t = 0; t < a.count; ++t) a.ys[t][r0 + i] *= scale;
+    }
+  }
+};
+
+void VqMatMul8(const VqMatMul8Args& a, size_t row_begin, size_t row_end) {
+  if (a.vec_dim != 8 || a.entries != 256 || a.stages == 0 || !Panels(VqRows{a}, row_begin, row_end)) {
+    baseline::VqMatMul8(a, row_begin, row_end);
   }
 }
 
@@ -819,6 +887,8 @@ void RegisterAvx512(KernelTable& t) {
   t.matmul_f32 = MatMulF32;
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
+  t.vq_matmul8 = VqMatMul8;
+  t.vq_decoded_min_tokens = 8;
   t.matmul_q3g = MatMulQ3G;
   t.dequant_q8g = DequantQ8G;
   t.dequant_q4g = DequantQ4G;

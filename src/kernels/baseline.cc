@@ -235,6 +235,27 @@ void VqApply8(const VqApply8Args& a, size_t row_begin, size_t row_end) {
   }
 }
 
+// Each input's dot product in column order, the weight decoded per use.
+void VqMatMul8(const VqMatMul8Args& a, size_t row_begin, size_t row_end) {
+  const size_t vd = a.vec_dim, run = a.stages;
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const float scale = F16ToF32(a.scales[r]);
+    for (size_t t = 0; t < a.count; ++t) {
+      const float* x = a.xs[t];
+      float acc = 0.0f;
+      for (size_t v = 0; v < a.nv; ++v) {
+        const uint8_t* p = a.indices + VqRunOffset(r, v, a.nv, run);
+        for (size_t d = 0; d < vd; ++d) {
+          float w = a.books[0][p[0] * vd + d];
+          for (size_t s = 1; s < run; ++s) w += a.books[s][p[s] * vd + d];
+          acc += w * x[v * vd + d];
+        }
+      }
+      a.ys[t][r] = acc * scale;
+    }
+  }
+}
+
 void VqApply6(const VqApply6Args& a, size_t row_begin, size_t row_end) {
   for (size_t r = row_begin; r < row_end; ++r) {
     float acc = 0.0f;
@@ -355,6 +376,7 @@ void RegisterBaseline(KernelTable& t) {
   t.dequant_q3g = DequantQ3G;
   t.lut_build = LutBuild;
   t.vq_apply8 = VqApply8;
+  t.vq_matmul8 = VqMatMul8;
   t.vq_apply6 = VqApply6;
   t.lut_quantize = LutQuantize;
   t.kda_step = KdaStep;

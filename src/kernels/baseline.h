@@ -26,6 +26,7 @@ void DequantQ4G(const DequantArgs& args, size_t row_begin, size_t row_end);
 void DequantQ3G(const DequantArgs& args, size_t row_begin, size_t row_end);
 void LutBuild(const LutBuildArgs& args, size_t v_begin, size_t v_end);
 void VqApply8(const VqApply8Args& args, size_t row_begin, size_t row_end);
+void VqMatMul8(const VqMatMul8Args& args, size_t row_begin, size_t row_end);
 void VqApply6(const VqApply6Args& args, size_t row_begin, size_t row_end);
 void LutQuantize(const LutQuantizeArgs& args, size_t block_begin, size_t block_end);
 void KdaStep(const KdaStepArgs& args, size_t head_begin, size_t head_end);

@@ -90,6 +90,26 @@ struct VqApply8Args {
   float* const* ys = nullptr;
 };
 
+// The same kind of matrix applied to several inputs by decoding its rows
+// instead (an expert that many tokens of a prompt chunk chose: the rows are
+// decoded once for all of them, where tables cost per input):
+//   w[r][8v + d] = (B_0[i_0][d] + B_1[i_1][d]) + B_2[i_2][d] ...
+//   ys[t][r]     = (Σ_k w[r][k] · xs[t][k]) · f16(scales[r])
+// books[s] is f32 [entries][vec_dim]. These are vq_apply8's products summed
+// in another order: equal to it within float noise, not bit for bit.
+struct VqMatMul8Args {
+  const uint8_t* indices = nullptr;   // 64-row blocked, as VqApply8Args
+  size_t nv = 0;
+  size_t stages = 0;
+  size_t entries = 0;
+  size_t vec_dim = 8;
+  const float* const* books = nullptr;  // [stages]
+  const uint16_t* scales = nullptr;     // f16 per output row
+  size_t count = 0;                     // inputs
+  const float* const* xs = nullptr;     // [count], nv * vec_dim floats each
+  float* const* ys = nullptr;           // [count], indexed by row
+};
+
 // VQ4P: 4 stages × 64 entries, 6-bit indices packed 4 per 3 bytes, tables
 // quantised to int8 per block of 32 vector positions (MODEL.md §6.4):
 //   acc += tau[b] · (exact integer sum over the block); y = acc · f16(scale)

@@ -20,6 +20,7 @@ using MatMulFn = void (*)(const MatMulArgs& args, size_t row_begin, size_t row_e
 using DequantFn = void (*)(const DequantArgs& args, size_t row_begin, size_t row_end);
 using LutBuildFn = void (*)(const LutBuildArgs& args, size_t v_begin, size_t v_end);
 using VqApply8Fn = void (*)(const VqApply8Args& args, size_t row_begin, size_t row_end);
+using VqMatMul8Fn = void (*)(const VqMatMul8Args& args, size_t row_begin, size_t row_end);
 using VqApply6Fn = void (*)(const VqApply6Args& args, size_t row_begin, size_t row_end);
 using LutQuantizeFn = void (*)(const LutQuantizeArgs& args, size_t block_begin, size_t block_end);
 using KdaStepFn = void (*)(const KdaStepArgs& args, size_t head_begin, size_t head_end);
@@ -40,6 +41,7 @@ struct KernelTable {
   DequantFn dequant_q3g = nullptr;
   LutBuildFn lut_build = nullptr;
   VqApply8Fn vq_apply8 = nullptr;
+  VqMatMul8Fn vq_matmul8 = nullptr;
   VqApply6Fn vq_apply6 = nullptr;
   LutQuantizeFn lut_quantize = nullptr;
   KdaStepFn kda_step = nullptr;
@@ -48,6 +50,12 @@ struct KernelTable {
   // vq_apply8 runs fastest on byte-plane tables (LutBuildArgs::planes);
   // callers may build those instead of f32 tables. Results are identical.
   bool vq8_planes = false;
+  // An expert chosen by this many tokens of a prompt chunk or more is
+  // applied with vq_matmul8 (rows decoded once for all of them) instead of
+  // vq_apply8 per token; 0 = never. Set by tables whose vq_matmul8 beats
+  // that many table applies (kernels_bench: vq_matmul8_* vs
+  // vq_apply8_vq3r_planes_chunk*).
+  size_t vq_decoded_min_tokens = 0;
   std::string name = "CPU";  // what the binary uses: CPU, AVX2, AVX-512(+VBMI)...
 };
 

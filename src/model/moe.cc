@@ -149,6 +149,19 @@ void MoeLayer::Combine(size_t t, bool selection_order, float* y) {
   }
 }
 
+void MoeLayer::RunDecoded(const kernels::KernelTable& k, const Item& item, int worker) {
+  const size_t xw = static_cast<size_t>(cfg_.expert_in());
+  std::vector<const float*>& xs = decoded_in_[static_cast<size_t>(worker)];
+  std::vector<float*>& outs = decoded_out_[static_cast<size_t>(worker)];
+  xs.resize(item.n);
+  outs.resize(item.n);
+  for (size_t i = 0; i < item.n; ++i) {
+    xs[i] = in_x_ + pair_token_[item.first + i] * in_stride_;
+    outs[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + i]) * xw;
+  }
+  experts_.ApplyDecoded(k, item.view, xs.data(), item.n, outs.data(), worker);
+}
+
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {
   Status status = Status::Ok();
   for (size_t i = b; i < e; ++i) {
@@ -167,19 +180,32 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
     const size_t xw = static_cast<size_t>(cfg_.expert_in());
     // Work units of up to kGroup tokens of one expert: an expert chosen by
     // many tokens of a chunk is shared by both threads instead of keeping
-    // one busy while the other waits at the join.
+    // one busy while the other waits at the join. An expert chosen by
+    // decoded_min_tokens or more is one unit that decodes its rows once for
+    // all of them (the choice depends on the routing alone, so results do
+    // not depend on threads or the cache).
+    const size_t decoded = experts_.decoded_min_tokens();
     units_.clear();
     for (size_t i = b; i < e; ++i) {
-      for (size_t g0 = 0; g0 < items_[i].n; g0 += kGroup) {
-        units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0)});
+      const size_t n = items_[i].n;
+      if (decoded != 0 && n >= decoded) {
+        units_.push_back({static_cast<uint32_t>(i), 0, static_cast<uint32_t>(n)});
+        continue;
+      }
+      for (size_t g0 = 0; g0 < n; g0 += kGroup) {
+        units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0),
+                          static_cast<uint32_t>(std::min(kGroup, n - g0))});
       }
     }
     ops.ForDynamic(units_.size(), 1, [&](size_t u0, size_t u1) {
       const int worker = Ops::Worker();
       for (size_t u = u0; u < u1; ++u) {
         const Item& item = items_[units_[u].item];
-        const size_t g0 = units_[u].g0;
-        const size_t n = std::min(kGroup, item.n - g0);
+        const size_t g0 = units_[u].g0, n = units_[u].n;
+        if (n > kGroup) {
+          RunDecoded(k, item, worker);
+          continue;
+        }
         size_t tok[kGroup] = {};
         float* outp[kGroup] = {};
         for (size_t i = 0; i < n; ++i) {
@@ -240,6 +266,13 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   // needed to pick them and the step can start on whichever experts are
   // already in memory.
   experts_.BuildInputTables(ops, xe, xe_stride, tokens, container_.bank(layer).codebook_base);
+  in_x_ = xe;
+  in_stride_ = xe_stride;
+  const size_t threads = static_cast<size_t>(ops.threads());
+  if (decoded_in_.size() < threads) {
+    decoded_in_.resize(threads);
+    decoded_out_.resize(threads);
+  }
   // A single token's late experts one per thread at a time: each lands
   // while the others compute. A chunk's in whole windows.
   WASTE_TRY(RunAllItems(ops, cache, layer,

@@ -15,6 +15,7 @@ constexpr size_t kTableChunk = 32;  // vector positions per table-build task (a 
 VqExperts::VqExperts(const Container& container, size_t max_tokens)
     : container_(container),
       cfg_(container.config()),
+      max_tokens_(std::max<size_t>(max_tokens, kGroup)),
       six_bit_(container.config().quant.index_bits == 6) {
   const ModelConfig& c = cfg_;
   const size_t vd = static_cast<size_t>(c.quant.vec_dim);
@@ -48,21 +49,31 @@ uint64_t VqExperts::scratch_bytes() const {
   const uint64_t shared =
       (books_t_.size() + tables_.size() + taus_.size()) * sizeof(float) + qtables_.size();
   const size_t mid = static_cast<size_t>(cfg_.moe.inter);
+  const size_t gu_tokens = six_bit_ ? kGroup : max_tokens_;  // ApplyDecoded's g and u
   const uint64_t per_thread =
-      (2 * kGroup * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
+      (2 * gu_tokens * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
       (six_bit_ ? kGroup * table_mid_ : 0);
   return shared + per_thread * std::max<size_t>(1, scratch_.size());
 }
 
 void VqExperts::Prepare(const Ops& ops) {
   planes_ = ops.k().vq8_planes && !six_bit_;
+  const bool decodable = !six_bit_ && cfg_.quant.stages <= 8 && cfg_.quant.vec_dim == 8;
+  decoded_min_tokens_ = decodable ? ops.k().vq_decoded_min_tokens : 0;
   const size_t threads = static_cast<size_t>(ops.threads());
   if (scratch_.size() >= threads) return;
   const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   scratch_.resize(threads);
+  const size_t gu_tokens = six_bit_ ? kGroup : max_tokens_;
   for (Scratch& s : scratch_) {
-    s.g.resize(kGroup * mid);
-    s.u.resize(kGroup * mid);
+    s.g.resize(gu_tokens * mid);
+    s.u.resize(gu_tokens * mid);
+    s.g_rows.resize(gu_tokens);
+    s.u_rows.resize(gu_tokens);
+    for (size_t i = 0; i < gu_tokens; ++i) {
+      s.g_rows[i] = s.g.data() + i * mid;
+      s.u_rows[i] = s.u.data() + i * mid;
+    }
     s.table_mid.resize(kGroup * table_mid_);
     if (six_bit_) {
       s.q_mid.resize(kGroup * table_mid_);
@@ -169,6 +180,38 @@ void VqExperts::Apply(const kernels::KernelTable& k, const ExpertRecordView& rec
     for (size_t i = 0; i < n; ++i) tabs[i] = s.table_mid.data() + i * table_mid_;
     Apply8(k, rec.down, rec.scale_down, nv_mid_, tabs, n, outs, xw);
   }
+}
+
+void VqExperts::ApplyDecoded(const kernels::KernelTable& k, const ExpertRecordView& rec,
+                             const float* const* xs, size_t n, float* const* outs, int worker) {
+  Scratch& s = scratch_[static_cast<size_t>(worker)];
+  const size_t mid = static_cast<size_t>(cfg_.moe.inter);
+  const size_t xw = static_cast<size_t>(cfg_.expert_in());
+  const int stages = cfg_.quant.stages;
+  float* const* gp = s.g_rows.data();
+  float* const* up = s.u_rows.data();
+  const float* books[8];
+  kernels::VqMatMul8Args a;
+  a.stages = static_cast<size_t>(stages);
+  a.entries = static_cast<size_t>(cfg_.quant.entries);
+  a.vec_dim = static_cast<size_t>(cfg_.quant.vec_dim);
+  a.books = books;
+  a.count = n;
+  // Matrix m (gate 0, up 1, down 2) uses books codebook_id + m * stages + s.
+  auto run = [&](int m, const uint8_t* indices, const uint16_t* scales, size_t nv,
+                 const float* const* in, float* const* out, size_t rows) {
+    for (int st = 0; st < stages; ++st) books[st] = container_.Codebook(rec.codebook_id + m * stages + st);
+    a.indices = indices;
+    a.scales = scales;
+    a.nv = nv;
+    a.xs = in;
+    a.ys = out;
+    k.vq_matmul8(a, 0, rows);
+  };
+  run(0, rec.gate, rec.scale_gate, nv_in_, xs, gp, mid);
+  run(1, rec.up, rec.scale_up, nv_in_, xs, up, mid);
+  for (size_t i = 0; i < n; ++i) GatedActivation(cfg_, gp[i], up[i], mid);
+  run(2, rec.down, rec.scale_down, nv_mid_, gp, outs, xw);
 }
 
 void VqExperts::Apply8(const kernels::KernelTable& k, const uint8_t* indices,

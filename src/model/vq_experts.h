@@ -48,12 +48,26 @@ class VqExperts {
   void Apply(const kernels::KernelTable& k, const ExpertRecordView& rec, const size_t* tokens,
              size_t n, float* const* outs, int worker);
 
+  // An expert chosen by at least this many tokens of a chunk goes through
+  // ApplyDecoded: the kernel table's vq_decoded_min_tokens (Prepare), 0 =
+  // never (the format has no such path, VQ4P, or the table's vq_matmul8
+  // does not pay).
+  size_t decoded_min_tokens() const { return decoded_min_tokens_; }
+
+  // One expert applied to n <= max_tokens tokens by decoding its rows
+  // (kernels' vq_matmul8) instead of through the tables: xs[i] is token i's
+  // input (expert_in floats), outs[i] receives expert_in floats. Equal to
+  // Apply within float noise (another summation order). Serial, as Apply.
+  void ApplyDecoded(const kernels::KernelTable& k, const ExpertRecordView& rec,
+                    const float* const* xs, size_t n, float* const* outs, int worker);
+
   uint64_t scratch_bytes() const;
 
  private:
   struct Scratch {
-    std::vector<float> g, u, table_mid, tau_mid;
+    std::vector<float> g, u, table_mid, tau_mid;  // g, u: [max_tokens][inter]
     std::vector<int8_t> q_mid;
+    std::vector<float*> g_rows, u_rows;  // ApplyDecoded's per-token pointers into g, u
   };
 
   // Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
@@ -81,8 +95,10 @@ class VqExperts {
 
   const Container& container_;
   const ModelConfig& cfg_;
+  size_t max_tokens_;
   bool six_bit_;
   bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
+  size_t decoded_min_tokens_ = 0;
   size_t nv_in_, nv_mid_, table_in_, table_mid_, tau_in_, tau_mid_;
   std::vector<float> tables_;    // [max_tokens][gate, up] input tables (f32 or planes)
   std::vector<int8_t> qtables_;  // int8 shadows (VQ4P)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "container/container.h"
@@ -14,6 +15,7 @@
 #include "model/layer_weights.h"
 #include "model/moe.h"
 #include "model/prefetcher.h"
+#include "model/vq_experts.h"
 #include "runtime/ops.h"
 #include "runtime/thread_pool.h"
 #include "streaming/expert_cache.h"
@@ -200,6 +202,59 @@ TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
     for (size_t i = 0; i < h; ++i) {
       ASSERT_NEAR(out_chunk[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
           << "token " << t << " row " << i;
+    }
+  }
+}
+
+// Ten tokens of a chunk with the same input choose the same experts, so each
+// of those experts has ten tokens: past the kernel table's
+// vq_decoded_min_tokens they go through the decoded rows (vq_matmul8)
+// instead of the tables. Every token must still come out as a single step
+// (tables) gives it, within float noise: with the baseline kernels (the
+// decoded path forced on, as no baseline table enables it) and with this
+// CPU's best table as shipped.
+TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FixtureModel m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  constexpr size_t kSame = 10, kTokens = 12;
+  const int l = MoeLayers(cfg).front();
+  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
+  const size_t h = static_cast<size_t>(cfg.hidden);
+  std::vector<float> x = RandomInput(kTokens * h, 33);
+  for (size_t t = 1; t < kSame; ++t) {
+    std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(h), x.begin() + static_cast<std::ptrdiff_t>(t * h));
+  }
+  auto pool = ThreadPool::Create(2);
+  ASSERT_TRUE(pool.has_value());
+  kernels::KernelTable forced = kernels::BuildKernelTable(kernels::Isa::kBaseline);
+  forced.vq_decoded_min_tokens = 8;
+  for (const kernels::KernelTable& table : {forced, kernels::BuildKernelTable(kernels::SupportedIsas().back())}) {
+    Ops ops(table, pool->get());
+    VqExperts probe(*m.c, kTokens);
+    probe.Prepare(ops);
+    const size_t threshold = probe.decoded_min_tokens();
+    if (&table == &forced) ASSERT_EQ(threshold, 8u) << "the fixture's experts have no decoded path";
+    if (threshold == 0 || threshold > kSame) {
+      std::printf("note: %s decodes no expert rows; comparing its tables only\n", table.name.c_str());
+    }
+    MoeLayer chunk(*m.c, kTokens), single(*m.c, 1);
+    std::vector<float> out_chunk(kTokens * h), out_single(h);
+    ASSERT_TRUE(chunk.Forward(ops, w, l, *m.cache, x.data(), kTokens, out_chunk.data()).ok());
+    for (size_t t = 0; t < kTokens; ++t) {
+      ASSERT_TRUE(single.Forward(ops, w, l, *m.cache, x.data() + t * h, 1, out_single.data()).ok());
+      ASSERT_EQ(chunk.routing(t).ids, single.routing(0).ids) << "token " << t;
+      for (size_t i = 0; i < h; ++i) {
+        ASSERT_NEAR(out_chunk[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
+            << table.name << " token " << t << " row " << i;
+      }
+    }
+    // The ten alike are one expert set applied once: bit-identical to each other.
+    for (size_t t = 1; t < kSame; ++t) {
+      ASSERT_TRUE(std::equal(out_chunk.begin(), out_chunk.begin() + static_cast<std::ptrdiff_t>(h),
+                             out_chunk.begin() + static_cast<std::ptrdiff_t>(t * h)))
+          << table.name << " token " << t;
     }
   }
 }

@@ -591,6 +591,81 @@ void CheckVqApply8(const KernelTable& ref, const KernelTable& test, CheckReport&
   }
 }
 
+// vq_matmul8 against its definition evaluated in double (the decoded weight
+// itself rounded as defined, in f32), for the reference table and the tested
+// one, and split-invariant for every input.
+void CheckVqMatMul8(const KernelTable& ref, const KernelTable& test, CheckReport& rep) {
+  for (size_t stages : {3, 2}) {
+    for (size_t cols : VqCols()) {
+      for (size_t rows : {size_t{1}, size_t{7}, size_t{33}, size_t{65}, size_t{129}}) {
+        const size_t nv = cols / 8;
+        VqMatrix m(rows, nv, stages);
+        std::vector<GuardedBuffer*> owned;
+        const float* books[3] = {};
+        for (size_t s = 0; s < stages; ++s) {
+          owned.push_back(new GuardedBuffer(4 * 256 * 8));
+          FillFloats(owned.back()->as<float>(), 256 * 8, -1.0f, 1.0f);
+          books[s] = owned.back()->as<float>();
+        }
+        for (size_t count : {1, 3, 5, 9}) {
+          std::vector<std::vector<float>> x(count, std::vector<float>(cols));
+          for (auto& xi : x) FillFloats(xi.data(), cols, -1.0f, 1.0f);
+          std::vector<float> want(count * rows);
+          std::vector<double> mag(count * rows, 0.0);
+          const uint8_t* idx = m.indices.as<uint8_t>();
+          const uint16_t* sc = m.scales.as<uint16_t>();
+          for (size_t t = 0; t < count; ++t) {
+            for (size_t r = 0; r < rows; ++r) {
+              double acc = 0.0, a = 0.0;
+              for (size_t v = 0; v < nv; ++v) {
+                const uint8_t* p = idx + VqRunOffset(r, v, nv, stages);
+                for (size_t d = 0; d < 8; ++d) {
+                  float w = books[0][p[0] * 8 + d];
+                  for (size_t s = 1; s < stages; ++s) w += books[s][p[s] * 8 + d];
+                  acc += static_cast<double>(w) * x[t][v * 8 + d];
+                  a += std::fabs(static_cast<double>(w) * x[t][v * 8 + d]);
+                }
+              }
+              const double scale = F16ToF32(sc[r]);
+              want[t * rows + r] = static_cast<float>(acc * scale);
+              mag[t * rows + r] = a * scale;
+            }
+          }
+          VqMatMul8Args args;
+          args.indices = idx;
+          args.nv = nv;
+          args.stages = stages;
+          args.entries = 256;
+          args.books = books;
+          args.scales = sc;
+          args.count = count;
+          std::vector<const float*> xs;
+          for (auto& xi : x) xs.push_back(xi.data());
+          args.xs = xs.data();
+          for (const KernelTable* kt : {&ref, &test}) {
+            std::vector<float> whole(count * rows, -7.0f), split(count * rows, -7.0f);
+            std::vector<float*> ys;
+            for (size_t t = 0; t < count; ++t) ys.push_back(whole.data() + t * rows);
+            args.ys = ys.data();
+            kt->vq_matmul8(args, 0, rows);
+            const std::string where = Describe(kt == &ref ? "vq_matmul8 (reference table)" : "vq_matmul8", stages, nv, rows) +
+                                      " x" + std::to_string(count);
+            ++rep.cases;
+            if (!Near(want.data(), whole.data(), mag.data(), want.size(), kSumRelTol, where, rep)) continue;
+            for (size_t t = 0; t < count; ++t) ys[t] = split.data() + t * rows;
+            const size_t s1 = rows / 3, s2 = std::min(rows, 2 * rows / 3 + 1);
+            kt->vq_matmul8(args, 0, s1);
+            kt->vq_matmul8(args, s1, s2);
+            kt->vq_matmul8(args, s2, rows);
+            SameBits(whole.data(), split.data(), whole.size(), where, rep);
+          }
+        }
+        for (GuardedBuffer* g : owned) delete g;
+      }
+    }
+  }
+}
+
 void CheckVqApply6(const KernelTable& ref, const KernelTable& test, CheckReport& rep) {
   for (size_t cols : kCols) {
     for (size_t rows : kRows) {
@@ -745,6 +820,7 @@ const std::vector<SlotCheck>& AllSlotChecks() {
        [](const KernelTable& r, const KernelTable& t) { return r.dequant_q3g != t.dequant_q3g; }},
       {"lut_build", CheckLutBuild, [](const KernelTable& r, const KernelTable& t) { return r.lut_build != t.lut_build; }},
       {"vq_apply8", CheckVqApply8, [](const KernelTable& r, const KernelTable& t) { return r.vq_apply8 != t.vq_apply8; }},
+      {"vq_matmul8", CheckVqMatMul8, [](const KernelTable& r, const KernelTable& t) { return r.vq_matmul8 != t.vq_matmul8; }},
       {"vq_apply6", CheckVqApply6, [](const KernelTable& r, const KernelTable& t) { return r.vq_apply6 != t.vq_apply6; }},
       {"lut_quantize", CheckLutQuantize, [](const KernelTable& r, const KernelTable& t) { return r.lut_quantize != t.lut_quantize; }},
       {"kda_step", CheckKdaStep, [](const KernelTable& r, const KernelTable& t) { return r.kda_step != t.kda_step; }},

@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, KernelVsBaseline, ::testing::ValuesIn(AllIsaSl
 bool Complete(const KernelTable& t) {
   return t.dot_f32 && t.axpy_f32 && t.matvec_f32 && t.matvec_q8g && t.matvec_q4g && t.matvec_q3g &&
          t.matmul_f32 && t.matmul_q8g && t.matmul_q4g && t.matmul_q3g && t.dequant_q8g &&
-         t.dequant_q4g && t.dequant_q3g && t.lut_build && t.vq_apply8 &&
+         t.dequant_q4g && t.dequant_q3g && t.lut_build && t.vq_apply8 && t.vq_matmul8 &&
          t.vq_apply6 && t.lut_quantize && t.kda_step;
 }
 
