@@ -721,23 +721,36 @@ void MatMulQ3G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
 // multiply it into every token, and the row scale is applied last, as the
 // lookup-table apply does.
 
+// Book entry i of b: 8 floats at b + 8i (size_t arithmetic: no sign
+// extension per index).
+inline const float* Entry(const float* b, uint8_t i) { return b + (static_cast<size_t>(i) << 3); }
+
 void DecodeVqRow(const VqMatMul8Args& a, size_t r, float* out) {
-  const size_t run = a.stages, step = 64 * run;
-  const uint8_t* p = a.indices + VqRunOffset(r, 0, a.nv, run);
+  const size_t nv = a.nv, run = a.stages, step = 64 * run;
+  const uint8_t* p = a.indices + VqRunOffset(r, 0, nv, run);
   const float* b0 = a.books[0];
   if (run == 3) {
     const float* b1 = a.books[1];
     const float* b2 = a.books[2];
-    for (size_t v = 0; v < a.nv; ++v, p += step) {
-      const __m256 w = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(b0 + p[0] * 8), _mm256_loadu_ps(b1 + p[1] * 8)),
-                                     _mm256_loadu_ps(b2 + p[2] * 8));
+    size_t v = 0;
+    // Two positions per step: one 16-float add chain and store.
+    for (; v + 2 <= nv; v += 2, p += 2 * step) {
+      const uint8_t* q = p + step;
+      const __m512 c0 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(Entry(b0, p[0]))), _mm256_loadu_ps(Entry(b0, q[0])), 1);
+      const __m512 c1 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(Entry(b1, p[1]))), _mm256_loadu_ps(Entry(b1, q[1])), 1);
+      const __m512 c2 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(Entry(b2, p[2]))), _mm256_loadu_ps(Entry(b2, q[2])), 1);
+      _mm512_storeu_ps(out + v * 8, _mm512_add_ps(_mm512_add_ps(c0, c1), c2));
+    }
+    if (v < nv) {
+      const __m256 w = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(Entry(b0, p[0])), _mm256_loadu_ps(Entry(b1, p[1]))),
+                                     _mm256_loadu_ps(Entry(b2, p[2])));
       _mm256_storeu_ps(out + v * 8, w);
     }
     return;
   }
-  for (size_t v = 0; v < a.nv; ++v, p += step) {
-    __m256 w = _mm256_loadu_ps(b0 + p[0] * 8);
-    for (size_t s = 1; s < run; ++s) w = _mm256_add_ps(w, _mm256_loadu_ps(a.books[s] + p[s] * 8));
+  for (size_t v = 0; v < nv; ++v, p += step) {
+    __m256 w = _mm256_loadu_ps(Entry(b0, p[0]));
+    for (size_t s = 1; s < run; ++s) w = _mm256_add_ps(w, _mm256_loadu_ps(Entry(a.books[s], p[s])));
     _mm256_storeu_ps(out + v * 8, w);
   }
 }
