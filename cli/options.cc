@@ -686,7 +686,10 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
   std::string range = RangeCheck(o);
   if (!range.empty()) return UsageError(range, o);
   if (o.command == Command::kBench && !o.n_given) o.n_tokens = 64;
+  // The two spellings are one switch (the help says so): -o json is --json,
+  // one JSON object on stdout and nothing else.
   if (o.command == Command::kBench && o.json) o.output_format = "json";
+  if (o.command == Command::kBench && o.output_format == "json") o.json = true;
   if (o.command == Command::kVersion) {
     if (!words.empty()) return UsageError("unexpected argument \"" + words[0] + "\"", o);
     ParseOutcome out;

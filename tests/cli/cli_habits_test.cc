@@ -326,6 +326,10 @@ TEST_F(CliHabits, BenchRowsRepsAndFormats) {
   for (const char* key : {"tokens", "tok_per_s", "prefill_tok_s", "decode_tok_s", "hit_rate"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // -o json is --json: the same one object on stdout, nothing before it.
+  const json o = OneObject(Waste({"bench", kDemo, "-n", "4", "-o", "json"}));
+  EXPECT_EQ(o["reps"], 1);
+  EXPECT_EQ(o["rows"].size(), 2u);
   // The machine's load (Linux and macOS keep one): a figure's context.
   ASSERT_TRUE(j.contains("load_average_before"));
   EXPECT_GE(j["load_average_before"].get<double>(), 0.0);
