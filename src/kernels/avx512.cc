@@ -900,9 +900,9 @@ void RegisterAvx512(KernelTable& t) {
   t.matmul_f32 = MatMulF32;
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
+  t.matmul_q3g = MatMulQ3G;
   t.vq_matmul8 = VqMatMul8;
   t.vq_decoded_min_tokens = 8;
-  t.matmul_q3g = MatMulQ3G;
   t.dequant_q8g = DequantQ8G;
   t.dequant_q4g = DequantQ4G;
   t.dequant_q3g = DequantQ3G;

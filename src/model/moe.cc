@@ -149,20 +149,8 @@ void MoeLayer::Combine(size_t t, bool selection_order, float* y) {
   }
 }
 
-void MoeLayer::RunDecoded(const kernels::KernelTable& k, const Item& item, int worker) {
-  const size_t xw = static_cast<size_t>(cfg_.expert_in());
-  std::vector<const float*>& xs = decoded_in_[static_cast<size_t>(worker)];
-  std::vector<float*>& outs = decoded_out_[static_cast<size_t>(worker)];
-  xs.resize(item.n);
-  outs.resize(item.n);
-  for (size_t i = 0; i < item.n; ++i) {
-    xs[i] = in_x_ + pair_token_[item.first + i] * in_stride_;
-    outs[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + i]) * xw;
-  }
-  experts_.ApplyDecoded(k, item.view, xs.data(), item.n, outs.data(), worker);
-}
-
-Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e) {
+Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
+                          size_t x_stride, size_t b, size_t e) {
   Status status = Status::Ok();
   for (size_t i = b; i < e; ++i) {
     auto pin = AcquireTimed(ops, cache, layer, items_[i].expert);
@@ -203,7 +191,8 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
         const Item& item = items_[units_[u].item];
         const size_t g0 = units_[u].g0, n = units_[u].n;
         if (n > kGroup) {
-          RunDecoded(k, item, worker);
+          experts_.ApplyDecoded(k, item.view, x, x_stride, pair_token_.data() + item.first,
+                                outs_.data(), xw, pair_out_.data() + item.first, n, worker);
           continue;
         }
         size_t tok[kGroup] = {};
@@ -220,7 +209,8 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t 
   return status;
 }
 
-Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window) {
+Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
+                             size_t x_stride, size_t late_window) {
   // Resident items first, each group in its old order. Items carry their
   // pair ranges, so reordering them moves no output.
   const auto late_begin = std::stable_partition(
@@ -228,11 +218,11 @@ Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size
   const size_t ready = static_cast<size_t>(late_begin - items_.begin());
   const size_t window = Window(cache);
   for (size_t b = 0; b < ready; b += window) {
-    WASTE_TRY(RunItems(ops, cache, layer, b, std::min(ready, b + window)));
+    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, b, std::min(ready, b + window)));
   }
   const size_t late = std::clamp<size_t>(late_window, 1, window);
   for (size_t b = ready; b < items_.size(); b += late) {
-    WASTE_TRY(RunItems(ops, cache, layer, b, std::min(items_.size(), b + late)));
+    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, b, std::min(items_.size(), b + late)));
   }
   return Status::Ok();
 }
@@ -266,16 +256,9 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   // needed to pick them and the step can start on whichever experts are
   // already in memory.
   experts_.BuildInputTables(ops, xe, xe_stride, tokens, container_.bank(layer).codebook_base);
-  in_x_ = xe;
-  in_stride_ = xe_stride;
-  const size_t threads = static_cast<size_t>(ops.threads());
-  if (decoded_in_.size() < threads) {
-    decoded_in_.resize(threads);
-    decoded_out_.resize(threads);
-  }
   // A single token's late experts one per thread at a time: each lands
   // while the others compute. A chunk's in whole windows.
-  WASTE_TRY(RunAllItems(ops, cache, layer,
+  WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride,
                         single ? static_cast<size_t>(ops.threads()) : Window(cache)));
   {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);

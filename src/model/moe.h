@@ -70,16 +70,17 @@ class MoeLayer {
   void BuildItems(size_t tokens);
   // Sums token t's per-choice outputs with its routing weights into y.
   void Combine(size_t t, bool selection_order, float* y);
-  // An item whose expert many tokens chose: its rows decoded once for all of
-  // them (VqExperts::ApplyDecoded), inputs from in_x_. Serial, on `worker`.
-  void RunDecoded(const kernels::KernelTable& k, const Item& item, int worker);
-  // Pins items_[b, e) in order, runs them in parallel, releases them.
-  Status RunItems(const Ops& ops, ExpertCache& cache, int layer, size_t b, size_t e);
+  // Pins items_[b, e) in order, runs them in parallel, releases them. x:
+  // the step's expert inputs, [tokens][x_stride] (the tables hold them too;
+  // an item decoded for many tokens reads them directly).
+  Status RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
+                  size_t x_stride, size_t b, size_t e);
   // Runs every item of the step: those already in memory first (their
   // compute covers the reads still in flight), then the rest in windows of
   // `late_window` as they land. Outputs go to per-pair slots and are summed
   // afterwards in the fixed order, so the order changes timing only.
-  Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, size_t late_window);
+  Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
+                     size_t x_stride, size_t late_window);
 
   const ModelConfig& cfg_;
   const Container& container_;
@@ -101,12 +102,6 @@ class MoeLayer {
     uint32_t item, g0, n;  // n tokens from g0; more than kGroup: decoded rows
   };
   std::vector<Unit> units_;  // the current window's work units
-  // The step's expert inputs ([tokens][in_stride_]) and, per pool thread,
-  // RunDecoded's pointer lists.
-  const float* in_x_ = nullptr;
-  size_t in_stride_ = 0;
-  std::vector<std::vector<const float*>> decoded_in_;
-  std::vector<std::vector<float*>> decoded_out_;
 };
 
 }  // namespace waste

@@ -49,7 +49,7 @@ uint64_t VqExperts::scratch_bytes() const {
   const uint64_t shared =
       (books_t_.size() + tables_.size() + taus_.size()) * sizeof(float) + qtables_.size();
   const size_t mid = static_cast<size_t>(cfg_.moe.inter);
-  const size_t gu_tokens = six_bit_ ? kGroup : max_tokens_;  // ApplyDecoded's g and u
+  const size_t gu_tokens = ScratchTokens();
   const uint64_t per_thread =
       (2 * gu_tokens * mid + kGroup * table_mid_ + kGroup * tau_mid_) * sizeof(float) +
       (six_bit_ ? kGroup * table_mid_ : 0);
@@ -64,12 +64,14 @@ void VqExperts::Prepare(const Ops& ops) {
   if (scratch_.size() >= threads) return;
   const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   scratch_.resize(threads);
-  const size_t gu_tokens = six_bit_ ? kGroup : max_tokens_;
+  const size_t gu_tokens = ScratchTokens();
   for (Scratch& s : scratch_) {
     s.g.resize(gu_tokens * mid);
     s.u.resize(gu_tokens * mid);
     s.g_rows.resize(gu_tokens);
     s.u_rows.resize(gu_tokens);
+    s.x_rows.resize(gu_tokens);
+    s.out_rows.resize(gu_tokens);
     for (size_t i = 0; i < gu_tokens; ++i) {
       s.g_rows[i] = s.g.data() + i * mid;
       s.u_rows[i] = s.u.data() + i * mid;
@@ -183,10 +185,17 @@ void VqExperts::Apply(const kernels::KernelTable& k, const ExpertRecordView& rec
 }
 
 void VqExperts::ApplyDecoded(const kernels::KernelTable& k, const ExpertRecordView& rec,
-                             const float* const* xs, size_t n, float* const* outs, int worker) {
+                             const float* x, size_t x_stride, const uint32_t* tokens, float* out,
+                             size_t out_stride, const uint32_t* slots, size_t n, int worker) {
   Scratch& s = scratch_[static_cast<size_t>(worker)];
   const size_t mid = static_cast<size_t>(cfg_.moe.inter);
   const size_t xw = static_cast<size_t>(cfg_.expert_in());
+  for (size_t i = 0; i < n; ++i) {
+    s.x_rows[i] = x + tokens[i] * x_stride;
+    s.out_rows[i] = out + slots[i] * out_stride;
+  }
+  const float* const* xs = s.x_rows.data();
+  float* const* outs = s.out_rows.data();
   const int stages = cfg_.quant.stages;
   float* const* gp = s.g_rows.data();
   float* const* up = s.u_rows.data();

@@ -55,11 +55,13 @@ class VqExperts {
   size_t decoded_min_tokens() const { return decoded_min_tokens_; }
 
   // One expert applied to n <= max_tokens tokens by decoding its rows
-  // (kernels' vq_matmul8) instead of through the tables: xs[i] is token i's
-  // input (expert_in floats), outs[i] receives expert_in floats. Equal to
-  // Apply within float noise (another summation order). Serial, as Apply.
-  void ApplyDecoded(const kernels::KernelTable& k, const ExpertRecordView& rec,
-                    const float* const* xs, size_t n, float* const* outs, int worker);
+  // (kernels' vq_matmul8) instead of through the tables: token i's input is
+  // x + tokens[i] * x_stride (expert_in floats), its output out + slots[i] *
+  // out_stride (expert_in floats). Equal to Apply within float noise
+  // (another summation order). Serial, as Apply.
+  void ApplyDecoded(const kernels::KernelTable& k, const ExpertRecordView& rec, const float* x,
+                    size_t x_stride, const uint32_t* tokens, float* out, size_t out_stride,
+                    const uint32_t* slots, size_t n, int worker);
 
   uint64_t scratch_bytes() const;
 
@@ -67,9 +69,15 @@ class VqExperts {
   struct Scratch {
     std::vector<float> g, u, table_mid, tau_mid;  // g, u: [max_tokens][inter]
     std::vector<int8_t> q_mid;
-    std::vector<float*> g_rows, u_rows;  // ApplyDecoded's per-token pointers into g, u
+    // ApplyDecoded's per-token pointers: into g and u, and to the caller's
+    // inputs and outputs.
+    std::vector<float*> g_rows, u_rows, out_rows;
+    std::vector<const float*> x_rows;
   };
 
+  // Tokens the per-thread g/u scratch holds: a table group, or a whole
+  // chunk where ApplyDecoded may run (8-bit indices).
+  size_t ScratchTokens() const { return six_bit_ ? kGroup : max_tokens_; }
   // Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
   // blocks inside the range (callers pass ranges aligned to a tau block).
   void BuildTable(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
