@@ -95,6 +95,12 @@ int ConvertMain(const std::vector<std::string>& args) {
       ->check(CLI::IsMember({"vq3r", "vq2r", "vq4p"}));
   app.add_option("--seed", o.seed, "seed of the codebook training (default 0)");
   app.add_flag("--trunk8", o.trunk8, "store every quantised trunk matrix Q8G (default Q4G)");
+  std::vector<std::string> format_rules;
+  app.add_option("--tensor-format", format_rules,
+                 "PART=f32|q8g|q4g: store the quantised trunk matrices whose name contains PART so, "
+                 "e.g. shared_experts=q8g (repeatable; the first match wins; before --trunk8)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* tv = app.add_option("--train-vectors", o.train_vectors, "codebook training vectors per layer and kind");
   app.add_flag("--reference-recipe", o.reference_recipe,
                "emulate the reference converter's recipe (same size; for quality comparisons)");
@@ -106,6 +112,14 @@ int ConvertMain(const std::vector<std::string>& args) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (o.reference_recipe && tv->count() == 0) o.train_vectors = 300000;  // the reference's T
+  for (const std::string& r : format_rules) {
+    const size_t eq = r.rfind('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "--tensor-format: \"%s\" is not PART=FORMAT (e.g. shared_experts=q8g)\n", r.c_str());
+      return 2;
+    }
+    o.tensor_formats.push_back({r.substr(0, eq), r.substr(eq + 1)});
+  }
   std::string err;
   o.layers = ParseLayers(layers, &err);
   if (!err.empty()) {

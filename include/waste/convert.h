@@ -27,6 +27,15 @@ struct ConvertProgress {
   std::string message;           // one line, for "layer" and "done"
 };
 
+// A per-tensor storage rule for `waste convert --tensor-format`: every trunk
+// matrix the recipe quantises (2-D, 65 536 elements or more, not the vision
+// tower) whose container name contains `pattern` is stored as `format`:
+// "f32", "q8g" or "q4g". Rules are tried in order; the first match wins.
+struct TensorFormatRule {
+  std::string pattern;
+  std::string format;
+};
+
 struct ConvertOptions {
   std::string source_dir;
   std::string out_dir;
@@ -35,6 +44,9 @@ struct ConvertOptions {
   std::string expert_format = "vq3r";  // vq3r | vq2r | vq4p
   uint64_t seed = 0;
   bool trunk8 = false;           // every quantised trunk matrix Q8G (default Q4G)
+  // Before the defaults and --trunk8; a rule that matches no quantised
+  // matrix of the checkpoint is refused (a typo would otherwise go unseen).
+  std::vector<TensorFormatRule> tensor_formats;
   int64_t train_vectors = 262144;  // codebook training vectors per (layer, kind)
   int kmeans_iterations = 16;    // upper bound; stops earlier when converged
   // Rounds of codebook refinement after the greedy residual k-means (each

@@ -103,17 +103,41 @@ std::string HeadText(const convert::SourceModel& m, const ExpertQuant& q) {
 
 // The engine's required tensors against what the trunk will hold, checked
 // before any work.
+// A format rule that matches no quantised matrix is refused here too.
 Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::SourceModel& m,
-                            Manifest manifest, bool trunk8) {
+                            Manifest manifest, const convert::TrunkFormats& formats,
+                            const std::vector<TensorFormatRule>& rules) {
+  std::vector<bool> rule_won(formats.rules.size(), false), rule_named(formats.rules.size(), false);
   for (const convert::TrunkSource& t : m.trunk) {
     std::vector<int64_t> shape;
     if (const convert::TensorEntry* e = ckpt.Find(t.source)) shape = e->shape;
     shape = convert::TrunkShapeFor(t, shape);
     TensorInfo info;
     info.name = t.target;
-    info.fmt = convert::TrunkFormatFor(t, shape, trunk8);
+    int rule = -1;
+    info.fmt = convert::TrunkFormatFor(t, shape, formats, &rule);
+    if (rule >= 0) rule_won[static_cast<size_t>(rule)] = true;
+    // The matrices a rule could apply to: those the recipe quantises.
+    if (!t.vision && convert::TrunkFormatFor(t, shape, {}) != format::TensorFmt::kF32) {
+      for (size_t i = 0; i < formats.rules.size(); ++i) {
+        if (t.target.find(formats.rules[i].first) != std::string::npos) rule_named[i] = true;
+      }
+    }
     info.shape = shape;
     manifest.trunk.push_back(std::move(info));
+  }
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rule_named[i] && !rule_won[i]) {
+      return ArgError(fmt::format("tensor format rule \"{}={}\" never applies: every matrix it names is "
+                                  "taken by an earlier rule (the first match wins)",
+                                  rules[i].pattern, rules[i].format));
+    }
+    if (!rule_won[i]) {
+      return ArgError(fmt::format("tensor format rule \"{}={}\" matches no quantised trunk matrix of {} "
+                                  "(rules apply to 2-D matrices of 65 536 elements or more, by a part "
+                                  "of the container name, e.g. shared_experts or self_attn.q_proj)",
+                                  rules[i].pattern, rules[i].format, ckpt.dir()));
+    }
   }
   Status st = ValidateRequiredTensors(manifest);
   if (!st.ok()) return FormatError(fmt::format("{}: {}", ckpt.dir(), st.message()));
@@ -125,6 +149,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   ConvertReport report;
   WASTE_ASSIGN_OR_RETURN(ExpertQuant quant, QuantFor(o.expert_format));
+  WASTE_ASSIGN_OR_RETURN(convert::TrunkFormats trunk_formats,
+                         convert::ParseTrunkFormats(o.trunk8, o.tensor_formats));
   if (o.train_vectors < 1 || o.kmeans_iterations < 1) {
     return ArgError("training vectors and k-means iterations must be positive");
   }
@@ -149,7 +175,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   }
   WASTE_ASSIGN_OR_RETURN(format::RecordLayout layout,
                          format::ComputeRecordLayout(cfg.moe.inter, cfg.expert_in(), cfg.quant));
-  WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, o.trunk8));
+  WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, trunk_formats, o.tensor_formats));
   // A tokenizer.json that cannot be converted fails now, not after the layers.
   if (!platform::PathExists(JoinPath(ckpt->dir(), "tiktoken.model")) &&
       !platform::PathExists(JoinPath(ckpt->dir(), "tokenizer.model")) &&
@@ -173,9 +199,15 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   std::filesystem::create_directories(JoinPath(o.out_dir, "parts"), ec);
   if (ec) return IoError(fmt::format("create {}: {}", o.out_dir, ec.message()));
   WASTE_ASSIGN_OR_RETURN(Json fingerprint, SourceFingerprint(*ckpt));
-  const Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
-                         {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
-                         {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
+  Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
+                   {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
+                   {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
+  // Only when given, so that conversions started without rules still resume.
+  if (!o.tensor_formats.empty()) {
+    Json rules = Json::array();
+    for (const TensorFormatRule& r : o.tensor_formats) rules.push_back({r.pattern, r.format});
+    settings["tensor_formats"] = rules;
+  }
   Json state = {{"version", kStateVersion}, {"source", fingerprint}, {"settings", settings},
                 {"layers", Json::object()}};
   const std::string state_path = JoinPath(o.out_dir, "convert.json");
@@ -267,7 +299,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   } else {
     state.erase("trunk");
     WASTE_ASSIGN_OR_RETURN(convert::TrunkResult tr,
-                           convert::WriteTrunk(*ckpt, model, o.trunk8, o.reference_recipe, o.out_dir, pool.get(),
+                           convert::WriteTrunk(*ckpt, model, trunk_formats, o.reference_recipe, o.out_dir, pool.get(),
                                                [&](int done, int total) {
                                                  emit("trunk", -1, fmt::format("{}/{} tensors", done, total));
                                                }));

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,7 @@
 #include "convert/source_model.h"
 #include "format/format.h"
 #include "runtime/thread_pool.h"
+#include "waste/convert.h"
 #include "waste/status.h"
 
 namespace waste::convert {
@@ -53,11 +56,26 @@ struct TrunkResult {
   uint64_t source_bytes = 0;
 };
 
-// Trunk storage of a source tensor: 0 = F32, 2 = Q8G, 3 = Q4G.
-format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8);
+// How the trunk's matrices are stored: the recipe's defaults (F32 when
+// small or not 2-D, Q8G for the embedding, the head and the vision tower,
+// Q4G otherwise), every quantised one Q8G with `trunk8`, and before both
+// the user's rules (first match wins).
+struct TrunkFormats {
+  bool trunk8 = false;
+  std::vector<std::pair<std::string, format::TensorFmt>> rules;  // name substring, format
+};
+
+// Parses "f32" / "q8g" / "q4g" rules; an error names the bad one.
+Result<TrunkFormats> ParseTrunkFormats(bool trunk8, const std::vector<TensorFormatRule>& rules);
+
+// Trunk storage of a source tensor: 0 = F32, 2 = Q8G, 3 = Q4G. `rule_used`
+// (optional) is set to the index of the rule that decided, or -1.
+format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape,
+                                 const TrunkFormats& formats, int* rule_used = nullptr);
 std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64_t>& shape);
 
-Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,
+Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, const TrunkFormats& formats,
+                               bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick);
 

@@ -30,18 +30,55 @@ std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64
   return shape;
 }
 
-format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape, bool trunk8) {
+Result<TrunkFormats> ParseTrunkFormats(bool trunk8, const std::vector<TensorFormatRule>& rules) {
+  TrunkFormats out;
+  out.trunk8 = trunk8;
+  for (const TensorFormatRule& r : rules) {
+    const std::string text = r.pattern + "=" + r.format;
+    if (r.pattern.empty()) {
+      return ArgError(fmt::format("tensor format rule \"{}\": the name pattern is empty", text));
+    }
+    format::TensorFmt f;
+    if (r.format == "f32") {
+      f = format::TensorFmt::kF32;
+    } else if (r.format == "q8g") {
+      f = format::TensorFmt::kQ8G;
+    } else if (r.format == "q4g") {
+      f = format::TensorFmt::kQ4G;
+    } else {
+      return ArgError(fmt::format("tensor format rule \"{}\": the format must be f32, q8g or q4g", text));
+    }
+    out.rules.emplace_back(r.pattern, f);
+  }
+  return out;
+}
+
+format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t>& shape,
+                                 const TrunkFormats& formats, int* rule_used) {
+  if (rule_used != nullptr) *rule_used = -1;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
+  // Small and non-matrix tensors stay F32 whatever the rules say: the engine
+  // reads norms, biases and kernels as F32, and a small matrix gains nothing.
   if (shape.size() != 2 || n < 65536) return format::TensorFmt::kF32;
-  if (t.vision || trunk8 || t.target.ends_with("embed_tokens.weight") ||
+  // The vision tower stays Q8G, the layout the reference's post-processing
+  // writes (docs/VISION.md); the rules are for the language model's trunk.
+  if (t.vision) return format::TensorFmt::kQ8G;
+  for (size_t i = 0; i < formats.rules.size(); ++i) {
+    if (t.target.find(formats.rules[i].first) != std::string::npos) {
+      if (rule_used != nullptr) *rule_used = static_cast<int>(i);
+      return formats.rules[i].second;
+    }
+  }
+  if (formats.trunk8 || t.target.ends_with("embed_tokens.weight") ||
       t.target.ends_with("lm_head.weight")) {
     return format::TensorFmt::kQ8G;
   }
   return format::TensorFmt::kQ4G;
 }
 
-Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, bool trunk8, bool reference,
+Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, const TrunkFormats& formats,
+                               bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick) {
   TrunkResult out;
@@ -60,7 +97,7 @@ Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model,
       }
     }
     const std::vector<int64_t> shape = TrunkShapeFor(t, x.shape);
-    const format::TensorFmt fmt = TrunkFormatFor(t, shape, trunk8);
+    const format::TensorFmt fmt = TrunkFormatFor(t, shape, formats);
     nlohmann::json e = nlohmann::json::object();
     e["name"] = t.target;
     e["fmt"] = fmt;
