@@ -102,11 +102,10 @@ std::string HeadText(const convert::SourceModel& m, const ExpertQuant& q) {
 }
 
 // The engine's required tensors against what the trunk will hold, checked
-// before any work.
-// A format rule that matches no quantised matrix is refused here too.
+// before any work; so is every format rule (one that can never apply is
+// refused: a misspelt name would otherwise change nothing unseen).
 Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::SourceModel& m,
-                            Manifest manifest, const convert::TrunkFormats& formats,
-                            const std::vector<TensorFormatRule>& rules) {
+                            Manifest manifest, const convert::TrunkFormats& formats) {
   std::vector<bool> rule_won(formats.rules.size(), false), rule_named(formats.rules.size(), false);
   for (const convert::TrunkSource& t : m.trunk) {
     std::vector<int64_t> shape;
@@ -120,23 +119,23 @@ Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::Sour
     // The matrices a rule could apply to: those the recipe quantises.
     if (!t.vision && convert::TrunkFormatFor(t, shape, {}) != format::TensorFmt::kF32) {
       for (size_t i = 0; i < formats.rules.size(); ++i) {
-        if (t.target.find(formats.rules[i].first) != std::string::npos) rule_named[i] = true;
+        if (t.target.find(formats.rules[i].pattern) != std::string::npos) rule_named[i] = true;
       }
     }
     info.shape = shape;
     manifest.trunk.push_back(std::move(info));
   }
-  for (size_t i = 0; i < rules.size(); ++i) {
+  for (size_t i = 0; i < formats.rules.size(); ++i) {
+    const std::string& text = formats.rules[i].text;
     if (rule_named[i] && !rule_won[i]) {
-      return ArgError(fmt::format("tensor format rule \"{}={}\" never applies: every matrix it names is "
-                                  "taken by an earlier rule (the first match wins)",
-                                  rules[i].pattern, rules[i].format));
+      return ArgError(fmt::format("tensor format rule \"{}\" never applies: every matrix it names is "
+                                  "taken by an earlier rule (the first match wins)", text));
     }
     if (!rule_won[i]) {
-      return ArgError(fmt::format("tensor format rule \"{}={}\" matches no quantised trunk matrix of {} "
+      return ArgError(fmt::format("tensor format rule \"{}\" matches no quantised trunk matrix of {} "
                                   "(rules apply to 2-D matrices of 65 536 elements or more, by a part "
                                   "of the container name, e.g. shared_experts or self_attn.q_proj)",
-                                  rules[i].pattern, rules[i].format, ckpt.dir()));
+                                  text, ckpt.dir()));
     }
   }
   Status st = ValidateRequiredTensors(manifest);
@@ -175,7 +174,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   }
   WASTE_ASSIGN_OR_RETURN(format::RecordLayout layout,
                          format::ComputeRecordLayout(cfg.moe.inter, cfg.expert_in(), cfg.quant));
-  WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, trunk_formats, o.tensor_formats));
+  WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, trunk_formats));
   // A tokenizer.json that cannot be converted fails now, not after the layers.
   if (!platform::PathExists(JoinPath(ckpt->dir(), "tiktoken.model")) &&
       !platform::PathExists(JoinPath(ckpt->dir(), "tokenizer.model")) &&

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,8 +60,13 @@ struct TrunkResult {
 // Q4G otherwise), every quantised one Q8G with `trunk8`, and before both
 // the user's rules (first match wins).
 struct TrunkFormats {
+  struct Rule {
+    std::string pattern;         // a part of the container name
+    format::TensorFmt fmt;
+    std::string text;            // as the user wrote it, for messages
+  };
   bool trunk8 = false;
-  std::vector<std::pair<std::string, format::TensorFmt>> rules;  // name substring, format
+  std::vector<Rule> rules;
 };
 
 // Parses "f32" / "q8g" / "q4g" rules; an error names the bad one.

@@ -48,7 +48,7 @@ Result<TrunkFormats> ParseTrunkFormats(bool trunk8, const std::vector<TensorForm
     } else {
       return ArgError(fmt::format("tensor format rule \"{}\": the format must be f32, q8g or q4g", text));
     }
-    out.rules.emplace_back(r.pattern, f);
+    out.rules.push_back({r.pattern, f, text});
   }
   return out;
 }
@@ -65,9 +65,9 @@ format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t
   // writes (docs/VISION.md); the rules are for the language model's trunk.
   if (t.vision) return format::TensorFmt::kQ8G;
   for (size_t i = 0; i < formats.rules.size(); ++i) {
-    if (t.target.find(formats.rules[i].first) != std::string::npos) {
+    if (t.target.find(formats.rules[i].pattern) != std::string::npos) {
       if (rule_used != nullptr) *rule_used = static_cast<int>(i);
-      return formats.rules[i].second;
+      return formats.rules[i].fmt;
     }
   }
   if (formats.trunk8 || t.target.ends_with("embed_tokens.weight") ||
