@@ -414,6 +414,9 @@ TEST(ConvertE2E, TensorFormatRulesChooseTheStorageAndUselessRulesAreRefused) {
   ASSERT_TRUE(ConvertNow(src, dir / "plain", 2));
   EXPECT_NE(Slurp(dir / "plain/trunk.bin"), Slurp(dir / "out/trunk.bin"));
   EXPECT_EQ(Slurp(dir / "plain/experts-L1.bin"), Slurp(dir / "out/experts-L1.bin"));  // experts untouched
+  // A conversion without rules records no rules, so one started before they
+  // existed still resumes.
+  EXPECT_FALSE(nlohmann::json::parse(Slurp(dir / "plain/convert.json"))["settings"].contains("tensor_formats"));
 
   // Other rules into the same directory: refused, nothing redone.
   auto again = with_rules(dir / "out", {{"mlp.", "q8g"}});
