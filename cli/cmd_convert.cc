@@ -104,6 +104,10 @@ int ConvertMain(const std::vector<std::string>& args) {
   auto* tv = app.add_option("--train-vectors", o.train_vectors, "codebook training vectors per layer and kind");
   app.add_flag("--reference-recipe", o.reference_recipe,
                "emulate the reference converter's recipe (same size; for quality comparisons)");
+  bool no_rotate = false;
+  app.add_flag("--no-rotate", no_rotate,
+               "store the residual stream as the checkpoint has it (default: a rotated basis with the "
+               "norm gains folded in, the same model with lower quantisation error)");
   app.add_flag("--json", json, "progress and the summary as JSON lines on stdout");
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -112,6 +116,7 @@ int ConvertMain(const std::vector<std::string>& args) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (o.reference_recipe && tv->count() == 0) o.train_vectors = 300000;  // the reference's T
+  o.rotate_residual = !no_rotate;
   for (const std::string& r : format_rules) {
     const size_t eq = r.rfind('=');
     if (eq == std::string::npos) {
@@ -147,9 +152,13 @@ int ConvertMain(const std::vector<std::string>& args) {
                                 {"trunk_cached", rep.trunk_cached}, {"trunk_rel_error", rep.trunk_rel_error},
                                 {"seconds", rep.seconds}, {"source_bytes_read", rep.source_bytes_read},
                                 {"peak_rss_bytes", rep.peak_rss_bytes}, {"threads", rep.threads},
-                                {"layers", layers_j}};
+                                {"rotation_block", rep.rotation_block},
+                                {"rotation_skipped", rep.rotation_skipped}, {"layers", layers_j}};
     std::fprintf(stdout, "%s\n", j.dump().c_str());
   } else {
+    if (!rep.rotation_skipped.empty()) {
+      std::fprintf(stderr, "waste convert: residual stream not rotated: %s\n", rep.rotation_skipped.c_str());
+    }
     std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%, %.1f s, %.1f MB read, peak RSS %.0f MiB, %d threads\n",
                  o.out_dir.c_str(), rep.complete ? "complete" : "incomplete (rerun to continue)",
                  rep.layers_finished, rep.layers_total, 100 * rep.trunk_rel_error, rep.seconds,

@@ -58,6 +58,13 @@ struct ConvertOptions {
   // f32 books; row scale max|w|): same container size, for side-by-side
   // quality measurements.
   bool reference_recipe = false;
+  // Store the residual stream in a rotated basis (norm gains folded into
+  // the matrices that read through them, a signed block Walsh-Hadamard
+  // rotation; the same model in exact arithmetic, lower 4-bit and VQ error
+  // at the same size). Off with --no-rotate and with the reference recipe;
+  // skipped, with ConvertReport::rotation_skipped saying why, for a model
+  // with a vision tower or a width without a power-of-two factor >= 32.
+  bool rotate_residual = true;
   std::function<void(const ConvertProgress&)> progress;
 };
 
@@ -89,6 +96,8 @@ struct ConvertReport {
   uint64_t peak_rss_bytes = 0;
   int threads = 0;
   std::string family;            // the engine's family key: kimi-linear, kimi-k3, deepseek-v3, ...
+  int rotation_block = 0;        // Walsh-Hadamard block of the residual rotation; 0 = not rotated
+  std::string rotation_skipped;  // why a requested rotation does not apply ("" otherwise)
 };
 
 Result<ConvertReport> Convert(const ConvertOptions& options) noexcept;

@@ -57,6 +57,12 @@ using Kw = KdaWeights;
 using Mw = MlaWeights;
 using Ew = MoeWeights;
 using Fw = MlpWeights;
+constexpr ResidualUse kReads = ResidualUse::kReadsNormed;
+constexpr ResidualUse kWrites = ResidualUse::kWritesResidual;
+constexpr ResidualUse kGain = ResidualUse::kNormGain;
+// The gains a layer's sublayers read the stream through.
+constexpr std::string_view kInputNorm = "input_layernorm.weight";
+constexpr std::string_view kPostNorm = "post_attention_layernorm.weight";
 
 // Appends the tensors of one layer (or of the whole model, layer -1).
 class Specs {
@@ -65,8 +71,9 @@ class Specs {
       : out_(out), layer_(layer),
         prefix_(layer < 0 ? std::string() : fmt::format("model.layers.{}.", layer)) {}
   void Add(std::string_view name, TensorKind kind, std::vector<int64_t> shape,
-           WeightBinding bind) {
-    out_.push_back(TensorSpec{prefix_ + std::string(name), kind, std::move(shape), layer_, bind});
+           WeightBinding bind, ResidualUse use = ResidualUse::kNone, std::string_view norm = {}) {
+    out_.push_back(TensorSpec{prefix_ + std::string(name), kind, std::move(shape), layer_, bind, use,
+                              norm.empty() ? std::string() : prefix_ + std::string(norm)});
   }
 
  private:
@@ -78,19 +85,19 @@ class Specs {
 void AddKda(const ModelConfig& c, Specs& s) {
   const int64_t h = c.hidden, ck = c.kda_channels(), dk = c.kda.head_dim, hk = c.kda.heads;
   const int64_t kc = c.kda.conv_k;
-  s.Add("self_attn.q_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::q_proj>);
-  s.Add("self_attn.k_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::k_proj>);
-  s.Add("self_attn.v_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::v_proj>);
-  s.Add("self_attn.b_proj.weight", K::kMatrix, {hk, h}, LayerSlot<kKda, &Kw::b_proj>);
-  s.Add("self_attn.f_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::f_a>);
+  s.Add("self_attn.q_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::q_proj>, kReads, kInputNorm);
+  s.Add("self_attn.k_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::k_proj>, kReads, kInputNorm);
+  s.Add("self_attn.v_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::v_proj>, kReads, kInputNorm);
+  s.Add("self_attn.b_proj.weight", K::kMatrix, {hk, h}, LayerSlot<kKda, &Kw::b_proj>, kReads, kInputNorm);
+  s.Add("self_attn.f_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::f_a>, kReads, kInputNorm);
   s.Add("self_attn.f_b_proj.weight", K::kMatrix, {ck, dk}, LayerSlot<kKda, &Kw::f_b>);
   if (c.kda.gate_rank == KdaGateRank::kFull) {
-    s.Add("self_attn.g_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::g_proj>);
+    s.Add("self_attn.g_proj.weight", K::kMatrix, {ck, h}, LayerSlot<kKda, &Kw::g_proj>, kReads, kInputNorm);
   } else {
-    s.Add("self_attn.g_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::g_a>);
+    s.Add("self_attn.g_a_proj.weight", K::kMatrix, {dk, h}, LayerSlot<kKda, &Kw::g_a>, kReads, kInputNorm);
     s.Add("self_attn.g_b_proj.weight", K::kMatrix, {ck, dk}, LayerSlot<kKda, &Kw::g_b>);
   }
-  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, ck}, LayerSlot<kKda, &Kw::o_proj>);
+  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, ck}, LayerSlot<kKda, &Kw::o_proj>, kWrites);
   // The stored kernel must be the configured one: a smaller
   // short_conv_kernel_size would silently use part of it.
   s.Add("self_attn.q_conv1d.weight", K::kExactData, {ck, 1, kc}, LayerSlot<kKda, &Kw::q_conv>);
@@ -105,48 +112,51 @@ void AddMla(const ModelConfig& c, Specs& s) {
   const MlaConfig& m = c.mla;
   const int64_t h = c.hidden, a = m.n_heads, dq = m.qk_head_dim(), rq = m.q_lora_rank;
   if (m.query == QueryProjection::kFull) {
-    s.Add("self_attn.q_proj.weight", K::kMatrix, {a * dq, h}, LayerSlot<kMla, &Mw::q_proj>);
+    s.Add("self_attn.q_proj.weight", K::kMatrix, {a * dq, h}, LayerSlot<kMla, &Mw::q_proj>, kReads,
+          kInputNorm);
   } else {
-    s.Add("self_attn.q_a_proj.weight", K::kMatrix, {rq, h}, LayerSlot<kMla, &Mw::q_a>);
+    s.Add("self_attn.q_a_proj.weight", K::kMatrix, {rq, h}, LayerSlot<kMla, &Mw::q_a>, kReads, kInputNorm);
     s.Add("self_attn.q_a_layernorm.weight", K::kVector, {rq}, LayerSlot<kMla, &Mw::q_a_norm>);
     s.Add("self_attn.q_b_proj.weight", K::kMatrix, {a * dq, rq}, LayerSlot<kMla, &Mw::q_b>);
   }
   s.Add("self_attn.kv_a_proj_with_mqa.weight", K::kMatrix, {m.kv_lora_rank + m.qk_rope, h},
-        LayerSlot<kMla, &Mw::kv_a>);
+        LayerSlot<kMla, &Mw::kv_a>, kReads, kInputNorm);
   s.Add("self_attn.kv_a_layernorm.weight", K::kVector, {m.kv_lora_rank},
         LayerSlot<kMla, &Mw::kv_a_norm>);
   s.Add("self_attn.kv_b_proj.weight", K::kMatrix, {a * (m.qk_nope + m.v_head), m.kv_lora_rank},
         LayerSlot<kMla, &Mw::kv_b>);
   if (m.output_gate) {
-    s.Add("self_attn.g_proj.weight", K::kMatrix, {a * m.v_head, h}, LayerSlot<kMla, &Mw::g_proj>);
+    s.Add("self_attn.g_proj.weight", K::kMatrix, {a * m.v_head, h}, LayerSlot<kMla, &Mw::g_proj>, kReads,
+          kInputNorm);
   }
-  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, a * m.v_head}, LayerSlot<kMla, &Mw::o_proj>);
+  s.Add("self_attn.o_proj.weight", K::kMatrix, {h, a * m.v_head}, LayerSlot<kMla, &Mw::o_proj>, kWrites);
 }
 
 void AddFfn(const ModelConfig& c, int layer, Specs& s) {
   const int64_t h = c.hidden, di = c.dense_inter;
   if (c.ffn_kind[layer] == FfnKind::kDense) {
-    s.Add("mlp.gate_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::gate>);
-    s.Add("mlp.up_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::up>);
-    s.Add("mlp.down_proj.weight", K::kMatrix, {h, di}, LayerSlot<kDense, &Fw::down>);
+    s.Add("mlp.gate_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::gate>, kReads, kPostNorm);
+    s.Add("mlp.up_proj.weight", K::kMatrix, {di, h}, LayerSlot<kDense, &Fw::up>, kReads, kPostNorm);
+    s.Add("mlp.down_proj.weight", K::kMatrix, {h, di}, LayerSlot<kDense, &Fw::down>, kWrites);
     return;
   }
   const int64_t ssh = c.shared_inter(), e = c.moe.n_experts, lat = c.moe.latent_dim;
   constexpr auto kShared = &Ew::shared;
-  s.Add("block_sparse_moe.gate.weight", K::kMatrix, {e, h}, LayerSlot<kMoe, &Ew::router>);
+  s.Add("block_sparse_moe.gate.weight", K::kMatrix, {e, h}, LayerSlot<kMoe, &Ew::router>, kReads,
+        kPostNorm);
   s.Add("block_sparse_moe.gate.e_score_correction_bias", K::kOptionalData, {e},
         LayerSlot<kMoe, &Ew::router_bias>);
   s.Add("block_sparse_moe.shared_experts.gate_proj.weight", K::kMatrix, {ssh, h},
-        LayerSlot<kMoe, kShared, &Fw::gate>);
+        LayerSlot<kMoe, kShared, &Fw::gate>, kReads, kPostNorm);
   s.Add("block_sparse_moe.shared_experts.up_proj.weight", K::kMatrix, {ssh, h},
-        LayerSlot<kMoe, kShared, &Fw::up>);
+        LayerSlot<kMoe, kShared, &Fw::up>, kReads, kPostNorm);
   s.Add("block_sparse_moe.shared_experts.down_proj.weight", K::kMatrix, {h, ssh},
-        LayerSlot<kMoe, kShared, &Fw::down>);
+        LayerSlot<kMoe, kShared, &Fw::down>, kWrites);
   if (c.moe.input == ExpertInput::kLatent) {
     s.Add("block_sparse_moe.routed_expert_down_proj.weight", K::kMatrix, {lat, h},
-          LayerSlot<kMoe, &Ew::latent_down>);
+          LayerSlot<kMoe, &Ew::latent_down>, kReads, kPostNorm);
     s.Add("block_sparse_moe.routed_expert_up_proj.weight", K::kMatrix, {h, lat},
-          LayerSlot<kMoe, &Ew::latent_up>);
+          LayerSlot<kMoe, &Ew::latent_up>, kWrites);
     if (c.moe.latent_norm) {
       s.Add("block_sparse_moe.routed_expert_norm.weight", K::kVector, {lat},
             LayerSlot<kMoe, &Ew::latent_norm>);
@@ -176,17 +186,22 @@ std::vector<TensorSpec> ModelTensors(const ModelConfig& c) {
   const int64_t h = c.hidden;
   using W = ModelWeights;
   Specs model(out, -1);
-  model.Add("model.embed_tokens.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::embed>);
+  model.Add("model.embed_tokens.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::embed>,
+            ResidualUse::kEmbedding);
   for (int l = 0; l < c.n_layers; ++l) {
     Specs s(out, l);
-    s.Add("input_layernorm.weight", K::kVector, {h}, LayerSlot<&L::input_norm>);
-    s.Add("post_attention_layernorm.weight", K::kVector, {h}, LayerSlot<&L::post_attn_norm>);
+    s.Add("input_layernorm.weight", K::kVector, {h}, LayerSlot<&L::input_norm>, kGain);
+    s.Add("post_attention_layernorm.weight", K::kVector, {h}, LayerSlot<&L::post_attn_norm>,
+          kGain);
     if (c.attn_res.enabled()) {
       using R = AttnResWeights;
-      s.Add("self_attention_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_norm>);
-      s.Add("self_attention_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_proj>);
-      s.Add("mlp_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_norm>);
-      s.Add("mlp_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_proj>);
+      s.Add("self_attention_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_norm>,
+            kGain);
+      s.Add("self_attention_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::attn_proj>,
+            kReads, "self_attention_res_norm.weight");
+      s.Add("mlp_res_norm.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_norm>, kGain);
+      s.Add("mlp_res_proj.weight", K::kVector, {h}, LayerSlot<kRes, &R::mlp_proj>, kReads,
+            "mlp_res_norm.weight");
     }
     if (c.attn_kind[l] == AttnKind::kKda) {
       AddKda(c, s);
@@ -195,12 +210,15 @@ std::vector<TensorSpec> ModelTensors(const ModelConfig& c) {
     }
     AddFfn(c, l, s);
   }
-  model.Add("model.norm.weight", K::kVector, {h}, ModelSlot<&W::final_norm>);
+  model.Add("model.norm.weight", K::kVector, {h}, ModelSlot<&W::final_norm>, kGain);
   if (c.attn_res.enabled()) {
-    model.Add("model.output_attn_res_norm.weight", K::kVector, {h}, ModelSlot<&W::out_res_norm>);
-    model.Add("model.output_attn_res_proj.weight", K::kVector, {h}, ModelSlot<&W::out_res_proj>);
+    model.Add("model.output_attn_res_norm.weight", K::kVector, {h}, ModelSlot<&W::out_res_norm>,
+              kGain);
+    model.Add("model.output_attn_res_proj.weight", K::kVector, {h}, ModelSlot<&W::out_res_proj>,
+              kReads, "model.output_attn_res_norm.weight");
   }
-  model.Add("lm_head.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::lm_head>);
+  model.Add("lm_head.weight", K::kMatrix, {c.vocab, h}, ModelSlot<&W::lm_head>, kReads,
+            "model.norm.weight");
   return out;
 }
 

@@ -29,12 +29,30 @@ enum class TensorKind : uint8_t {
 // quantized.
 using WeightBinding = bool (*)(ModelWeights& w, int layer, const TensorView& t);
 
+// How a tensor meets the residual stream, for a writer that stores the
+// stream in another orthonormal basis (the converter's residual rotation,
+// docs/CONVERT.md): a reader takes the stream through an RMSNorm gain and is
+// multiplied by that gain and the basis on its input side; a writer adds to
+// the stream and is rotated on its output side; the embedding's rows are
+// stream vectors; a norm gain is folded into its readers and becomes ones.
+// A tensor the forward pass touches the stream with must say so here: an
+// unlisted use would silently be left in the old basis.
+enum class ResidualUse : uint8_t {
+  kNone,            // never sees the stream (or only after another projection)
+  kReadsNormed,     // [out, d] (or a [d] vector) applied to RMSNorm(x; norm)
+  kWritesResidual,  // [d, in]: its output is added to the stream
+  kEmbedding,       // [V, d]: each row is a stream vector
+  kNormGain,        // [d]: an RMSNorm gain over the stream
+};
+
 struct TensorSpec {
   std::string name;              // without the tensor prefix
   TensorKind kind = TensorKind::kMatrix;
   std::vector<int64_t> shape;    // as writers store it ([Ck, 1, Kc] for a conv)
   int layer = -1;                // model.layers.{layer}., or -1
   WeightBinding bind = nullptr;
+  ResidualUse residual = ResidualUse::kNone;
+  std::string norm;              // kReadsNormed: the norm gain's full name
   int64_t elements() const;
 };
 

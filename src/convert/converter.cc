@@ -175,6 +175,12 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   WASTE_ASSIGN_OR_RETURN(format::RecordLayout layout,
                          format::ComputeRecordLayout(cfg.moe.inter, cfg.expert_in(), cfg.quant));
   WASTE_TRY(CheckRequiredTensors(*ckpt, model, head, trunk_formats));
+  convert::ResidualBasis basis;
+  if (o.rotate_residual && !o.reference_recipe) {
+    WASTE_ASSIGN_OR_RETURN(basis, convert::ResidualBasis::Plan(*ckpt, model, cfg, o.seed));
+    report.rotation_block = basis.block();
+    report.rotation_skipped = basis.why_not();
+  }
   // A tokenizer.json that cannot be converted fails now, not after the layers.
   if (!platform::PathExists(JoinPath(ckpt->dir(), "tiktoken.model")) &&
       !platform::PathExists(JoinPath(ckpt->dir(), "tokenizer.model")) &&
@@ -201,7 +207,9 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
                    {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
                    {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
-  // Only when given, so that conversions started without rules still resume.
+  // Only when rotating (and below, only when given), so that conversions
+  // started before either existed still resume.
+  if (basis.enabled()) settings["residual_basis"] = basis.Describe();
   if (!o.tensor_formats.empty()) {
     Json rules = Json::array();
     for (const TensorFormatRule& r : o.tensor_formats) rules.push_back({r.pattern, r.format});
@@ -222,9 +230,15 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
         old["settings"] == settings) {
       state = old;  // same source, same settings: finished files may be reused
     } else if (old.is_object() && old.contains("settings") && old["settings"] != settings) {
-      return ArgError(fmt::format("{} holds a conversion with other settings ({}); use the same "
+      // Rotation is the one setting an older waste could not have recorded.
+      const bool old_rotated = old["settings"].is_object() && old["settings"].contains("residual_basis");
+      const std::string hint = !old_rotated && basis.enabled()   ? " (started without the residual rotation: "
+                                                                   "add --no-rotate to resume it)"
+                               : old_rotated && !basis.enabled() ? " (started with the residual rotation)"
+                                                                 : "";
+      return ArgError(fmt::format("{} holds a conversion with other settings ({}){}; use the same "
                                   "settings or another output directory",
-                                  o.out_dir, old["settings"].dump()));
+                                  o.out_dir, old["settings"].dump(), hint));
     } else if (old.is_object() && old.contains("source") && old["source"] != fingerprint) {
       return ArgError(fmt::format("{} holds a conversion of another checkpoint; use another output "
                                   "directory", o.out_dir));
@@ -298,7 +312,8 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   } else {
     state.erase("trunk");
     WASTE_ASSIGN_OR_RETURN(convert::TrunkResult tr,
-                           convert::WriteTrunk(*ckpt, model, trunk_formats, o.reference_recipe, o.out_dir, pool.get(),
+                           convert::WriteTrunk(*ckpt, model, trunk_formats, basis, o.reference_recipe, o.out_dir,
+                                               pool.get(),
                                                [&](int done, int total) {
                                                  emit("trunk", -1, fmt::format("{}/{} tensors", done, total));
                                                }));
@@ -325,6 +340,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     job.seed = o.seed;
     job.reference = o.reference_recipe;
     job.refine_rounds = refine_rounds;
+    job.basis = &basis;
     const uint64_t before = source_bytes;
     WASTE_ASSIGN_OR_RETURN(convert::LayerResult lr,
                            convert::ConvertLayer(*ckpt, model, job, o.out_dir, pool.get(), &experts_done,
@@ -393,6 +409,9 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
     }
     root["layers"] = layers;
     root["trunk"] = OJson::parse(state["trunk"]["index"].dump());
+    // Informative (the engine reads the weights as stored): what waste
+    // verify --source needs to compare the weights with their source.
+    if (basis.enabled()) root["residual_basis"] = OJson::parse(basis.Describe().dump());
     const std::string text = root.dump(1) + "\n";
     // Never publish a manifest our own reader refuses.
     WASTE_ASSIGN_OR_RETURN(Manifest m, ParseManifest(text, JoinPath(o.out_dir, "manifest.json")));

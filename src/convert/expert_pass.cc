@@ -59,6 +59,7 @@ Status LoadExpert(const Checkpoint& ckpt, const SourceModel& model, const LayerJ
                                      ckpt.dir(), name, fmt::join(out->m[k].shape, ", "), ml.rows,
                                      ml.cols));
     }
+    if (job.basis != nullptr) WASTE_TRY(job.basis->ApplyToExpert(job.layer, k, &out->m[k]));
     for (float v : out->m[k].values) {
       if (!std::isfinite(v)) {
         return FormatError(fmt::format("{}: tensor {} holds a value that is not finite", ckpt.dir(),

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/hf_tokenizer.h"
+#include "convert/residual_basis.h"
 #include "convert/safetensors.h"
 #include "convert/source_model.h"
 #include "format/format.h"
@@ -78,8 +79,10 @@ format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t
                                  const TrunkFormats& formats, int* rule_used = nullptr);
 std::vector<int64_t> TrunkShapeFor(const TrunkSource& t, const std::vector<int64_t>& shape);
 
+// Every tensor goes through `basis` (the identity when not rotating)
+// before it is stored.
 Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, const TrunkFormats& formats,
-                               bool reference,
+                               const ResidualBasis& basis, bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick);
 
@@ -93,6 +96,7 @@ struct LayerJob {
   uint64_t seed = 0;
   bool reference = false;        // the reference converter's recipe (ConvertOptions)
   int refine_rounds = 0;         // codebook refinement rounds (KmeansOptions)
+  const ResidualBasis* basis = nullptr;  // every expert matrix is rotated by it (null: identity)
 };
 
 struct LayerResult {

@@ -78,7 +78,7 @@ format::TensorFmt TrunkFormatFor(const TrunkSource& t, const std::vector<int64_t
 }
 
 Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model, const TrunkFormats& formats,
-                               bool reference,
+                               const ResidualBasis& basis, bool reference,
                                const std::string& out_dir, ThreadPool* pool,
                                const std::function<void(int done, int total)>& tick) {
   TrunkResult out;
@@ -90,6 +90,7 @@ Result<TrunkResult> WriteTrunk(const Checkpoint& ckpt, const SourceModel& model,
     const TrunkSource& t = model.trunk[ti];
     WASTE_ASSIGN_OR_RETURN(F32Tensor x, LoadF32(ckpt, t.source, model.quant));
     out.source_bytes += SourceBytes(ckpt, t.source);
+    WASTE_TRY(basis.ApplyToTrunk(t.target, &x));
     for (float v : x.values) {
       if (!std::isfinite(v)) {
         return FormatError(fmt::format("{}: tensor {} holds a value that is not finite", ckpt.dir(),

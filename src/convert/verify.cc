@@ -13,9 +13,12 @@
 #include <map>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #include "base/engine_env.h"
 #include "container/container.h"
 #include "convert/dequant.h"
+#include "convert/residual_basis.h"
 #include "convert/source_model.h"
 #include "format/format.h"
 #include "platform/platform.h"
@@ -65,6 +68,32 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     WASTE_ASSIGN_OR_RETURN(ckpt, convert::Checkpoint::Open(o.source_dir));
     WASTE_ASSIGN_OR_RETURN(src, convert::DescribeSource(*ckpt));
   }
+  // A container written in a rotated residual basis is compared with its
+  // source put into the same basis (manifest "residual_basis").
+  convert::ResidualBasis basis;
+  if (ckpt) {
+    WASTE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(o.container_dir + "/manifest.json"));
+    const nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
+    if (m.is_object() && m.contains("residual_basis")) {
+      const nlohmann::json& b = m["residual_basis"];
+      if (!b.is_object() || !b.value("seed", nlohmann::json()).is_number_unsigned() ||
+          !b.value("block", nlohmann::json()).is_number_integer()) {
+        rep.problems.push_back("manifest.json: residual_basis is not {\"block\": N, \"seed\": S}");
+        return rep;
+      }
+      WASTE_ASSIGN_OR_RETURN(basis, convert::ResidualBasis::Plan(*ckpt, src, cfg, b["seed"].get<uint64_t>()));
+      if (basis.block() != b["block"].get<int>()) {
+        rep.problems.push_back(fmt::format("manifest.json: residual_basis block {} is not the {} this source "
+                                           "gives ({})",
+                                           b["block"].get<int>(), basis.block(),
+                                           basis.enabled() ? "block" : basis.why_not()));
+        return rep;
+      }
+      log(fmt::format("residual stream rotated (Walsh-Hadamard blocks of {}): the source is compared in that "
+                      "basis",
+                      basis.block()));
+    }
+  }
   std::mutex mu;
   std::map<std::string, double> expert_err[3];
 
@@ -90,6 +119,10 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
         for (int k = 0; k < 3; ++k) {
           const std::string name = src.ExpertTensor(l, static_cast<int>(e), k);
           Result<convert::F32Tensor> w = convert::LoadF32(*ckpt, name, src.quant);
+          if (w) {
+            Status rotated = basis.ApplyToExpert(l, k, &*w);
+            if (!rotated.ok()) w = Result<convert::F32Tensor>(rotated);
+          }
           if (!w) {
             std::lock_guard<std::mutex> lock(mu);
             problems.push_back(w.error().message());
@@ -157,6 +190,10 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     if (w.values.size() != values.size()) {
       rep.problems.push_back(fmt::format("trunk tensor {}: {} values, the source has {}", t.name,
                                          values.size(), w.values.size()));
+      continue;
+    }
+    if (Status st = basis.ApplyToTrunk(t.name, &w); !st.ok()) {
+      rep.problems.push_back(st.message());
       continue;
     }
     double err = 0, norm = 0;

@@ -21,6 +21,7 @@
 
 #include "checkpoint_gen.h"
 #include "container/container.h"
+#include "convert/dequant.h"
 #include "convert/safetensors.h"
 #include "convert/source_model.h"
 #include "model/families.h"
@@ -451,6 +452,170 @@ TEST(ConvertE2E, TensorFormatRulesChooseTheStorageAndUselessRulesAreRefused) {
 #endif
 }
 
+// The residual rotation (docs/CONVERT.md) changes the basis, not the model.
+// With every trunk matrix kept F32 the checks are exact up to float
+// rounding, and they hold for any orthonormal basis, so they do not restate
+// how the converter builds its own: each product of a matrix that reads the
+// stream and one that writes it equals the source's with the reader's norm
+// gain folded in (the same basis on both sides, orthonormal), the head times
+// the embedding likewise, the norm gains are ones, and waste verify
+// --source compares in the rotated basis. --no-rotate stores the source's
+// values as they are.
+namespace rotation {
+
+struct Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> v;
+};
+
+Matrix TrunkF32(const Container& c, const std::string& dir, const std::string& name) {
+  for (const TensorInfo& t : c.trunk_index()) {
+    if (t.name != name) continue;
+    EXPECT_EQ(t.fmt, TensorFmt::kF32) << name;
+    Matrix m;
+    m.cols = t.shape.back();
+    m.rows = 1;
+    for (size_t i = 0; i + 1 < t.shape.size(); ++i) m.rows *= t.shape[i];
+    std::ifstream f(dir + "/trunk.bin", std::ios::binary);
+    std::vector<float> buf(static_cast<size_t>(m.rows * m.cols));
+    f.seekg(static_cast<std::streamoff>(t.off));
+    f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 4));
+    m.v.assign(buf.begin(), buf.end());
+    return m;
+  }
+  ADD_FAILURE() << "no trunk tensor " << name;
+  return {};
+}
+
+Matrix Source(const convert::Checkpoint& ck, const convert::SourceModel& sm, const std::string& name) {
+  auto t = convert::LoadF32(ck, name, sm.quant);
+  EXPECT_TRUE(t) << name;
+  if (!t) return {};
+  return Matrix{t->rows(), t->cols(), std::vector<double>(t->values.begin(), t->values.end())};
+}
+
+// a · diag(gain) · bᵀ when `b_transposed`, else a · diag(gain) · b.
+Matrix Product(const Matrix& a, const std::vector<double>& gain, const Matrix& b, bool b_transposed) {
+  const int64_t k = a.cols, n = b_transposed ? b.rows : b.cols;
+  EXPECT_EQ(k, b_transposed ? b.cols : b.rows);
+  Matrix out{a.rows, n, std::vector<double>(static_cast<size_t>(a.rows * n), 0.0)};
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t x = 0; x < k; ++x) {
+        const double bv = b_transposed ? b.v[static_cast<size_t>(j * b.cols + x)] : b.v[static_cast<size_t>(x * b.cols + j)];
+        s += a.v[static_cast<size_t>(i * k + x)] * (gain.empty() ? 1.0 : gain[static_cast<size_t>(x)]) * bv;
+      }
+      out.v[static_cast<size_t>(i * n + j)] = s;
+    }
+  }
+  return out;
+}
+
+// Relative Frobenius distance.
+double Distance(const Matrix& a, const Matrix& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.v.size() && i < b.v.size(); ++i) {
+    d += (a.v[i] - b.v[i]) * (a.v[i] - b.v[i]);
+    n += b.v[i] * b.v[i];
+  }
+  EXPECT_EQ(a.v.size(), b.v.size());
+  return std::sqrt(d / n);
+}
+
+}  // namespace rotation
+
+TEST(ConvertE2E, RotationChangesTheBasisNotTheModel) {
+  using rotation::Matrix;
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false,
+                                         R"({"intermediate_size":512})");
+  ConvertOptions o;
+  o.source_dir = src;
+  o.threads = 2;
+  o.seed = 3;
+  o.tensor_formats = {{"mlp.", "f32"}, {"embed_tokens", "f32"}, {"lm_head", "f32"}};
+  o.out_dir = dir / "rot";
+  auto rot = Convert(o);
+  ASSERT_TRUE(rot) << rot.error().message();
+  EXPECT_EQ(rot->rotation_block, 128);  // the tiny preset's hidden size
+  EXPECT_EQ(rot->rotation_skipped, "");
+  o.out_dir = dir / "plain";
+  o.rotate_residual = false;
+  auto plain = Convert(o);
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(plain->rotation_block, 0);
+
+  auto ck = convert::Checkpoint::Open(src);
+  ASSERT_TRUE(ck);
+  auto sm = convert::DescribeSource(**ck);
+  ASSERT_TRUE(sm);
+  auto crot = Container::Open(dir / "rot");
+  auto cplain = Container::Open(dir / "plain");
+  ASSERT_TRUE(crot && cplain);
+  EXPECT_TRUE(nlohmann::json::parse(Slurp(dir / "rot/manifest.json")).contains("residual_basis"));
+  EXPECT_FALSE(nlohmann::json::parse(Slurp(dir / "plain/manifest.json")).contains("residual_basis"));
+  auto stored = [&](const std::string& name) { return rotation::TrunkF32(**crot, dir / "rot", name); };
+  auto source = [&](const std::string& name) { return rotation::Source(**ck, *sm, name); };
+  auto gain = [&](const std::string& name) { return source(name).v; };
+
+  // --no-rotate: every trunk tensor as the source has it.
+  for (const TensorInfo& t : (*cplain)->trunk_index()) {
+    EXPECT_EQ(rotation::Distance(rotation::TrunkF32(**cplain, dir / "plain", t.name), source(t.name)), 0.0)
+        << t.name;
+  }
+  // Norm gains over the stream are ones; the others are untouched.
+  for (const TensorInfo& t : (*crot)->trunk_index()) {
+    const Matrix m = stored(t.name);
+    const bool stream_gain = t.name == "model.norm.weight" || t.name.ends_with("input_layernorm.weight") ||
+                             t.name.ends_with("post_attention_layernorm.weight");
+    if (stream_gain) {
+      for (double v : m.v) EXPECT_EQ(v, 1.0) << t.name;
+    } else if (t.name.find("norm") != std::string::npos || t.name.find("conv1d") != std::string::npos) {
+      EXPECT_EQ(rotation::Distance(m, source(t.name)), 0.0) << t.name;
+    }
+  }
+  struct Pair {
+    std::string reader, norm, writer;
+  };
+  std::vector<Pair> pairs = {
+      {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.input_layernorm.weight",
+       "model.layers.0.self_attn.o_proj.weight"},
+      {"model.layers.0.mlp.gate_proj.weight", "model.layers.0.post_attention_layernorm.weight",
+       "model.layers.0.mlp.down_proj.weight"},
+      {"model.layers.0.self_attn.b_proj.weight", "model.layers.0.input_layernorm.weight",
+       "model.layers.0.mlp.down_proj.weight"},
+      {"model.layers.1.block_sparse_moe.gate.weight", "model.layers.1.post_attention_layernorm.weight",
+       "model.layers.1.block_sparse_moe.shared_experts.down_proj.weight"},
+      {"model.layers.1.block_sparse_moe.shared_experts.up_proj.weight",
+       "model.layers.1.post_attention_layernorm.weight", "model.layers.3.self_attn.o_proj.weight"},
+      {"model.layers.2.self_attn.kv_a_proj_with_mqa.weight", "model.layers.2.input_layernorm.weight",
+       "model.layers.2.self_attn.o_proj.weight"},
+      {"model.layers.3.self_attn.g_a_proj.weight", "model.layers.3.input_layernorm.weight",
+       "model.layers.0.self_attn.o_proj.weight"},
+  };
+  for (const Pair& p : pairs) {
+    const Matrix want = rotation::Product(source(p.reader), gain(p.norm), source(p.writer), false);
+    const Matrix got = rotation::Product(stored(p.reader), {}, stored(p.writer), false);
+    EXPECT_LT(rotation::Distance(got, want), 1e-5) << p.reader << " x " << p.writer;
+    // And the basis did change: the reader alone is not the source's.
+    EXPECT_GT(rotation::Distance(stored(p.reader), source(p.reader)), 0.1) << p.reader;
+  }
+  // The embedding's rows are stream vectors (Gram matrix kept), and the
+  // head reads them through the final norm.
+  EXPECT_LT(rotation::Distance(rotation::Product(stored("model.embed_tokens.weight"), {},
+                                                 stored("model.embed_tokens.weight"), true),
+                               rotation::Product(source("model.embed_tokens.weight"), {},
+                                                 source("model.embed_tokens.weight"), true)),
+            1e-5);
+  EXPECT_LT(rotation::Distance(rotation::Product(stored("lm_head.weight"), {}, stored("model.embed_tokens.weight"), true),
+                               rotation::Product(source("lm_head.weight"), gain("model.norm.weight"),
+                                                 source("model.embed_tokens.weight"), true)),
+            1e-5);
+  // verify --source puts the source into the same basis: the F32 trunk is exact.
+  ExpectSound(dir / "rot", src, 0.23, 1e-5);
+}
+
 // The float model (numpy oracle, straight from the checkpoint) against the
 // converted container (same oracle): KL divergence and top-1 agreement over
 // a prompt, for our recipe and for the reference's recipe at the same size.
@@ -549,13 +714,58 @@ TEST(ConvertE2E, CloserToTheFloatModelThanTheReferenceRecipe) {
               "(top-1 %.0f%%), ratio %.3f\n",
               static_cast<unsigned long long>(model_seed), kl_ours, 100 * top1_ours, kl_ref, 100 * top1_ref,
               kl_ref > 0 ? kl_ours / kl_ref : 0.0);
-  // 27 positions of a random model: KL is noisy, so the bound is loose.
+  // 27 positions of a random model: KL is noisy, so the bounds are loose.
+  // The issue's goal is 0.8x; this model measures 0.76x (0.59-0.81 on four
+  // other model seeds), nearly all of it from the residual rotation.
   EXPECT_LT(kl_ours, 0.5);
-  EXPECT_LT(kl_ours, kl_ref);
+  EXPECT_LT(kl_ours, 0.85 * kl_ref);
   // Same container size.
   EXPECT_EQ(std::filesystem::file_size(dir / "ours/trunk.bin"), std::filesystem::file_size(dir / "ref/trunk.bin"));
   EXPECT_EQ(std::filesystem::file_size(dir / "ours/experts-L1.bin"),
             std::filesystem::file_size(dir / "ref/experts-L1.bin"));
+}
+
+// The rotation is the same model in every family's forward pass: MLA with
+// a low-rank query (DeepSeek-V3), and K3's attention residuals (their
+// mixing vectors read the stream through their own gains) and latent
+// experts (which never see the stream, so their records do not change).
+// A tensor left in the old basis would put the converted model nats away
+// from the float one; rotated, it is as close as unrotated or closer.
+TEST(ConvertE2E, RotatedFamiliesStayAsCloseToTheFloatModel) {
+  if (!std::filesystem::exists(WASTE_PYTHON)) GTEST_SKIP() << WASTE_PYTHON << " not found";
+  if (test::RunProcess({WASTE_PYTHON, "-c", "import numpy"}).exit_code != 0) {
+    GTEST_SKIP() << "numpy is not available to " << WASTE_PYTHON;
+  }
+  for (const char* preset : {"deepseek-v3-tiny", "k3-tiny"}) {
+    TempDir dir;
+    const std::string src = MakeCheckpoint(dir, preset, gen::CheckpointDType::kBf16, false, "", 1024);
+    ConvertOptions o;
+    o.source_dir = src;
+    o.threads = 2;
+    o.seed = 3;
+    o.out_dir = dir / "rot";
+    auto rot = Convert(o);
+    ASSERT_TRUE(rot) << preset << ": " << rot.error().message();
+    EXPECT_GT(rot->rotation_block, 0) << preset;
+    o.out_dir = dir / "plain";
+    o.rotate_residual = false;
+    auto plain = Convert(o);
+    ASSERT_TRUE(plain) << preset << ": " << plain.error().message();
+    auto c = Container::Open(dir / "rot");
+    ASSERT_TRUE(c);
+    const size_t vocab = static_cast<size_t>((*c)->config().vocab);
+    bool ok1, ok2, ok3;
+    std::vector<float> f = oracle_kl::Logits(src, true, dir / "f.f32", &ok1);
+    std::vector<float> r = oracle_kl::Logits(dir / "rot", false, dir / "r.f32", &ok2);
+    std::vector<float> p = oracle_kl::Logits(dir / "plain", false, dir / "p.f32", &ok3);
+    ASSERT_TRUE(ok1 && ok2 && ok3) << preset;
+    auto [kl_rot, top1_rot] = oracle_kl::Compare(f, r, vocab);
+    auto [kl_plain, top1_plain] = oracle_kl::Compare(f, p, vocab);
+    std::printf("%s: KL to the float model rotated %.4f (top-1 %.0f%%), not rotated %.4f (top-1 %.0f%%)\n", preset,
+                kl_rot, 100 * top1_rot, kl_plain, 100 * top1_plain);
+    EXPECT_LT(kl_rot, 1.25 * kl_plain) << preset;
+    ExpectSound(dir / "rot", src, 0.25);
+  }
 }
 
 // Formats chosen by --tensor-format in places the default recipe never puts

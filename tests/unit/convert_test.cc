@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/dequant.h"
+#include "convert/residual_basis.h"
 #include "convert/safetensors.h"
 #include "convert/source_model.h"
 #include "convert/trunk_quant.h"
@@ -279,6 +280,109 @@ TEST(ConvertTrunkQuant, MinimisedScalesBeatMaxScaling) {
     // Q4G: clipping and the code -8 pay; Q8G: 254 levels leave little to gain.
     EXPECT_LT(ours, (fmt == format::TensorFmt::kQ4G ? 0.85 : 1.0) * ref) << "fmt " << int(fmt);
   }
+}
+
+// The residual rotation's two products (docs/CONVERT.md, "Residual
+// rotation"): Q = D·H is orthonormal, a reader rotated on its input side
+// times a writer rotated on its output side is the original product with
+// the gain folded in, an outlier is spread evenly over its block, and on
+// heavy-tailed rows the Q4G error falls.
+TEST(ConvertResidualBasis, InputAndOutputSidesAreOneOrthonormalBasis) {
+  const int64_t d = 384, block = 128;  // three blocks
+  std::mt19937 g(11);
+  std::normal_distribution<float> n01;
+  std::vector<float> signs(d), gain(d);
+  for (int64_t i = 0; i < d; ++i) signs[i] = (g() & 1) != 0 ? 1.0f : -1.0f, gain[i] = 0.5f + (g() % 100) / 100.0f;
+  // Q itself: the identity rotated on its input side; Qᵀ on its output side.
+  std::vector<float> q(d * d, 0.0f), qt(d * d, 0.0f);
+  for (int64_t i = 0; i < d; ++i) q[i * d + i] = qt[i * d + i] = 1.0f;
+  RotateInputSide(q.data(), d, d, nullptr, signs.data(), block);
+  RotateOutputSide(qt.data(), d, d, signs.data(), block);
+  double worst = 0;
+  for (int64_t i = 0; i < d; ++i) {
+    for (int64_t j = 0; j < d; ++j) {
+      worst = std::max(worst, std::abs(static_cast<double>(qt[i * d + j]) - q[j * d + i]));
+      double dot = 0;
+      for (int64_t k = 0; k < d; ++k) dot += static_cast<double>(q[i * d + k]) * q[j * d + k];
+      worst = std::max(worst, std::abs(dot - (i == j ? 1.0 : 0.0)));
+    }
+  }
+  EXPECT_LT(worst, 1e-6);
+  // Reader (5 × d) and writer (d × 7).
+  std::vector<float> r(5 * d), w(d * 7);
+  for (float& v : r) v = n01(g);
+  for (float& v : w) v = n01(g);
+  std::vector<float> r2 = r, w2 = w;
+  RotateInputSide(r2.data(), 5, d, gain.data(), signs.data(), block);
+  RotateOutputSide(w2.data(), d, 7, signs.data(), block);
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 7; ++j) {
+      double want = 0, got = 0;
+      for (int64_t k = 0; k < d; ++k) {
+        want += static_cast<double>(r[i * d + k]) * gain[k] * w[k * 7 + j];
+        got += static_cast<double>(r2[i * d + k]) * w2[k * 7 + j];
+      }
+      EXPECT_NEAR(got, want, 1e-4 * (1 + std::abs(want)));
+    }
+  }
+  // One outlier: |x|/sqrt(block) on every entry of its block, nothing elsewhere.
+  std::vector<float> one(d, 0.0f);
+  one[200] = 8.0f;
+  RotateInputSide(one.data(), 1, d, nullptr, signs.data(), block);
+  for (int64_t i = 0; i < d; ++i) {
+    EXPECT_NEAR(std::abs(one[i]), i / block == 200 / block ? 8.0 / std::sqrt(128.0) : 0.0, 1e-5) << i;
+  }
+}
+
+TEST(ConvertResidualBasis, RotatedHeavyTailedRowsQuantiseBetter) {
+  const int64_t d = 1024, rows = 64;
+  std::vector<float> m = HeavyTailed(static_cast<size_t>(d * rows), 3), signs(d);
+  std::mt19937 g(5);
+  for (float& s : signs) s = (g() & 1) != 0 ? 1.0f : -1.0f;
+  auto q4g_error = [&](const std::vector<float>& x) {
+    const format::TrunkGeometry geo = format::ComputeTrunkGeometry(format::TensorFmt::kQ4G, {1, d}, kTrunkGroup);
+    std::vector<uint8_t> p(geo.row_bytes);
+    std::vector<uint16_t> s(geo.groups);
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      QuantizeTrunkRow(format::TensorFmt::kQ4G, x.data() + r * d, d, p.data(), s.data());
+      err += TrunkRowError(format::TensorFmt::kQ4G, x.data() + r * d, d, p.data(), s.data());
+      for (int64_t i = 0; i < d; ++i) norm += static_cast<double>(x[r * d + i]) * x[r * d + i];
+    }
+    return std::sqrt(err / norm);
+  };
+  const double before = q4g_error(m);
+  RotateInputSide(m.data(), rows, d, nullptr, signs.data(), 256);
+  const double after = q4g_error(m);
+  std::printf("Q4G relative error of Student-t(3) rows: %.2f%% as they are, %.2f%% rotated\n", 100 * before,
+              100 * after);
+  EXPECT_LT(after, 0.75 * before);
+}
+
+// Where the rotation cannot apply, the plan is the identity and says why.
+TEST(ConvertResidualBasis, SkippedWithAReasonForAVisionTowerOrAnOddWidth) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", {{"b", "F32", {}, std::vector<uint8_t>{0, 0, 0x80, 0x3F}}});
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ck) << ck.error().message();
+  SourceModel sm;
+  ModelConfig cfg;
+  cfg.hidden = 96;  // 32 · 3: a block of 32 would do, but the vision tower comes first
+  sm.trunk.push_back({"vision_tower.patch_embed.weight", "vision_tower.patch_embed.weight", true});
+  auto vision = ResidualBasis::Plan(**ck, sm, cfg, 1);
+  ASSERT_TRUE(vision) << vision.error().message();
+  EXPECT_FALSE(vision->enabled());
+  EXPECT_NE(vision->why_not().find("vision"), std::string::npos) << vision->why_not();
+  sm.trunk.clear();
+  cfg.hidden = 3 * 16;  // no power-of-two factor of 32
+  auto odd = ResidualBasis::Plan(**ck, sm, cfg, 1);
+  ASSERT_TRUE(odd) << odd.error().message();
+  EXPECT_FALSE(odd->enabled());
+  EXPECT_NE(odd->why_not().find("48"), std::string::npos) << odd->why_not();
+  // The identity leaves every tensor alone.
+  F32Tensor t{{2, 48}, std::vector<float>(96, 2.0f)};
+  EXPECT_TRUE(odd->ApplyToTrunk("model.norm.weight", &t).ok());
+  EXPECT_EQ(t.values, std::vector<float>(96, 2.0f));
 }
 
 TEST(ConvertTrunkQuant, PaddingEncodesZero) {
