@@ -7,7 +7,9 @@ trunk rounding"). A measurement, not a test.
 
 For each model seed: generates the e2e test's checkpoint (waste-gen tiny,
 32 experts, intermediate 512, vocab 1024, bf16), converts it with the
-default recipe (--seed 3, T = 65 536), and measures KL(float || quantised)
+default recipe without the residual rotation (--seed 3, T = 65 536,
+--no-rotate: the candidates rewrite matrices from the checkpoint's own
+basis, as they were measured before the rotation existed), and measures KL(float || quantised)
 over 128 positions, ids (3 + 37 i) mod 1024, with the numpy oracle:
 
 * trunk only (experts float, the checkpoint run by the oracle with the Q4G
@@ -254,7 +256,7 @@ def main():
                             '{"num_experts":32,"intermediate_size":512}'], check=True, capture_output=True)
         if not os.path.exists(os.path.join(out, "manifest.json")):
             subprocess.run([os.path.join(a.build, "waste"), "convert", ck, out, "--seed", "3", "--threads", "2",
-                            "--train-vectors", "65536"], check=True, capture_output=True)
+                            "--train-vectors", "65536", "--no-rotate"], check=True, capture_output=True)
         t = TrunkOnly(ck)
         gamma2 = t.ct.tensor("model.layers.0.post_attention_layernorm.weight").reshape(-1).astype(np.float64) ** 2
         cands = candidates(t.W, gamma2)

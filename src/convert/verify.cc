@@ -82,11 +82,16 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
         return rep;
       }
       WASTE_ASSIGN_OR_RETURN(basis, convert::ResidualBasis::Plan(*ckpt, src, cfg, b["seed"].get<uint64_t>()));
+      if (!basis.enabled()) {
+        rep.problems.push_back(fmt::format("manifest.json: residual_basis recorded, but this source cannot be "
+                                           "rotated: {}",
+                                           basis.why_not()));
+        return rep;
+      }
       if (basis.block() != b["block"].get<int>()) {
         rep.problems.push_back(fmt::format("manifest.json: residual_basis block {} is not the {} this source "
-                                           "gives ({})",
-                                           b["block"].get<int>(), basis.block(),
-                                           basis.enabled() ? "block" : basis.why_not()));
+                                           "gives",
+                                           b["block"].get<int>(), basis.block()));
         return rep;
       }
       log(fmt::format("residual stream rotated (Walsh-Hadamard blocks of {}): the source is compared in that "

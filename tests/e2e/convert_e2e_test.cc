@@ -614,6 +614,18 @@ TEST(ConvertE2E, RotationChangesTheBasisNotTheModel) {
             1e-5);
   // verify --source puts the source into the same basis: the F32 trunk is exact.
   ExpectSound(dir / "rot", src, 0.23, 1e-5);
+  // A manifest whose recorded basis the source cannot give is not sound.
+  nlohmann::json m = nlohmann::json::parse(Slurp(dir / "rot/manifest.json"));
+  m["residual_basis"]["block"] = 64;
+  std::ofstream(dir / "rot/manifest.json") << m.dump(1);
+  VerifyOptions v;
+  v.container_dir = dir / "rot";
+  v.source_dir = src;
+  auto bad = Verify(v);
+  ASSERT_TRUE(bad) << bad.error().message();
+  EXPECT_FALSE(bad->sound);
+  ASSERT_FALSE(bad->problems.empty());
+  EXPECT_NE(bad->problems[0].find("residual_basis block 64"), std::string::npos) << bad->problems[0];
 }
 
 // The float model (numpy oracle, straight from the checkpoint) against the
