@@ -5,6 +5,7 @@
 // the same bytes as an uninterrupted one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -614,6 +615,24 @@ TEST(ConvertE2E, RotationChangesTheBasisNotTheModel) {
             1e-5);
   // verify --source puts the source into the same basis: the F32 trunk is exact.
   ExpectSound(dir / "rot", src, 0.23, 1e-5);
+#ifdef WASTE_CLI_BINARY
+  // The CLI's --no-rotate is the option: the same bytes; and a default run
+  // over that unrotated conversion refuses it, saying how to resume.
+  const std::vector<std::string> rules = {"--tensor-format", "mlp.=f32", "--tensor-format", "embed_tokens=f32",
+                                          "--tensor-format", "lm_head=f32"};
+  std::vector<std::string> argv = {WASTE_CLI_BINARY, "convert", src, dir / "cli", "--threads", "2", "--seed", "3",
+                                   "--no-rotate", "--json"};
+  argv.insert(argv.end(), rules.begin(), rules.end());
+  test::ProcessResult cli = test::RunProcess(argv);
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("\"rotation_block\":0"), std::string::npos) << cli.out;
+  EXPECT_EQ(Slurp(dir / "cli/trunk.bin"), Slurp(dir / "plain/trunk.bin"));
+  EXPECT_EQ(Slurp(dir / "cli/experts-L1.bin"), Slurp(dir / "plain/experts-L1.bin"));
+  argv.erase(std::find(argv.begin(), argv.end(), "--no-rotate"));
+  cli = test::RunProcess(argv);
+  EXPECT_NE(cli.exit_code, 0);
+  EXPECT_NE(cli.err.find("add --no-rotate to resume it"), std::string::npos) << cli.err;
+#endif
   // A manifest whose recorded basis the source cannot give is not sound.
   nlohmann::json m = nlohmann::json::parse(Slurp(dir / "rot/manifest.json"));
   m["residual_basis"]["block"] = 64;
