@@ -207,8 +207,9 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
                    {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
                    {"reference_recipe", o.reference_recipe}, {"refine_rounds", refine_rounds}};
-  // Only when rotating (and below, only when given), so that conversions
-  // started before either existed still resume.
+  // Recorded only when rotating (and the rules only when given), so that a
+  // --no-rotate run without rules has the settings an older waste wrote and
+  // resumes its conversions.
   if (basis.enabled()) settings["residual_basis"] = basis.Describe();
   if (!o.tensor_formats.empty()) {
     Json rules = Json::array();

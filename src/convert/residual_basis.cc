@@ -33,7 +33,8 @@ void Fwht(float* x, int n) {
 
 }  // namespace
 
-void RotateInputSide(float* m, int64_t rows, int64_t d, const float* scale, const float* signs, int block) {
+void RotateInputSide(float* m, int64_t rows, int64_t d, const float* scale, const float* signs,
+                     int block) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = m + r * d;
     for (int64_t i = 0; i < d; ++i) row[i] *= (scale != nullptr ? scale[i] : 1.0f) * signs[i];
@@ -75,11 +76,11 @@ Result<ResidualBasis> ResidualBasis::Plan(const Checkpoint& ckpt, const SourceMo
       return out;
     }
   }
-  int block = 1;
-  while (cfg.hidden % (2 * block) == 0) block *= 2;
+  int block = 1;  // the config's bounds keep hidden in [1, 2^20]; the cap guards the loop anyway
+  while (block < (1 << 20) && cfg.hidden % (2 * block) == 0) block *= 2;
   if (block < kMinBlock) {
-    out.why_not_ = fmt::format("hidden size {} has no power-of-two factor of at least {}", cfg.hidden,
-                               kMinBlock);
+    out.why_not_ = fmt::format("hidden size {} has no power-of-two factor of at least {}",
+                               cfg.hidden, kMinBlock);
     return out;
   }
   std::unordered_map<std::string, std::string> source_of;
@@ -101,8 +102,8 @@ Result<ResidualBasis> ResidualBasis::Plan(const Checkpoint& ckpt, const SourceMo
     }
     for (float v : g.values) {
       if (!std::isfinite(v)) {
-        return FormatError(fmt::format("{}: tensor {} holds a value that is not finite", ckpt.dir(),
-                                       src->second));
+        return FormatError(
+            fmt::format("{}: tensor {} holds a value that is not finite", ckpt.dir(), src->second));
       }
     }
     out.gains_[norm] = std::move(g.values);
@@ -118,8 +119,8 @@ Result<ResidualBasis> ResidualBasis::Plan(const Checkpoint& ckpt, const SourceMo
       const std::string norm =
           PrefixedName(cfg, fmt::format("model.layers.{}.post_attention_layernorm.weight", l));
       if (out.gains_.count(norm) == 0) {
-        return FormatError(fmt::format("{}: layer {} has experts but no post_attention_layernorm",
-                                       ckpt.dir(), l));
+        return FormatError(
+            fmt::format("{}: layer {} has experts but no post_attention_layernorm", ckpt.dir(), l));
       }
       out.expert_gain_[static_cast<size_t>(l)] = norm;
     }
@@ -151,17 +152,18 @@ Status ResidualBasis::Apply(const Use& u, const std::string& what, F32Tensor* t)
     case ResidualUse::kReadsNormed:
     case ResidualUse::kEmbedding:
       if (t->cols() != d) break;
-      RotateInputSide(m, n / d, d, u.gain.empty() ? nullptr : gains_.at(u.gain).data(), signs_.data(),
-                      block_);
+      RotateInputSide(m, n / d, d, u.gain.empty() ? nullptr : gains_.at(u.gain).data(),
+                      signs_.data(), block_);
       return Status::Ok();
     case ResidualUse::kWritesResidual:
       if (t->shape.size() != 2 || t->shape[0] != d) break;
       RotateOutputSide(m, d, t->shape[1], signs_.data(), block_);
       return Status::Ok();
   }
-  return FormatError(fmt::format("{}: shape [{}] does not meet the residual stream of width {} as the "
-                                 "model needs",
-                                 what, fmt::join(t->shape, ", "), d));
+  return FormatError(
+      fmt::format("{}: shape [{}] does not meet the residual stream of width {} as the "
+                  "model needs",
+                  what, fmt::join(t->shape, ", "), d));
 }
 
 Status ResidualBasis::ApplyToTrunk(const std::string& target, F32Tensor* t) const {
@@ -174,7 +176,8 @@ Status ResidualBasis::ApplyToExpert(int layer, int kind, F32Tensor* t) const {
   if (!enabled()) return Status::Ok();
   const std::string& gain = expert_gain_[static_cast<size_t>(layer)];
   if (gain.empty()) return Status::Ok();
-  const Use u = kind == 2 ? Use{ResidualUse::kWritesResidual, ""} : Use{ResidualUse::kReadsNormed, gain};
+  const Use u =
+      kind == 2 ? Use{ResidualUse::kWritesResidual, ""} : Use{ResidualUse::kReadsNormed, gain};
   return Apply(u, fmt::format("layer {} expert matrix {}", layer, kind), t);
 }
 

@@ -60,7 +60,7 @@ class ResidualBasis {
  private:
   struct Use {
     ResidualUse use = ResidualUse::kNone;
-    std::string gain;                           // kReadsNormed: a key of gains_
+    std::string gain;  // kReadsNormed: a key of gains_
   };
   Status Apply(const Use& u, const std::string& what, F32Tensor* t) const;
 
@@ -70,13 +70,14 @@ class ResidualBasis {
   std::vector<float> signs_;
   std::unordered_map<std::string, std::vector<float>> gains_;  // by norm name
   std::unordered_map<std::string, Use> uses_;                  // by container name
-  std::vector<std::string> expert_gain_;       // per layer; "": not on the stream
+  std::vector<std::string> expert_gain_;                       // per layer; "": not on the stream
 };
 
 // The two products, exposed for tests. `signs` and `scale` have d entries
 // (scale may be null); d is a multiple of `block`, a power of two.
 // rows × d, row-major: every row r ← r · diag(scale) · D · H.
-void RotateInputSide(float* m, int64_t rows, int64_t d, const float* scale, const float* signs, int block);
+void RotateInputSide(float* m, int64_t rows, int64_t d, const float* scale, const float* signs,
+                     int block);
 // d × cols, row-major: m ← H · D · m (the output side: Qᵀ·m).
 void RotateOutputSide(float* m, int64_t d, int64_t cols, const float* signs, int block);
 
