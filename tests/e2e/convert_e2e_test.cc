@@ -692,6 +692,32 @@ std::pair<double, double> Compare(const std::vector<float>& f, const std::vector
   return {kl / t, static_cast<double>(agree) / t};
 }
 
+// KL(float || container) and top-1 agreement of each container against the
+// checkpoint's float forward; empty after a failure (already reported).
+std::vector<std::pair<double, double>> AgainstFloat(const std::string& src,
+                                                    const std::vector<std::string>& containers,
+                                                    const std::string& tmp) {
+  auto c = Container::Open(containers.at(0));
+  if (!c) {
+    ADD_FAILURE() << c.error().message();
+    return {};
+  }
+  const size_t vocab = static_cast<size_t>((*c)->config().vocab);
+  bool ok = false;
+  const std::vector<float> f = Logits(src, true, tmp + "/float.f32", &ok);
+  if (!ok) return {};
+  std::vector<std::pair<double, double>> out;
+  for (const std::string& d : containers) {
+    const std::vector<float> q = Logits(d, false, tmp + "/q.f32", &ok);
+    if (!ok || q.size() != f.size()) {
+      ADD_FAILURE() << d << ": " << q.size() << " logits, the float model " << f.size();
+      return {};
+    }
+    out.push_back(Compare(f, q, vocab));
+  }
+  return out;
+}
+
 }  // namespace oracle_kl
 
 TEST(ConvertE2E, CloserToTheFloatModelThanTheReferenceRecipe) {
@@ -729,18 +755,10 @@ TEST(ConvertE2E, CloserToTheFloatModelThanTheReferenceRecipe) {
               100 * err_ours / 9, 100 * err_ref / 9, 100 * ours->trunk_rel_error, 100 * ref->trunk_rel_error);
   EXPECT_LT(err_ours, 0.97 * err_ref);
   EXPECT_LT(ours->trunk_rel_error, ref->trunk_rel_error);
-  auto c = Container::Open(dir / "ours");
-  ASSERT_TRUE(c);
-  const size_t vocab = static_cast<size_t>((*c)->config().vocab);
-  bool ok1, ok2, ok3;
-  std::vector<float> f = oracle_kl::Logits(src, true, dir / "f.f32", &ok1);
-  std::vector<float> q = oracle_kl::Logits(dir / "ours", false, dir / "q.f32", &ok2);
-  std::vector<float> r = oracle_kl::Logits(dir / "ref", false, dir / "r.f32", &ok3);
-  ASSERT_TRUE(ok1 && ok2 && ok3);
-  ASSERT_EQ(f.size(), q.size());
-  ASSERT_EQ(f.size(), r.size());
-  auto [kl_ours, top1_ours] = oracle_kl::Compare(f, q, vocab);
-  auto [kl_ref, top1_ref] = oracle_kl::Compare(f, r, vocab);
+  const auto kl = oracle_kl::AgainstFloat(src, {dir / "ours", dir / "ref"}, dir.path());
+  ASSERT_EQ(kl.size(), 2u);
+  const auto [kl_ours, top1_ours] = kl[0];
+  const auto [kl_ref, top1_ref] = kl[1];
   std::printf("model seed %llu: KL to the float model: ours %.4f nats (top-1 %.0f%%), reference recipe %.4f "
               "(top-1 %.0f%%), ratio %.3f\n",
               static_cast<unsigned long long>(model_seed), kl_ours, 100 * top1_ours, kl_ref, 100 * top1_ref,
@@ -782,16 +800,10 @@ TEST(ConvertE2E, RotatedFamiliesStayAsCloseToTheFloatModel) {
     o.rotate_residual = false;
     auto plain = Convert(o);
     ASSERT_TRUE(plain) << preset << ": " << plain.error().message();
-    auto c = Container::Open(dir / "rot");
-    ASSERT_TRUE(c);
-    const size_t vocab = static_cast<size_t>((*c)->config().vocab);
-    bool ok1, ok2, ok3;
-    std::vector<float> f = oracle_kl::Logits(src, true, dir / "f.f32", &ok1);
-    std::vector<float> r = oracle_kl::Logits(dir / "rot", false, dir / "r.f32", &ok2);
-    std::vector<float> p = oracle_kl::Logits(dir / "plain", false, dir / "p.f32", &ok3);
-    ASSERT_TRUE(ok1 && ok2 && ok3) << preset;
-    auto [kl_rot, top1_rot] = oracle_kl::Compare(f, r, vocab);
-    auto [kl_plain, top1_plain] = oracle_kl::Compare(f, p, vocab);
+    const auto kl = oracle_kl::AgainstFloat(src, {dir / "rot", dir / "plain"}, dir.path());
+    ASSERT_EQ(kl.size(), 2u) << preset;
+    const auto [kl_rot, top1_rot] = kl[0];
+    const auto [kl_plain, top1_plain] = kl[1];
     std::printf("%s: KL to the float model rotated %.4f (top-1 %.0f%%), not rotated %.4f (top-1 %.0f%%)\n", preset,
                 kl_rot, 100 * top1_rot, kl_plain, 100 * top1_plain);
     EXPECT_LT(kl_rot, 1.25 * kl_plain) << preset;
