@@ -363,6 +363,25 @@ TEST(ConvertE2E, MalformedSourcesAreRefusedWithTheirNames) {
   auto r3 = Convert(o);
   ASSERT_FALSE(r3);
   EXPECT_NE(r3.error().message().find("other settings"), std::string::npos);
+  // A norm gain that is not finite (folded into its readers by the residual
+  // rotation, so checked before any of them is written).
+  TempDir dir4;
+  const std::string src4 = MakeCheckpoint(dir4, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string gain = "model.layers.1.post_attention_layernorm.weight";
+  {
+    auto ck = convert::Checkpoint::Open(src4);
+    ASSERT_TRUE(ck);
+    const convert::TensorEntry* t = (*ck)->Find(gain);
+    ASSERT_NE(t, nullptr);
+    std::fstream f((*ck)->ShardPath(*t), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(t->begin + 6));
+    const char nan_bf16[2] = {static_cast<char>(0xC0), static_cast<char>(0x7F)};
+    f.write(nan_bf16, 2);
+  }
+  auto r4 = ConvertNow(src4, dir4 / "out", 2);
+  ASSERT_FALSE(r4);
+  EXPECT_NE(r4.error().message().find(gain + " holds a value that is not finite"), std::string::npos)
+      << r4.error().message();
 }
 
 TEST(ConvertE2E, Vq2rAndVq4pConvert) {
