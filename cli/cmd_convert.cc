@@ -159,9 +159,13 @@ int ConvertMain(const std::vector<std::string>& args) {
     if (!rep.rotation_skipped.empty()) {
       std::fprintf(stderr, "waste convert: residual stream not rotated: %s\n", rep.rotation_skipped.c_str());
     }
-    std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%, %.1f s, %.1f MB read, peak RSS %.0f MiB, %d threads\n",
+    const std::string basis = rep.rotation_block > 0
+                                  ? ", residual stream rotated (Walsh-Hadamard blocks of " +
+                                        std::to_string(rep.rotation_block) + ")"
+                                  : "";
+    std::fprintf(stderr, "%s: %s, %d/%d expert layers, trunk error %.2f%%%s, %.1f s, %.1f MB read, peak RSS %.0f MiB, %d threads\n",
                  o.out_dir.c_str(), rep.complete ? "complete" : "incomplete (rerun to continue)",
-                 rep.layers_finished, rep.layers_total, 100 * rep.trunk_rel_error, rep.seconds,
+                 rep.layers_finished, rep.layers_total, 100 * rep.trunk_rel_error, basis.c_str(), rep.seconds,
                  rep.source_bytes_read / 1e6, rep.peak_rss_bytes / 1048576.0, rep.threads);
   }
   return 0;
