@@ -4,8 +4,8 @@
 // Walsh–Hadamard blocks of the largest power of two dividing the width):
 // each RMSNorm gain is folded into the matrices that read through it and
 // becomes ones (RMSNorm commutes with Q only without a gain), readers are
-// multiplied by Q on their input side, writers and the embedding rotated on
-// their output side. In exact arithmetic the model computes the same
+// multiplied by Q on their input side, writers by Qᵀ on their output side,
+// and the embedding's rows, which are stream vectors, by Q. In exact arithmetic the model computes the same
 // logits; what changes is the weights' values: rows and columns become
 // mixtures of 2^k original weights, whose outliers are spread over a whole
 // block, so 4-bit groups and vector codebooks fit them better at the same
