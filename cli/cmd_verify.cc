@@ -46,7 +46,8 @@ int VerifyMain(const std::vector<std::string>& args) {
                                 {"trunk_tensors_checked", rep.trunk_tensors_checked},
                                 {"expert_median_error", rep.expert_median_error},
                                 {"expert_max_error", rep.expert_max_error},
-                                {"trunk_max_error", rep.trunk_max_error}, {"errors", errs}};
+                                {"trunk_max_error", rep.trunk_max_error},
+                                {"rotation_block", rep.rotation_block}, {"errors", errs}};
     std::fprintf(stdout, "%s\n", j.dump(1).c_str());
   } else {
     for (const VerifyTensorError& e : rep.errors) {

@@ -125,6 +125,9 @@ struct VerifyReport {
   double expert_median_error = 0;
   double expert_max_error = 0;
   double trunk_max_error = 0;
+  // With a source, the Walsh-Hadamard block of the residual rotation the
+  // container records and the comparison used (0 = not rotated).
+  int rotation_block = 0;
 };
 
 Result<VerifyReport> Verify(const VerifyOptions& options) noexcept;

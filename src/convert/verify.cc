@@ -94,6 +94,7 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
                                            b["block"].get<int>(), basis.block()));
         return rep;
       }
+      rep.rotation_block = basis.block();
       log(fmt::format("residual stream rotated (Walsh-Hadamard blocks of {}): the source is compared in that "
                       "basis",
                       basis.block()));

@@ -634,6 +634,18 @@ TEST(ConvertE2E, RotationChangesTheBasisNotTheModel) {
             1e-5);
   // verify --source puts the source into the same basis: the F32 trunk is exact.
   ExpectSound(dir / "rot", src, 0.23, 1e-5);
+  {
+    VerifyOptions v;
+    v.container_dir = dir / "rot";
+    v.source_dir = src;
+    auto r = Verify(v);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->rotation_block, 128);
+    v.container_dir = dir / "plain";
+    r = Verify(v);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->rotation_block, 0);
+  }
 #ifdef WASTE_CLI_BINARY
   // The CLI's --no-rotate is the option: the same bytes; and a default run
   // over that unrotated conversion refuses it, saying how to resume.
