@@ -15,20 +15,27 @@ namespace {
 constexpr uint64_t kSignPurpose = 0x726f74;  // "rot"
 constexpr int kMinBlock = 32;
 
-// In-place Walsh–Hadamard transform of x[0..n) (n a power of two), scaled
-// to be orthonormal.
-void Fwht(float* x, int n) {
+// In-place orthonormal Walsh–Hadamard transform over n elements (n a power
+// of two): element j is the `width` floats at x + j * stride. One row's
+// block is (stride 1, width 1); a block of a matrix's rows is (cols, cols).
+void Fwht(float* x, int n, int64_t stride, int64_t width) {
   for (int len = 1; len < n; len <<= 1) {
     for (int i = 0; i < n; i += 2 * len) {
       for (int j = i; j < i + len; ++j) {
-        const float a = x[j], b = x[j + len];
-        x[j] = a + b;
-        x[j + len] = a - b;
+        float* p = x + j * stride;
+        float* q = x + (j + len) * stride;
+        for (int64_t c = 0; c < width; ++c) {
+          const float a = p[c], b = q[c];
+          p[c] = a + b;
+          q[c] = a - b;
+        }
       }
     }
   }
   const float s = 1.0f / std::sqrt(static_cast<float>(n));
-  for (int i = 0; i < n; ++i) x[i] *= s;
+  for (int j = 0; j < n; ++j) {
+    for (int64_t c = 0; c < width; ++c) x[j * stride + c] *= s;
+  }
 }
 
 }  // namespace
@@ -38,7 +45,7 @@ void RotateInputSide(float* m, int64_t rows, int64_t d, const float* scale, cons
   for (int64_t r = 0; r < rows; ++r) {
     float* row = m + r * d;
     for (int64_t i = 0; i < d; ++i) row[i] *= (scale != nullptr ? scale[i] : 1.0f) * signs[i];
-    for (int64_t b = 0; b < d; b += block) Fwht(row + b, block);
+    for (int64_t b = 0; b < d; b += block) Fwht(row + b, block, 1, 1);
   }
 }
 
@@ -47,24 +54,7 @@ void RotateOutputSide(float* m, int64_t d, int64_t cols, const float* signs, int
     float* row = m + r * cols;
     for (int64_t i = 0; i < cols; ++i) row[i] *= signs[r];
   }
-  // The same butterflies as Fwht, on whole rows.
-  for (int64_t b = 0; b < d; b += block) {
-    for (int len = 1; len < block; len <<= 1) {
-      for (int i = 0; i < block; i += 2 * len) {
-        for (int j = i; j < i + len; ++j) {
-          float* x = m + (b + j) * cols;
-          float* y = m + (b + j + len) * cols;
-          for (int64_t c = 0; c < cols; ++c) {
-            const float p = x[c], q = y[c];
-            x[c] = p + q;
-            y[c] = p - q;
-          }
-        }
-      }
-    }
-  }
-  const float s = 1.0f / std::sqrt(static_cast<float>(block));
-  for (int64_t i = 0; i < d * cols; ++i) m[i] *= s;
+  for (int64_t b = 0; b < d; b += block) Fwht(m + b * cols, block, cols, cols);
 }
 
 Result<ResidualBasis> ResidualBasis::Plan(const Checkpoint& ckpt, const SourceModel& model,
@@ -138,38 +128,43 @@ nlohmann::json ResidualBasis::Describe() const {
   return {{"rotation", "signed-hadamard"}, {"block", block_}, {"seed", seed_}};
 }
 
-Status ResidualBasis::Apply(const Use& u, const std::string& what, F32Tensor* t) const {
+bool ResidualBasis::Apply(const Use& u, F32Tensor* t) const {
   const int64_t d = hidden_;
   const int64_t n = static_cast<int64_t>(t->values.size());
   float* m = t->values.data();
   switch (u.use) {
     case ResidualUse::kNone:
-      return Status::Ok();
+      return true;
     case ResidualUse::kNormGain:
-      if (n != d) break;
+      if (n != d) return false;
       for (float& v : t->values) v = 1.0f;
-      return Status::Ok();
+      return true;
     case ResidualUse::kReadsNormed:
     case ResidualUse::kEmbedding:
-      if (t->cols() != d) break;
+      if (t->cols() != d) return false;
       RotateInputSide(m, n / d, d, u.gain.empty() ? nullptr : gains_.at(u.gain).data(),
                       signs_.data(), block_);
-      return Status::Ok();
+      return true;
     case ResidualUse::kWritesResidual:
-      if (t->shape.size() != 2 || t->shape[0] != d) break;
+      if (t->shape.size() != 2 || t->shape[0] != d) return false;
       RotateOutputSide(m, d, t->shape[1], signs_.data(), block_);
-      return Status::Ok();
+      return true;
   }
+  return false;
+}
+
+Status ResidualBasis::ShapeError(const std::string& what, const F32Tensor& t) const {
   return FormatError(
       fmt::format("{}: shape [{}] does not meet the residual stream of width {} as the "
                   "model needs",
-                  what, fmt::join(t->shape, ", "), d));
+                  what, fmt::join(t.shape, ", "), hidden_));
 }
 
 Status ResidualBasis::ApplyToTrunk(const std::string& target, F32Tensor* t) const {
   if (!enabled()) return Status::Ok();
   auto it = uses_.find(target);
-  return it == uses_.end() ? Status::Ok() : Apply(it->second, target, t);
+  if (it == uses_.end() || Apply(it->second, t)) return Status::Ok();
+  return ShapeError(target, *t);
 }
 
 Status ResidualBasis::ApplyToExpert(int layer, int kind, F32Tensor* t) const {
@@ -178,7 +173,8 @@ Status ResidualBasis::ApplyToExpert(int layer, int kind, F32Tensor* t) const {
   if (gain.empty()) return Status::Ok();
   const Use u =
       kind == 2 ? Use{ResidualUse::kWritesResidual, ""} : Use{ResidualUse::kReadsNormed, gain};
-  return Apply(u, fmt::format("layer {} expert matrix {}", layer, kind), t);
+  if (Apply(u, t)) return Status::Ok();
+  return ShapeError(fmt::format("layer {} expert matrix {}", layer, kind), *t);
 }
 
 }  // namespace waste::convert

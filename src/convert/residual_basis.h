@@ -5,12 +5,11 @@
 // each RMSNorm gain is folded into the matrices that read through it and
 // becomes ones (RMSNorm commutes with Q only without a gain), readers are
 // multiplied by Q on their input side, writers by Qᵀ on their output side,
-// and the embedding's rows, which are stream vectors, by Q. In exact arithmetic the model computes the same
-// logits; what changes is the weights' values: rows and columns become
-// mixtures of 2^k original weights, whose outliers are spread over a whole
-// block, so 4-bit groups and vector codebooks fit them better at the same
-// size. Which tensor plays which part comes from the one tensor list
-// (container/tensor_list.h, ResidualUse).
+// and the embedding's rows, which are stream vectors, by Q. In exact arithmetic the model computes
+// the same logits; what changes is the weights' values: rows and columns become mixtures of 2^k
+// original weights, whose outliers are spread over a whole block, so 4-bit groups and vector
+// codebooks fit them better at the same size. Which tensor plays which part comes from the one
+// tensor list (container/tensor_list.h, ResidualUse).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +61,9 @@ class ResidualBasis {
     ResidualUse use = ResidualUse::kNone;
     std::string gain;  // kReadsNormed: a key of gains_
   };
-  Status Apply(const Use& u, const std::string& what, F32Tensor* t) const;
+  // False, leaving `t` alone, when its shape does not fit the use.
+  bool Apply(const Use& u, F32Tensor* t) const;
+  Status ShapeError(const std::string& what, const F32Tensor& t) const;
 
   int hidden_ = 0, block_ = 0;
   uint64_t seed_ = 0;

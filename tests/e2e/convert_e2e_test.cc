@@ -488,23 +488,14 @@ struct Matrix {
   std::vector<double> v;
 };
 
-Matrix TrunkF32(const Container& c, const std::string& dir, const std::string& name) {
-  for (const TensorInfo& t : c.trunk_index()) {
-    if (t.name != name) continue;
-    EXPECT_EQ(t.fmt, TensorFmt::kF32) << name;
-    Matrix m;
-    m.cols = t.shape.back();
-    m.rows = 1;
-    for (size_t i = 0; i + 1 < t.shape.size(); ++i) m.rows *= t.shape[i];
-    std::ifstream f(dir + "/trunk.bin", std::ios::binary);
-    std::vector<float> buf(static_cast<size_t>(m.rows * m.cols));
-    f.seekg(static_cast<std::streamoff>(t.off));
-    f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 4));
-    m.v.assign(buf.begin(), buf.end());
-    return m;
+// A trunk tensor the rules kept F32, as the container holds it.
+Matrix TrunkF32(const Container& c, const std::string& name) {
+  const TensorView* t = c.Find(name);
+  if (t == nullptr || t->fmt != TensorFmt::kF32 || t->f32() == nullptr) {
+    ADD_FAILURE() << "no resident F32 trunk tensor " << name;
+    return {};
   }
-  ADD_FAILURE() << "no trunk tensor " << name;
-  return {};
+  return Matrix{t->rows, t->cols, std::vector<double>(t->f32(), t->f32() + t->elements())};
 }
 
 Matrix Source(const convert::Checkpoint& ck, const convert::SourceModel& sm, const std::string& name) {
@@ -575,13 +566,13 @@ TEST(ConvertE2E, RotationChangesTheBasisNotTheModel) {
   ASSERT_TRUE(crot && cplain);
   EXPECT_TRUE(nlohmann::json::parse(Slurp(dir / "rot/manifest.json")).contains("residual_basis"));
   EXPECT_FALSE(nlohmann::json::parse(Slurp(dir / "plain/manifest.json")).contains("residual_basis"));
-  auto stored = [&](const std::string& name) { return rotation::TrunkF32(**crot, dir / "rot", name); };
+  auto stored = [&](const std::string& name) { return rotation::TrunkF32(**crot, name); };
   auto source = [&](const std::string& name) { return rotation::Source(**ck, *sm, name); };
   auto gain = [&](const std::string& name) { return source(name).v; };
 
   // --no-rotate: every trunk tensor as the source has it.
   for (const TensorInfo& t : (*cplain)->trunk_index()) {
-    EXPECT_EQ(rotation::Distance(rotation::TrunkF32(**cplain, dir / "plain", t.name), source(t.name)), 0.0)
+    EXPECT_EQ(rotation::Distance(rotation::TrunkF32(**cplain, t.name), source(t.name)), 0.0)
         << t.name;
   }
   // Norm gains over the stream are ones; the others are untouched.
