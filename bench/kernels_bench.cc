@@ -20,6 +20,7 @@
 #include "kernels/isa_register.h"
 #include "kernels/kernel_table.h"
 #include "kernels/numerics.h"
+#include "platform/platform.h"
 #include "runtime/thread_pool.h"
 
 namespace waste::kernels {
@@ -38,6 +39,25 @@ std::vector<uint8_t> RandomBytes(size_t n) {
   }
   return v;
 }
+
+// Memory as the engine's expert cache and trunk have it (platform::LargeBuffer:
+// 2 MiB aligned, huge pages advised), so a "_dram" benchmark measures the
+// kernel's streaming rather than 4 KiB TLB misses.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(size_t n) : n_(n) {
+    auto r = platform::LargeBuffer::Allocate(n, true, "benchmark buffer");
+    if (!r) std::abort();
+    buf_ = std::move(r.value());
+  }
+  uint8_t* data() { return buf_.data(); }
+  uint8_t& operator[](size_t i) { return buf_.data()[i]; }
+  size_t size() const { return n_; }
+
+ private:
+  platform::LargeBuffer buf_;
+  size_t n_;
+};
 
 std::vector<float> RandomFloats(size_t n, float lo, float hi) {
   std::vector<float> v(n);
@@ -256,11 +276,15 @@ void VqApply(benchmark::State& state, Isa isa, VqShape sh, bool six_bit) {
 void VqApplyPlanes(benchmark::State& state, Isa isa, VqShape sh, size_t copies, size_t n_tables = 1) {
   const KernelTable t = BuildKernelTable(isa);
   const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
-  std::vector<uint8_t> idx = RandomBytes(idx_bytes * copies);
+  std::vector<uint8_t> idx_src = RandomBytes(idx_bytes * copies);
+  HugeBuffer idx(idx_src.size());
+  std::memcpy(idx.data(), idx_src.data(), idx_src.size());
   std::vector<uint16_t> s = RandomScales(sh.rows);
   std::vector<float> y(sh.rows);
   std::vector<float> table = RandomFloats(nv * 768 * n_tables, -1, 1);
-  std::vector<uint8_t> planes(nv * 768 * 4 * n_tables);
+  // 64-byte aligned like the engine's tables (AlignedVector): from 16-byte
+  // aligned storage this apply ran ~20 % slower (docs/PERFORMANCE.md).
+  HugeBuffer planes(nv * 768 * 4 * n_tables);
   for (size_t vs = 0; vs < nv * 3 * n_tables; ++vs) {
     for (size_t c = 0; c < 256; ++c) {
       uint32_t bits;

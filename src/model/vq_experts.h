@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/aligned_vector.h"
 #include "container/container.h"
 #include "model/model_config.h"
 #include "runtime/ops.h"
@@ -67,8 +68,9 @@ class VqExperts {
 
  private:
   struct Scratch {
-    std::vector<float> g, u, table_mid, tau_mid;  // g, u: [max_tokens][inter]
-    std::vector<int8_t> q_mid;
+    // 64-byte aligned: the kernels load the tables as whole 64-byte vectors.
+    AlignedVector<float> g, u, table_mid, tau_mid;  // g, u: [max_tokens][inter]
+    AlignedVector<int8_t> q_mid;
     // ApplyDecoded's per-token pointers: into g and u, and to the caller's
     // inputs and outputs.
     std::vector<float*> g_rows, u_rows, out_rows;
@@ -108,14 +110,16 @@ class VqExperts {
   bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
   size_t decoded_min_tokens_ = 0;
   size_t nv_in_, nv_mid_, table_in_, table_mid_, tau_in_, tau_mid_;
-  std::vector<float> tables_;    // [max_tokens][gate, up] input tables (f32 or planes)
-  std::vector<int8_t> qtables_;  // int8 shadows (VQ4P)
+  // 64-byte aligned (each table's size is a multiple of 64 bytes at every
+  // production shape, so every token's table starts on a cache line too).
+  AlignedVector<float> tables_;    // [max_tokens][gate, up] input tables (f32 or planes)
+  AlignedVector<int8_t> qtables_;  // int8 shadows (VQ4P)
   std::vector<float> taus_;
   std::vector<Scratch> scratch_;  // per pool thread
   // Every codebook transposed to [vec_dim][entries] (LutBuildArgs::books_t),
   // made once at construction (a few MB at most) so table builds never
   // transpose per call.
-  std::vector<float> books_t_;
+  AlignedVector<float> books_t_;
   size_t book_floats_ = 0;
 };
 
