@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_vector.h"
 #include "kernels/dispatch.h"
 #include "kernels/isa_register.h"
 #include "kernels/kernel_table.h"
@@ -432,7 +433,8 @@ void LutQuantizeBench(benchmark::State& state, Isa isa, size_t nv) {
 
 void KdaBench(benchmark::State& state, Isa isa, size_t heads, size_t dim) {
   const KernelTable t = BuildKernelTable(isa);
-  std::vector<float> st = RandomFloats(heads * dim * dim, -1, 1);
+  const std::vector<float> st_values = RandomFloats(heads * dim * dim, -1, 1);
+  AlignedVector<float> st(st_values.begin(), st_values.end());  // as SessionState holds it
   std::vector<float> q = RandomFloats(heads * dim, -0.1f, 0.1f), k = RandomFloats(heads * dim, -0.1f, 0.1f);
   std::vector<float> v = RandomFloats(heads * dim, -1, 1), g = RandomFloats(heads * dim, -1e-4f, 0);
   std::vector<float> beta = RandomFloats(heads, 0, 0.01f), out(heads * dim);
