@@ -182,8 +182,14 @@ int BenchCommand(const Options& o) {
   if (exit_code != 0) std::fputs("\nwaste: cancelled; the rows cover the finished repetitions\n", stderr);
   const Stats after = engine->stats();
   const std::string budget = FormatGb(engine->memory_used().budget_bytes);
+  // The first generated token comes from the prompt's logits: with -n 1 no
+  // generation step runs, so there is no tg rate to show (llama-bench's
+  // -n 0 likewise drops the row) rather than one token over microseconds.
+  const bool generation_measured = o.n_tokens >= 2;
+  std::vector<Row> rows = {pp};
+  if (generation_measured) rows.push_back(tg);
   if (!json) {
-    std::fputs(Table({pp, tg}, format, BaseName(o.model()), budget, engine->threads(),
+    std::fputs(Table(rows, format, BaseName(o.model()), budget, engine->threads(),
                      int(pp.rates.size())).c_str(), stdout);
     if (format == "csv") return exit_code;
     std::printf("\n");
@@ -222,7 +228,7 @@ int BenchCommand(const Options& o) {
     j["prefill_s"] = Round(prefill_s, 1e6);
     j["decode_s"] = Round(decode_s, 1e6);
     j["prefill_tok_s"] = Round(Rate(double(prefill_tokens), prefill_s), 1e4);
-    j["decode_tok_s"] = Round(Rate(double(tokens), decode_s), 1e4);
+    if (generation_measured) j["decode_tok_s"] = Round(Rate(double(tokens), decode_s), 1e4);
     j["hit_rate"] = Round(hit_rate, 1e6);
     j["read_seconds"] = Round(after.io_busy_s, 1e6);
     j["read_gbps"] = Round(read_gbps, 1e4);
@@ -263,19 +269,19 @@ int BenchCommand(const Options& o) {
       j["load_average_after"] = Round(waste::LoadAverage(), 100);
     }
     j["reps"] = pp.rates.size();
-    Json rows = Json::array();
-    for (const Row* r : {&pp, &tg}) {
+    Json json_rows = Json::array();
+    for (const Row& r : rows) {
       Json row;
-      row["test"] = r->test;
-      row["tok_per_s"] = Round(r->Mean(), 1e4);
-      row["stddev"] = Round(r->Spread(), 1e4);
-      row["median"] = Round(r->Median(), 1e4);
-      row["min"] = Round(r->Min(), 1e4);
-      row["max"] = Round(r->Max(), 1e4);
-      row["samples"] = r->rates;
-      rows.push_back(row);
+      row["test"] = r.test;
+      row["tok_per_s"] = Round(r.Mean(), 1e4);
+      row["stddev"] = Round(r.Spread(), 1e4);
+      row["median"] = Round(r.Median(), 1e4);
+      row["min"] = Round(r.Min(), 1e4);
+      row["max"] = Round(r.Max(), 1e4);
+      row["samples"] = r.rates;
+      json_rows.push_back(row);
     }
-    j["rows"] = rows;
+    j["rows"] = json_rows;
     if (exit_code != 0) j["finish"] = "cancelled";
     std::printf("%s\n", DumpJson(j).c_str());
     return exit_code;
@@ -291,10 +297,15 @@ int BenchCommand(const Options& o) {
   std::printf("  prefill   %llu tokens, %.2f tok/s\n",
               static_cast<unsigned long long>(prefill_tokens),
               Rate(double(prefill_tokens), prefill_s));
-  std::printf("  decode    %.2f tok/s (%.0f ms/token), %.1f%% hit, %.3f GiB/token\n",
-              Rate(double(tokens), decode_s), tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0,
-              100.0 * decode_hit_rate,
-              tokens > 0 ? double(tally.bytes) / kGiB / double(tokens) : 0.0);
+  if (generation_measured) {
+    std::printf("  decode    %.2f tok/s (%.0f ms/token), %.1f%% hit, %.3f GiB/token\n",
+                Rate(double(tokens), decode_s),
+                tokens > 0 ? 1000.0 * decode_s / double(tokens) : 0.0, 100.0 * decode_hit_rate,
+                tokens > 0 ? double(tally.bytes) / kGiB / double(tokens) : 0.0);
+  } else {
+    std::printf("  decode    no generation step (the one token came from the prompt's logits; "
+                "-n 2 or more measures decoding)\n");
+  }
   std::printf("  reads     %s, %d thread%s, depth %d%s, %.2f s busy, %.2f GB/s, %.2f s blocked\n",
               after.io_backend.c_str(), after.io_threads, after.io_threads == 1 ? "" : "s",
               after.io_depth, after.io_fixed_buffers ? ", fixed buffers" : "", after.io_busy_s,

@@ -337,6 +337,26 @@ TEST_F(CliHabits, BenchRowsRepsAndFormats) {
   EXPECT_TRUE(Contains(md.out, "  host      load average ")) << Describe(md);
 }
 
+// -n 1: the one token comes from the prompt's logits, so no generation step
+// runs; a tg row would be one token over microseconds (it once read
+// 432152 tok/s). The pp row stays, the tg row and decode_tok_s go.
+TEST_F(CliHabits, BenchWithOneTokenHasNoGenerationRow) {
+  const json j = OneObject(Waste({"bench", kDemo, "-n", "1", "--reps", "2", "--json"}));
+  ASSERT_EQ(j["rows"].size(), 1u) << j.dump();
+  EXPECT_TRUE(j["rows"][0]["test"].get<std::string>().starts_with("pp ")) << j.dump();
+  EXPECT_FALSE(j.contains("decode_tok_s")) << j.dump();
+  EXPECT_TRUE(j.contains("prefill_tok_s")) << j.dump();
+  const ProcessResult md = Waste({"bench", kDemo, "-n", "1"});
+  ASSERT_EQ(md.exit_code, 0) << Describe(md);
+  EXPECT_FALSE(Contains(md.out, "| tg ")) << Describe(md);
+  EXPECT_TRUE(Contains(md.out, "no generation step")) << Describe(md);
+  // Two tokens make one step: the row is back.
+  const json two = OneObject(Waste({"bench", kDemo, "-n", "2", "--json"}));
+  ASSERT_EQ(two["rows"].size(), 2u) << two.dump();
+  EXPECT_EQ(two["rows"][1]["test"], "tg 2");
+  EXPECT_GT(two["decode_tok_s"].get<double>(), 0.0);
+}
+
 TEST_F(CliHabits, ContextTooSmallNamesCtxAndThePromptLength) {
   const ProcessResult r = Waste({"run", kDemo, "--raw", "one two three four five six", "--ctx", "4"});
   EXPECT_EQ(r.exit_code, 1);
