@@ -25,7 +25,9 @@ the future; an oracle, the bound for any replacement with the same reads),
 reuse-odds (the engine's default since issue #18: farthest expected next use,
 from reuse odds learned online per (tokens since last use, uses so far) plus
 the layers until the record's layer comes round; run it with --gate 0.7 to
-model the engine's lookahead gate).
+model the engine's lookahead gate), popularity (an oracle: evicts the record
+used least often over the whole replay, ties to the least recent — the best
+any fixed popularity ranking, a hotlist's included, can do).
 
 TRACE may also be a routing trace (`.jsonl`, one {"layers": [[ids], ...]}
 per token, e.g. a real model's routing): every token a decode step, no
@@ -46,25 +48,33 @@ import sys
 RECORD_MB = 2666496 / 1e6  # Kimi-Linear record (the container the figures are for)
 
 
-def load_routing(path):
+def load_routing(path, prior_tokens=0, prior=None):
     """A routing trace (one JSON object per token, {"layers": [[ids of the
     first MoE layer], ...]}, e.g. a real model's): every token a decode step,
-    MoE layers numbered from 1, no lookahead guesses."""
+    MoE layers numbered from 1, no lookahead guesses. The first
+    `prior_tokens` tokens are not replayed: their use counts per record go
+    into `prior` (a dict) instead, as a hotlist from an earlier run."""
     import json
     events = []
     with open(path) as f:
+        tok = 0
         for line in f:
             if not line.strip():
                 continue
             for i, ids in enumerate(json.loads(line)["layers"]):
+                if tok < prior_tokens:
+                    for e in ids:
+                        prior[(i + 1, e)] = prior.get((i + 1, e), 0) + 1
+                    continue
                 events.append(("H", i + 1, list(ids)))
                 events.extend(("A", i + 1, [e]) for e in ids)
+            tok += 1
     return events
 
 
-def load(path):
+def load(path, prior_tokens=0, prior=None):
     if path.endswith(".jsonl"):
-        return load_routing(path)
+        return load_routing(path, prior_tokens, prior)
     events = []
     with open(path) as f:
         for line in f:
@@ -85,6 +95,9 @@ class Future:
             if kind == "A":
                 t += 1
                 self.times.setdefault((layer, ids[0]), []).append(t)
+
+    def uses(self, key):
+        return len(self.times.get(key, ()))
 
     def next_use(self, key, now):
         ts = self.times.get(key)
@@ -224,6 +237,9 @@ class Sim:
     def better(self, a, b):
         if self.policy == "opt":
             return self.future.next_use(self.key[a], self.clock) > self.future.next_use(self.key[b], self.clock)
+        if self.policy == "popularity":
+            pa, pb = self.future.uses(self.key[a]), self.future.uses(self.key[b])
+            return pa < pb or (pa == pb and self.last[a] < self.last[b])
         if self.protect:
             sa, sb = self.stale(a), self.stale(b)
             if sa != sb:
@@ -243,7 +259,7 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds", "popularity"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
@@ -489,11 +505,23 @@ def main():
     ap.add_argument("--protect-resident", action="store_true",
                     help="a lookahead guess already resident is also kept until its layer routes")
     ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
+    ap.add_argument("--prior-tokens", type=int, default=0,
+                    help="routing traces: the first N tokens are not replayed; their per-record use "
+                         "counts seed reuse-odds (uses so far = the count, last use = at open), as a "
+                         "hotlist from an earlier run would for every record it lists")
+    ap.add_argument("--skip-tokens", type=int, default=0,
+                    help="routing traces: the first N tokens are not replayed and seed nothing "
+                         "(the baseline for --prior-tokens N)")
     ap.add_argument("--late-hits", action="store_true",
                     help="count a guess demanded before its read started as a hit (the reference's "
                          "claim-based count; default: a miss, since it is read only then)")
     a = ap.parse_args()
-    ev = load(a.trace)
+    if a.prior_tokens and a.skip_tokens:
+        ap.error("--prior-tokens and --skip-tokens exclude each other")
+    prior = {}
+    ev = load(a.trace, a.prior_tokens or a.skip_tokens, prior)
+    if a.skip_tokens:
+        prior = {}
     future = Future(ev)
     n_layers = max(1, len({l for k, l, ids in ev if k == "H"}))
     decode_tokens = sum(1 for k, l, ids in ev if k == "H" and len(ids) <= a.top_k) / n_layers
@@ -518,6 +546,9 @@ def main():
                 a.prior, a.warmup, st)
         c.late_is_miss = not a.late_hits
         c.protect_resident = a.protect_resident
+        for k, n in prior.items():
+            c.hz.last[k] = 0
+            c.hz.cnt[k] = n
         c = c.run(ev)
         tot = c["hit"] + c["miss"]
         dt = c["dhit"] + c["dmiss"]
