@@ -284,7 +284,7 @@ void VqApplyPlanes(benchmark::State& state, Isa isa, VqShape sh, size_t copies, 
   std::vector<float> y(sh.rows);
   std::vector<float> table = RandomFloats(nv * 768 * n_tables, -1, 1);
   // 64-byte aligned like the engine's tables (AlignedVector): from 16-byte
-  // aligned storage this apply ran ~20 % slower (docs/PERFORMANCE.md).
+  // aligned storage this apply ran 15-20 % slower (docs/PERFORMANCE.md).
   HugeBuffer planes(nv * 768 * 4 * n_tables);
   for (size_t vs = 0; vs < nv * 3 * n_tables; ++vs) {
     for (size_t c = 0; c < 256; ++c) {
