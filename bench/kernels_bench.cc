@@ -60,6 +60,13 @@ class HugeBuffer {
   size_t n_;
 };
 
+// `bytes` copied into HugeBuffer memory.
+HugeBuffer InHugePages(const std::vector<uint8_t>& bytes) {
+  HugeBuffer b(bytes.size());
+  std::memcpy(b.data(), bytes.data(), bytes.size());
+  return b;
+}
+
 std::vector<float> RandomFloats(size_t n, float lo, float hi) {
   std::vector<float> v(n);
   for (auto& e : v) e = lo + (hi - lo) * static_cast<float>(Rng()() / 4294967296.0);
@@ -277,9 +284,7 @@ void VqApply(benchmark::State& state, Isa isa, VqShape sh, bool six_bit) {
 void VqApplyPlanes(benchmark::State& state, Isa isa, VqShape sh, size_t copies, size_t n_tables = 1) {
   const KernelTable t = BuildKernelTable(isa);
   const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
-  std::vector<uint8_t> idx_src = RandomBytes(idx_bytes * copies);
-  HugeBuffer idx(idx_src.size());
-  std::memcpy(idx.data(), idx_src.data(), idx_src.size());
+  HugeBuffer idx = InHugePages(RandomBytes(idx_bytes * copies));
   std::vector<uint16_t> s = RandomScales(sh.rows);
   std::vector<float> y(sh.rows);
   std::vector<float> table = RandomFloats(nv * 768 * n_tables, -1, 1);
@@ -322,9 +327,9 @@ void VqApplyPlanesChunk(benchmark::State& state, Isa isa, VqShape sh, size_t cou
   constexpr size_t kPool = 64, kMats = 16;
   const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
   const size_t plane_bytes = nv * 768 * 4;
-  std::vector<uint8_t> idx = RandomBytes(idx_bytes * kMats);
+  HugeBuffer idx = InHugePages(RandomBytes(idx_bytes * kMats));
   std::vector<uint16_t> s = RandomScales(sh.rows);
-  std::vector<uint8_t> planes = RandomBytes(plane_bytes * kPool);
+  HugeBuffer planes = InHugePages(RandomBytes(plane_bytes * kPool));  // aligned, as the engine's
   for (size_t i = 0; i < planes.size(); i += 4) planes[i + 3] = static_cast<uint8_t>(0x3c + (planes[i + 3] & 1));  // finite
   std::vector<std::vector<float>> y(count, std::vector<float>(sh.rows));
   std::vector<const uint8_t*> ps(count);
@@ -357,7 +362,7 @@ void VqMatMulChunk(benchmark::State& state, Isa isa, VqShape sh, size_t count) {
   const KernelTable t = BuildKernelTable(isa);
   constexpr size_t kMats = 16;
   const size_t nv = sh.cols / 8, nb = (sh.rows + 63) / 64, idx_bytes = nb * nv * 64 * 3;
-  std::vector<uint8_t> idx = RandomBytes(idx_bytes * kMats);
+  HugeBuffer idx = InHugePages(RandomBytes(idx_bytes * kMats));
   std::vector<uint16_t> s = RandomScales(sh.rows);
   std::vector<std::vector<float>> books(3, RandomFloats(256 * 8, -1, 1));
   const float* bp[3] = {books[0].data(), books[1].data(), books[2].data()};
