@@ -35,6 +35,87 @@ std::string CheckJpegHuffmanTables(std::span<const uint8_t> b) {
   return {};
 }
 
+// stb_image 2.27 decodes a scan with whichever Huffman tables the scan
+// header names, defined or not: its decoder state is malloc'ed, so a table
+// no DHT segment defined is whatever the heap held, and the symbol index
+// computed from it reads far outside the table (an out-of-bounds index of
+// 998 into a 257-entry array; found by tests/fuzz/image_fuzz, depending on
+// the heap's leftovers). So the marker segments are walked in file order as
+// stb walks them, the tables each DHT defines are noted, and a scan that
+// would decode with a table not yet defined is refused: a sequential scan
+// uses its components' DC and AC tables, a progressive DC scan the DC table
+// (first pass only), a progressive AC scan the AC table.
+std::string CheckJpegScanTables(std::span<const uint8_t> b) {
+  auto at = [&](size_t i) -> int { return i < b.size() ? b[i] : 0; };
+  bool defined[2][4] = {};
+  bool progressive = false, frame_seen = false;
+  size_t p = 0;
+  while (p < b.size()) {
+    // The next marker: FF, fill FFs, a code (stb skips other bytes between
+    // segments).
+    if (b[p] != 0xFF) {
+      ++p;
+      continue;
+    }
+    size_t q = p + 1;
+    while (q < b.size() && b[q] == 0xFF) ++q;
+    if (q >= b.size()) break;
+    const int code = b[q];
+    const size_t seg = q + 1;  // the segment's length field
+    if (code == 0xD9) break;   // EOI
+    if (code == 0x00 || code == 0x01 || code == 0xD8 || (code >= 0xD0 && code <= 0xD7)) {
+      p = seg;  // no length: stuffing, TEM, SOI, RSTn
+      continue;
+    }
+    const size_t len = static_cast<size_t>(at(seg) << 8 | at(seg + 1));
+    // The frame type: the first SOF, as stb reads it (its header ends there).
+    if ((code == 0xC0 || code == 0xC1 || code == 0xC2) && !frame_seen) {
+      progressive = code == 0xC2;
+      frame_seen = true;
+    }
+    if (code == 0xC4) {  // DHT: class/id byte, 16 counts, the symbols; repeated
+      size_t i = seg + 2;
+      const size_t end = seg + len;
+      while (i < end && i < b.size()) {
+        const int tc = at(i) >> 4, th = at(i) & 15;
+        int n = 0;
+        for (int k = 0; k < 16; ++k) n += at(i + 1 + static_cast<size_t>(k));
+        if (tc <= 1 && th <= 3 && n <= 256) defined[tc][th] = true;
+        i += 17 + static_cast<size_t>(n);
+      }
+    }
+    if (code == 0xDA) {  // SOS: components (id, DC table << 4 | AC table), Ss, Se, Ah/Al
+      const int ns = at(seg + 2);
+      const size_t after = seg + 3 + 2 * static_cast<size_t>(ns);
+      const int ss = at(after), ah = at(after + 2) >> 4;
+      for (int c = 0; c < ns; ++c) {
+        const int t = at(seg + 4 + 2 * static_cast<size_t>(c));
+        const int td = t >> 4, ta = t & 15;
+        if (td > 3 || ta > 3) continue;  // stb refuses these itself
+        const bool dc = progressive ? (ss == 0 && ah == 0) : true;
+        const bool ac = progressive ? ss > 0 : true;
+        if ((dc && !defined[0][td]) || (ac && !defined[1][ta])) {
+          return fmt::format(
+              "corrupt JPEG: the scan at byte {} decodes with a Huffman table no DHT segment "
+              "defined",
+              p);
+        }
+      }
+      // The entropy-coded data: up to the next marker (FF followed by
+      // neither a stuffed 00 nor a restart marker).
+      size_t i = seg + len;
+      while (i + 1 < b.size() &&
+             !(b[i] == 0xFF && b[i + 1] != 0x00 && !(b[i + 1] >= 0xD0 && b[i + 1] <= 0xD7))) {
+        ++i;
+      }
+      p = i;
+      continue;
+    }
+    p = seg + len;
+  }
+  return {};
+}
+
 // stb_image 2.27 grows its compressed-data buffer to an IDAT chunk's
 // declared length before reading it: an 800-byte file declaring a 1.6 GB
 // chunk makes it allocate 1.6 GB (found by the fuzzer). Every chunk must fit
@@ -78,7 +159,10 @@ bool IsJpeg(std::span<const uint8_t> b) {
 }  // namespace
 
 std::string GuardDecoderInput(std::span<const uint8_t> bytes) {
-  if (IsJpeg(bytes)) return CheckJpegHuffmanTables(bytes);
+  if (IsJpeg(bytes)) {
+    std::string tables = CheckJpegHuffmanTables(bytes);
+    return tables.empty() ? CheckJpegScanTables(bytes) : tables;
+  }
   if (IsPng(bytes)) return CheckPngChunks(bytes);
   return {};
 }
