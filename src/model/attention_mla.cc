@@ -1,6 +1,5 @@
 #include "model/attention_mla.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -30,16 +29,9 @@ MlaLayer::MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_token
   gate_.resize(cfg.mla.output_gate ? o_.size() : 0);
 }
 
-// Per pool thread: one head's W_kb block [d_n][r], then for a head group
-// q̃ per token [G][max_tokens][r], c̄ [G][r] and scores [G][ctx].
-size_t MlaLayer::ScratchFloats() const {
-  const size_t r = static_cast<size_t>(cfg_.mla.kv_lora_rank);
-  return static_cast<size_t>(cfg_.mla.qk_nope) * r +
-         kHeadGroup * (max_tokens_ * r + r + static_cast<size_t>(ctx_));
-}
-
 uint64_t MlaLayer::scratch_bytes() const {
-  const size_t per_thread = ScratchFloats();
+  const size_t r = static_cast<size_t>(cfg_.mla.kv_lora_rank);
+  const size_t per_thread = static_cast<size_t>(cfg_.mla.qk_nope) * r + 2 * r + ctx_;
   const size_t threads = thread_scratch_.empty() ? 1 : thread_scratch_.size();
   return (q_.size() + qa_.size() + kv_.size() + o_.size() + gate_.size() + threads * per_thread) *
          sizeof(float);
@@ -110,12 +102,89 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
 
   const float scale = cfg_.rope.att_mul / std::sqrt(static_cast<float>(dq));
   const TensorView& kvb = *w.kv_b;
-  const size_t per_thread = ScratchFloats();
+  const kernels::KernelTable& k = ops.k();
+  const kernels::MatVecArgs vargs = WeightArgs(kvb);
+  const kernels::MatVecFn matvec = MatVecSlot(k, kvb.fmt);
+  const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
+  const size_t per_thread = static_cast<size_t>(dn) * R + 2 * R + ctx_;
   if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
     thread_scratch_.resize(static_cast<size_t>(ops.threads()));
   }
   for (auto& s : thread_scratch_) s.resize(per_thread);
-  Attention(ops, kvb, state, pos0, n, scale);
+
+  // Heads are independent: each runs wholly inside one task, for every
+  // token of the chunk.
+  ops.ForDynamic(static_cast<size_t>(heads), 1, [&](size_t hb, size_t he) {
+    float* wk = thread_scratch_[static_cast<size_t>(Ops::Worker())].data();  // W_kb,h [dn][r]
+    float* qt = wk + static_cast<size_t>(dn) * R;  // q̃ = W_kbᵀ q_nope
+    float* cbar = qt + R;
+    float* scores = cbar + R;
+    // Rows [first, first + count) of kv_b into dst (row stride R).
+    // Offsetting the weights (not dst) keeps every pointer inside its array.
+    const auto dequant_rows = [&](int64_t first, int count, float* dst) {
+      if (dequant != nullptr) {
+        kernels::DequantArgs d;
+        d.w = vargs;
+        d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
+        if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
+        d.out = dst;
+        d.out_stride = R;
+        dequant(d, 0, static_cast<size_t>(count));
+      } else {
+        for (int i = 0; i < count; ++i) DequantizeRow(kvb, first + i, dst + static_cast<size_t>(i) * R);
+      }
+    };
+    for (size_t h = hb; h < he; ++h) {
+      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
+      // One token uses each W_kb row once: it is dequantised into a row
+      // buffer (L1) right before its axpy rather than the whole dn × R block
+      // going out to L2 and back. A chunk reuses the block for every token.
+      // Same values, same order either way.
+      if (n > 1) dequant_rows(base, dn, wk);
+      for (size_t t = 0; t < n; ++t) {
+        const int nk = pos0 + static_cast<int>(t) + 1;
+        const float* qh = q_.data() + t * qw + h * static_cast<size_t>(dq);
+        std::memset(qt, 0, R * sizeof(float));
+        for (int i = 0; i < dn; ++i) {
+          if (qh[i] == 0.0f) continue;
+          const float* w_row = wk + static_cast<size_t>(i) * R;
+          if (n == 1) {
+            dequant_rows(base + i, 1, wk);
+            w_row = wk;
+          }
+          k.axpy_f32(qh[i], w_row, qt, R);
+        }
+        float m = -INFINITY;
+        for (int s = 0; s < nk; ++s) {
+          const float* cs = state.kv.data() + static_cast<size_t>(s) * row;
+          float sc = k.dot_f32(qt, cs, R);
+          if (dr > 0) sc += k.dot_f32(qh + dn, cs + r, static_cast<size_t>(dr));
+          sc *= scale;
+          scores[s] = sc;
+          if (sc > m) m = sc;
+        }
+        float sum = 0.0f;
+        for (int s = 0; s < nk; ++s) {
+          scores[s] = std::exp(scores[s] - m);
+          sum += scores[s];
+        }
+        float inv = 1.0f / sum;
+        std::memset(cbar, 0, R * sizeof(float));
+        for (int s = 0; s < nk; ++s) {
+          k.axpy_f32(scores[s] * inv, state.kv.data() + static_cast<size_t>(s) * row, cbar, R);
+        }
+        // o_h = W_vb,h · c̄: rows [base+dn, base+dn+dv) of kv_b.
+        // Offsetting the weights (not y) keeps every pointer inside its array.
+        kernels::MatVecArgs a = vargs;
+        size_t first = static_cast<size_t>(base + dn);
+        a.weights += first * a.row_bytes;
+        if (a.scales != nullptr) a.scales += first * a.groups;
+        a.x = cbar;
+        a.y = o_.data() + t * ow + h * static_cast<size_t>(dv);
+        matvec(a, 0, static_cast<size_t>(dv));
+      }
+    }
+  });
 
   if (gated) {
     for (size_t i = 0; i < n * ow; ++i) o_[i] *= Sigmoid(gate_[i]);
@@ -125,129 +194,6 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
   } else {
     ops.MatMul(*w.o_proj, o_.data(), ow, n, out, hidden);
   }
-}
-
-// Rows [first, first + count) of kv_b as f32 into dst (row stride R).
-// Offsetting the weights (not dst) keeps every pointer inside its array.
-void MlaLayer::DequantRows(const kernels::KernelTable& k, const TensorView& kvb, int64_t first,
-                           int count, float* dst) const {
-  const size_t R = static_cast<size_t>(cfg_.mla.kv_lora_rank);
-  const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
-  if (dequant != nullptr) {
-    kernels::DequantArgs d;
-    d.w = WeightArgs(kvb);
-    d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
-    if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
-    d.out = dst;
-    d.out_stride = R;
-    dequant(d, 0, static_cast<size_t>(count));
-  } else {
-    for (int i = 0; i < count; ++i) DequantizeRow(kvb, first + i, dst + static_cast<size_t>(i) * R);
-  }
-}
-
-// o_h = W_vb,h · c̄: rows [base + d_n, base + d_n + d_v) of kv_b.
-// Offsetting the weights (not y) keeps every pointer inside its array.
-void MlaLayer::ValueProjection(const kernels::KernelTable& k, const TensorView& kvb, size_t h,
-                               const float* cbar, float* y) const {
-  const int dn = cfg_.mla.qk_nope, dv = cfg_.mla.v_head;
-  kernels::MatVecArgs a = WeightArgs(kvb);
-  const size_t first = h * static_cast<size_t>(dn + dv) + static_cast<size_t>(dn);
-  a.weights += first * a.row_bytes;
-  if (a.scales != nullptr) a.scales += first * a.groups;
-  a.x = cbar;
-  a.y = y;
-  MatVecSlot(k, kvb.fmt)(a, 0, static_cast<size_t>(dv));
-}
-
-// Attention for the n tokens at pos0.. (their cache rows are written).
-// Every head reads every cached row twice per token (scores, then c̄); a
-// head at a time, a 4k-token context (9.4 MB a layer at Kimi-Linear widths)
-// went out to L3 or DRAM 2 × 32 times a token. Heads go in groups of
-// kHeadGroup here, each row read once per group and token while it sits in
-// L1, and each head's arithmetic is what it was alone — the same kernel
-// calls on the same values, rows in position order per head — so the bits
-// do not depend on the grouping (or on the threads, which set it).
-void MlaLayer::Attention(const Ops& ops, const TensorView& kvb, const MlaLayerState& state,
-                         int pos0, size_t n, float scale) {
-  const int heads = cfg_.mla.n_heads, dn = cfg_.mla.qk_nope, dr = cfg_.mla.qk_rope;
-  const int dv = cfg_.mla.v_head, r = cfg_.mla.kv_lora_rank;
-  const size_t R = static_cast<size_t>(r), dq = static_cast<size_t>(dn + dr);
-  const size_t row = static_cast<size_t>(r + dr);
-  const size_t qw = static_cast<size_t>(heads) * dq, ow = static_cast<size_t>(heads * dv);
-  const kernels::KernelTable& k = ops.k();
-  // One contiguous run of heads per thread, so the groups are full.
-  const size_t per_task = (static_cast<size_t>(heads) + static_cast<size_t>(ops.threads()) - 1) /
-                          static_cast<size_t>(ops.threads());
-  ops.ForDynamic(static_cast<size_t>(heads), per_task, [&](size_t hb, size_t he) {
-    float* wk = thread_scratch_[static_cast<size_t>(Ops::Worker())].data();  // W_kb,h [dn][r]
-    float* qts = wk + static_cast<size_t>(dn) * R;      // q̃ = W_kbᵀ q_nope [G][n][R]
-    float* cbars = qts + kHeadGroup * max_tokens_ * R;  // c̄ [G][R]
-    float* scores = cbars + kHeadGroup * R;             // [G][ctx]
-    for (size_t g0 = hb; g0 < he; g0 += kHeadGroup) {
-      const size_t gn = std::min(kHeadGroup, he - g0);
-      for (size_t j = 0; j < gn; ++j) {
-        const size_t h = g0 + j;
-        const int64_t base = static_cast<int64_t>(h) * (dn + dv);
-        // A chunk reuses the head's W_kb block for every token; one token
-        // uses each row once, so a row is dequantised right before its axpy
-        // (L1) instead. Same values, same order either way.
-        if (n > 1) DequantRows(k, kvb, base, dn, wk);
-        for (size_t t = 0; t < n; ++t) {
-          const float* qh = q_.data() + t * qw + h * dq;
-          float* qt = qts + (j * max_tokens_ + t) * R;
-          std::memset(qt, 0, R * sizeof(float));
-          for (int i = 0; i < dn; ++i) {
-            if (qh[i] == 0.0f) continue;
-            const float* w_row = wk + static_cast<size_t>(i) * R;
-            if (n == 1) {
-              DequantRows(k, kvb, base + i, 1, wk);
-              w_row = wk;
-            }
-            k.axpy_f32(qh[i], w_row, qt, R);
-          }
-        }
-      }
-      for (size_t t = 0; t < n; ++t) {
-        const size_t nk = static_cast<size_t>(pos0) + t + 1;
-        float m[kHeadGroup];
-        for (size_t j = 0; j < gn; ++j) m[j] = -INFINITY;
-        for (size_t s = 0; s < nk; ++s) {
-          const float* cs = state.kv.data() + s * row;
-          for (size_t j = 0; j < gn; ++j) {
-            const float* qh = q_.data() + t * qw + (g0 + j) * dq;
-            float sc = k.dot_f32(qts + (j * max_tokens_ + t) * R, cs, R);
-            if (dr > 0) sc += k.dot_f32(qh + dn, cs + r, static_cast<size_t>(dr));
-            sc *= scale;
-            scores[j * ctx_ + s] = sc;
-            if (sc > m[j]) m[j] = sc;
-          }
-        }
-        float inv[kHeadGroup];
-        for (size_t j = 0; j < gn; ++j) {
-          float* sj = scores + j * ctx_;
-          float sum = 0.0f;
-          for (size_t s = 0; s < nk; ++s) {
-            sj[s] = std::exp(sj[s] - m[j]);
-            sum += sj[s];
-          }
-          inv[j] = 1.0f / sum;
-          std::memset(cbars + j * R, 0, R * sizeof(float));
-        }
-        for (size_t s = 0; s < nk; ++s) {
-          const float* cs = state.kv.data() + s * row;
-          for (size_t j = 0; j < gn; ++j) {
-            k.axpy_f32(scores[j * ctx_ + s] * inv[j], cs, cbars + j * R, R);
-          }
-        }
-        for (size_t j = 0; j < gn; ++j) {
-          const size_t h = g0 + j;
-          ValueProjection(k, kvb, h, cbars + j * R,
-                          o_.data() + t * ow + h * static_cast<size_t>(dv));
-        }
-      }
-    }
-  });
 }
 
 }  // namespace waste

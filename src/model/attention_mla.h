@@ -7,9 +7,7 @@
 // chunk; every token's cache row is written first (token t attends only to
 // rows <= pos0 + t, so causality is unchanged); then the heads run in
 // parallel, each dequantising its W_kb block once and attending for every
-// token of the chunk with exactly the per-token arithmetic of decode. Heads
-// attend in groups that read each cached row once per group and token, not
-// once per head; a head's arithmetic does not depend on its group.
+// token of the chunk with exactly the per-token arithmetic of decode.
 #pragma once
 
 #include <vector>
@@ -36,25 +34,13 @@ class MlaLayer {
   uint64_t scratch_bytes() const;
 
  private:
-  // Heads attended together (each cached row read once per group and
-  // token); bounds the per-thread scratch (ScratchFloats).
-  static constexpr size_t kHeadGroup = 8;
-
   void Rotate(float* v, int pos) const;
-  size_t ScratchFloats() const;  // per pool thread
-  void DequantRows(const kernels::KernelTable& k, const TensorView& kvb, int64_t first, int count,
-                   float* dst) const;
-  void ValueProjection(const kernels::KernelTable& k, const TensorView& kvb, size_t h,
-                       const float* cbar, float* y) const;
-  void Attention(const Ops& ops, const TensorView& kvb, const MlaLayerState& state, int pos0,
-                 size_t n, float scale);
 
   const ModelConfig& cfg_;
   uint32_t ctx_;
   size_t max_tokens_;
   std::vector<float> q_, qa_, kv_, o_, gate_;  // [max_tokens][...]
-  // Per pool thread (ScratchFloats): a head's W_kb block, then a head
-  // group's q̃ per token, c̄ and scores.
+  // Per pool thread: W_kb of one head [d_n][r], then q̃ [r], c̄ [r], scores [ctx].
   std::vector<std::vector<float>> thread_scratch_;
 };
 

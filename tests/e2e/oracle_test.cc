@@ -105,11 +105,10 @@ TEST_P(OracleTest, EveryPositionOneTokenAtATime) {
   if (GetParam().vq4p) EXPECT_GE(exact_positions, 2) << "VQ4P positions within 1e-4";
 }
 
-// The decode step's attention runs heads in groups that depend on the
-// thread count (MLA: eight heads per group within a thread's run), and
-// every head must still do the same arithmetic in the same order: logits
-// bit-identical at 1, 2 and 3 threads for every position fed one at a time
-// after a prompt.
+// Decode splits heads, rows and experts between threads; no result may
+// depend on how: logits bit-identical at 1, 2 and 3 threads for every
+// position fed one at a time after a prompt (the fixtures' thread test
+// covers a prompt's chunk only).
 TEST_P(OracleTest, OneTokenAtATimeIsBitIdenticalAtOneTwoAndThreeThreads) {
   std::vector<std::vector<float>> runs;
   for (int threads : {1, 2, 3}) {
@@ -178,8 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
                            "\"scoring_func\":\"softmax\",\"topk_method\":\"group_limited_greedy\","
                            "\"norm_topk_prob\":false,\"moe_renormalize\":null}'",
                            false},
-                      // 20 MLA heads: the decode step's head groups of 8
-                      // come out 8, 8, 4 on one thread and split otherwise.
+                      // 20 MLA heads (the presets have 4): heads split
+                      // unevenly between 3 threads, and more than one
+                      // AVX-512 register's worth of anything per head.
                       Case{"deepseek_v3_20_heads",
                            "--preset deepseek-v3-tiny --seed 9 --override "
                            "'{\"num_attention_heads\":20}'",
