@@ -177,9 +177,8 @@ INSTANTIATE_TEST_SUITE_P(
                            "\"scoring_func\":\"softmax\",\"topk_method\":\"group_limited_greedy\","
                            "\"norm_topk_prob\":false,\"moe_renormalize\":null}'",
                            false},
-                      // 20 MLA heads (the presets have 4): heads split
-                      // unevenly between 3 threads, and more than one
-                      // AVX-512 register's worth of anything per head.
+                      // 20 MLA heads (the presets have 4), split unevenly
+                      // between 3 threads by the thread-identity test.
                       Case{"deepseek_v3_20_heads",
                            "--preset deepseek-v3-tiny --seed 9 --override "
                            "'{\"num_attention_heads\":20}'",
