@@ -7,6 +7,7 @@
 
 #include "container/container.h"
 #include "engine/memplan_internal.h"
+#include "model/attention_mla.h"
 #include "platform/platform.h"
 #include "waste/files.h"
 #include "container/tensor_list.h"
@@ -77,8 +78,11 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
   // absorbed query, per-head latent output, values and gate; plus one
   // token's per-head scores over the whole context and absorption scratch.
   if (c.n_mla_layers() > 0) {
-    floats += t * (heads * dq + rq + rkv + dr + heads * (rkv + dr) + heads * rkv + 2 * heads * dv);
+    floats += t * (heads * dq + rq + rkv + dr + 2 * heads * dv);
     floats += heads * (3 * rkv + ctx);
+    // The chunk's attention products (attention_mla_chunk.cc): absorbed
+    // queries, block scores, latent sums of a head group; one block transposed.
+    floats += MlaLayer::ChunkScratchFloats(c, t);
   }
   // Dense FFN / shared expert activations (gate and up) and output.
   floats += t * (2 * ffn + h);

@@ -1,5 +1,6 @@
 #include "model/attention_mla.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,14 +28,27 @@ MlaLayer::MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_token
   kv_.resize(n * (r + static_cast<size_t>(cfg.mla.qk_rope)));
   o_.resize(n * heads * static_cast<size_t>(cfg.mla.v_head));
   gate_.resize(cfg.mla.output_gate ? o_.size() : 0);
+  if (ChunkScratchFloats(cfg, n) > 0) {
+    const size_t rows = ChunkRows(cfg, n);
+    chunk_q_.resize(rows * (r + static_cast<size_t>(cfg.mla.qk_rope)));
+    chunk_p_.resize(rows * kChunkBlock);
+    chunk_acc_.resize(rows * r);
+    chunk_tmp_.resize(rows * r);
+    chunk_ct_.resize(r * kChunkBlock);
+    chunk_max_.resize(rows);
+    chunk_sum_.resize(rows);
+    chunk_alpha_.resize(rows);
+  }
 }
 
 uint64_t MlaLayer::scratch_bytes() const {
   const size_t r = static_cast<size_t>(cfg_.mla.kv_lora_rank);
   const size_t per_thread = static_cast<size_t>(cfg_.mla.qk_nope) * r + 2 * r + ctx_;
   const size_t threads = thread_scratch_.empty() ? 1 : thread_scratch_.size();
-  return (q_.size() + qa_.size() + kv_.size() + o_.size() + gate_.size() + threads * per_thread) *
-         sizeof(float);
+  const size_t chunk = chunk_q_.size() + chunk_p_.size() + chunk_acc_.size() + chunk_tmp_.size() +
+                       chunk_ct_.size() + chunk_max_.size() + chunk_sum_.size() + chunk_alpha_.size();
+  return (q_.size() + qa_.size() + kv_.size() + o_.size() + gate_.size() + threads * per_thread +
+          chunk) * sizeof(float);
 }
 
 // GPT-J interleaved pairs; θ = f32(f32(pos)·ω_j), f32 cos/sin (MODEL.md §4.3).
@@ -100,92 +114,11 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
   }
   state.n_kv = pos0 + static_cast<int>(n);
 
-  const float scale = cfg_.rope.att_mul / std::sqrt(static_cast<float>(dq));
-  const TensorView& kvb = *w.kv_b;
-  const kernels::KernelTable& k = ops.k();
-  const kernels::MatVecArgs vargs = WeightArgs(kvb);
-  const kernels::MatVecFn matvec = MatVecSlot(k, kvb.fmt);
-  const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
-  const size_t per_thread = static_cast<size_t>(dn) * R + 2 * R + ctx_;
-  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
-    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
+  if (n > 1) {
+    AttendChunk(ops, w, state, pos0, n);
+  } else {
+    AttendOne(ops, w, state, pos0);
   }
-  for (auto& s : thread_scratch_) s.resize(per_thread);
-
-  // Heads are independent: each runs wholly inside one task, for every
-  // token of the chunk.
-  ops.ForDynamic(static_cast<size_t>(heads), 1, [&](size_t hb, size_t he) {
-    float* wk = thread_scratch_[static_cast<size_t>(Ops::Worker())].data();  // W_kb,h [dn][r]
-    float* qt = wk + static_cast<size_t>(dn) * R;  // q̃ = W_kbᵀ q_nope
-    float* cbar = qt + R;
-    float* scores = cbar + R;
-    // Rows [first, first + count) of kv_b into dst (row stride R).
-    // Offsetting the weights (not dst) keeps every pointer inside its array.
-    const auto dequant_rows = [&](int64_t first, int count, float* dst) {
-      if (dequant != nullptr) {
-        kernels::DequantArgs d;
-        d.w = vargs;
-        d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
-        if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
-        d.out = dst;
-        d.out_stride = R;
-        dequant(d, 0, static_cast<size_t>(count));
-      } else {
-        for (int i = 0; i < count; ++i) DequantizeRow(kvb, first + i, dst + static_cast<size_t>(i) * R);
-      }
-    };
-    for (size_t h = hb; h < he; ++h) {
-      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
-      // One token uses each W_kb row once: it is dequantised into a row
-      // buffer (L1) right before its axpy rather than the whole dn × R block
-      // going out to L2 and back. A chunk reuses the block for every token.
-      // Same values, same order either way.
-      if (n > 1) dequant_rows(base, dn, wk);
-      for (size_t t = 0; t < n; ++t) {
-        const int nk = pos0 + static_cast<int>(t) + 1;
-        const float* qh = q_.data() + t * qw + h * static_cast<size_t>(dq);
-        std::memset(qt, 0, R * sizeof(float));
-        for (int i = 0; i < dn; ++i) {
-          if (qh[i] == 0.0f) continue;
-          const float* w_row = wk + static_cast<size_t>(i) * R;
-          if (n == 1) {
-            dequant_rows(base + i, 1, wk);
-            w_row = wk;
-          }
-          k.axpy_f32(qh[i], w_row, qt, R);
-        }
-        float m = -INFINITY;
-        for (int s = 0; s < nk; ++s) {
-          const float* cs = state.kv.data() + static_cast<size_t>(s) * row;
-          float sc = k.dot_f32(qt, cs, R);
-          if (dr > 0) sc += k.dot_f32(qh + dn, cs + r, static_cast<size_t>(dr));
-          sc *= scale;
-          scores[s] = sc;
-          if (sc > m) m = sc;
-        }
-        float sum = 0.0f;
-        for (int s = 0; s < nk; ++s) {
-          scores[s] = std::exp(scores[s] - m);
-          sum += scores[s];
-        }
-        float inv = 1.0f / sum;
-        std::memset(cbar, 0, R * sizeof(float));
-        for (int s = 0; s < nk; ++s) {
-          k.axpy_f32(scores[s] * inv, state.kv.data() + static_cast<size_t>(s) * row, cbar, R);
-        }
-        // o_h = W_vb,h · c̄: rows [base+dn, base+dn+dv) of kv_b.
-        // Offsetting the weights (not y) keeps every pointer inside its array.
-        kernels::MatVecArgs a = vargs;
-        size_t first = static_cast<size_t>(base + dn);
-        a.weights += first * a.row_bytes;
-        if (a.scales != nullptr) a.scales += first * a.groups;
-        a.x = cbar;
-        a.y = o_.data() + t * ow + h * static_cast<size_t>(dv);
-        matvec(a, 0, static_cast<size_t>(dv));
-      }
-    }
-  });
-
   if (gated) {
     for (size_t i = 0; i < n * ow; ++i) o_[i] *= Sigmoid(gate_[i]);
   }
@@ -193,6 +126,93 @@ void MlaLayer::Forward(const Ops& ops, const MlaWeights& w, MlaLayerState& state
     ops.MatVec(*w.o_proj, o_.data(), out);
   } else {
     ops.MatMul(*w.o_proj, o_.data(), ow, n, out, hidden);
+  }
+}
+
+// One token (decode): each head absorbs its query, scores every cached row
+// with a dot product, and sums the latent rows with its softmax weights.
+void MlaLayer::AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos) {
+  const int heads = cfg_.mla.n_heads, dn = cfg_.mla.qk_nope, dr = cfg_.mla.qk_rope, dv = cfg_.mla.v_head;
+  const int dq = dn + dr, r = cfg_.mla.kv_lora_rank;
+  const size_t R = static_cast<size_t>(r);
+  const size_t row = static_cast<size_t>(r + dr);
+  const float scale = cfg_.rope.att_mul / std::sqrt(static_cast<float>(dq));
+  const TensorView& kvb = *w.kv_b;
+  const kernels::KernelTable& k = ops.k();
+  const kernels::MatVecArgs vargs = WeightArgs(kvb);
+  const kernels::MatVecFn matvec = MatVecSlot(k, kvb.fmt);
+  const size_t per_thread = static_cast<size_t>(dn) * R + 2 * R + ctx_;
+  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
+    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
+  }
+  for (auto& s : thread_scratch_) s.resize(per_thread);
+  const int nk = pos + 1;
+
+  // Heads are independent: each runs wholly inside one task.
+  ops.ForDynamic(static_cast<size_t>(heads), 1, [&](size_t hb, size_t he) {
+    float* wk = thread_scratch_[static_cast<size_t>(Ops::Worker())].data();  // one W_kb row
+    float* qt = wk + static_cast<size_t>(dn) * R;  // q̃ = W_kbᵀ q_nope
+    float* cbar = qt + R;
+    float* scores = cbar + R;
+    for (size_t h = hb; h < he; ++h) {
+      const int64_t base = static_cast<int64_t>(h) * (dn + dv);
+      const float* qh = q_.data() + h * static_cast<size_t>(dq);
+      std::memset(qt, 0, R * sizeof(float));
+      // Each W_kb row is used once: dequantised into a row buffer (L1)
+      // right before its axpy, not the whole d_n x r block out to L2.
+      for (int i = 0; i < dn; ++i) {
+        if (qh[i] == 0.0f) continue;
+        DequantKvbRows(k, kvb, base + i, 1, wk);
+        k.axpy_f32(qh[i], wk, qt, R);
+      }
+      float m = -INFINITY;
+      for (int s = 0; s < nk; ++s) {
+        const float* cs = state.kv.data() + static_cast<size_t>(s) * row;
+        float sc = k.dot_f32(qt, cs, R);
+        if (dr > 0) sc += k.dot_f32(qh + dn, cs + r, static_cast<size_t>(dr));
+        sc *= scale;
+        scores[s] = sc;
+        if (sc > m) m = sc;
+      }
+      float sum = 0.0f;
+      for (int s = 0; s < nk; ++s) {
+        scores[s] = std::exp(scores[s] - m);
+        sum += scores[s];
+      }
+      float inv = 1.0f / sum;
+      std::memset(cbar, 0, R * sizeof(float));
+      for (int s = 0; s < nk; ++s) {
+        k.axpy_f32(scores[s] * inv, state.kv.data() + static_cast<size_t>(s) * row, cbar, R);
+      }
+      // o_h = W_vb,h · c̄: rows [base+dn, base+dn+dv) of kv_b.
+      // Offsetting the weights (not y) keeps every pointer inside its array.
+      kernels::MatVecArgs a = vargs;
+      size_t first = static_cast<size_t>(base + dn);
+      a.weights += first * a.row_bytes;
+      if (a.scales != nullptr) a.scales += first * a.groups;
+      a.x = cbar;
+      a.y = o_.data() + h * static_cast<size_t>(dv);
+      matvec(a, 0, static_cast<size_t>(dv));
+    }
+  });
+}
+
+// Rows [first, first + count) of kv_b into dst (row stride = kv_lora_rank).
+// Offsetting the weights (not dst) keeps every pointer inside its array.
+void MlaLayer::DequantKvbRows(const kernels::KernelTable& k, const TensorView& kvb, int64_t first,
+                              int count, float* dst) {
+  const size_t R = static_cast<size_t>(kvb.cols);
+  const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
+  if (dequant != nullptr) {
+    kernels::DequantArgs d;
+    d.w = WeightArgs(kvb);
+    d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
+    if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
+    d.out = dst;
+    d.out_stride = R;
+    dequant(d, 0, static_cast<size_t>(count));
+  } else {
+    for (int i = 0; i < count; ++i) DequantizeRow(kvb, first + i, dst + static_cast<size_t>(i) * R);
   }
 }
 

@@ -5,9 +5,15 @@
 //
 // A chunk of n tokens: the projections and o_proj run as matmuls over the
 // chunk; every token's cache row is written first (token t attends only to
-// rows <= pos0 + t, so causality is unchanged); then the heads run in
-// parallel, each dequantising its W_kb block once and attending for every
-// token of the chunk with exactly the per-token arithmetic of decode.
+// rows <= pos0 + t, so causality is unchanged).
+//
+// One token (decode) attends head by head with dot products and axpys
+// (AttendOne). A chunk of two or more tokens attends as matrix products
+// (AttendChunk, attention_mla_chunk.cc): the absorbed queries of every (token, head) are
+// the rows of one product against a block of cache rows, a streaming
+// ("online") softmax carries each row's maximum and sum from block to block,
+// and the weighted latent sum is a second product against the block
+// transposed. Same mathematics, other rounding (MODEL.md §9 allows it).
 #pragma once
 
 #include <vector>
@@ -32,14 +38,36 @@ class MlaLayer {
     Forward(ops, w, state, pos, x, 1, out);
   }
   uint64_t scratch_bytes() const;
+  // Floats of the chunk products' buffers for chunks of up to max_tokens
+  // (0 when max_tokens is 1): the memory plan counts them.
+  static uint64_t ChunkScratchFloats(const ModelConfig& cfg, size_t max_tokens);
 
  private:
   void Rotate(float* v, int pos) const;
+  // One token's attention (decode), head by head; writes o_.
+  void AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos);
+  // Attention of the chunk's n >= 2 tokens as matrix products; writes o_.
+  void AttendChunk(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos0,
+                   size_t n);
+  // Rows of one head group's products: (token, head) pairs, at most this many.
+  static constexpr size_t kChunkRowsMax = 2048;
+  // Cache positions per block of the chunk's products.
+  static constexpr size_t kChunkBlock = 512;
+  static size_t ChunkRows(const ModelConfig& cfg, size_t max_tokens);
+  // Rows [first, first + count) of kv_b, dequantised into dst (stride r).
+  static void DequantKvbRows(const kernels::KernelTable& k, const TensorView& kvb, int64_t first,
+                             int count, float* dst);
 
   const ModelConfig& cfg_;
   uint32_t ctx_;
   size_t max_tokens_;
   std::vector<float> q_, qa_, kv_, o_, gate_;  // [max_tokens][...]
+  // AttendChunk's buffers (empty when max_tokens is 1): absorbed queries
+  // [rows][r + d_r], scores then weights [rows][block], latent sums and one
+  // block's products [rows][r], the block transposed [r][block], and each
+  // row's running maximum, sum and rescale factor.
+  std::vector<float> chunk_q_, chunk_p_, chunk_acc_, chunk_tmp_, chunk_ct_;
+  std::vector<float> chunk_max_, chunk_sum_, chunk_alpha_;
   // Per pool thread: W_kb of one head [d_n][r], then q̃ [r], c̄ [r], scores [ctx].
   std::vector<std::vector<float>> thread_scratch_;
 };
