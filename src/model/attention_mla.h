@@ -16,6 +16,7 @@
 // transposed. Same mathematics, other rounding (MODEL.md §9 allows it).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "model/layer_weights.h"
@@ -39,7 +40,9 @@ class MlaLayer {
   }
   uint64_t scratch_bytes() const;
   // Floats of the chunk products' buffers for chunks of up to max_tokens
-  // (0 when max_tokens is 1): the memory plan counts them.
+  // (0 when max_tokens is 1): the memory plan counts them. Inline (below)
+  // so that the plan needs no attention code (the container fuzzer links
+  // the plan alone).
   static uint64_t ChunkScratchFloats(const ModelConfig& cfg, size_t max_tokens);
 
  private:
@@ -71,5 +74,19 @@ class MlaLayer {
   // Per pool thread: W_kb of one head [d_n][r], then q̃ [r], c̄ [r], scores [ctx].
   std::vector<std::vector<float>> thread_scratch_;
 };
+
+inline size_t MlaLayer::ChunkRows(const ModelConfig& cfg, size_t max_tokens) {
+  const size_t heads = static_cast<size_t>(std::max(cfg.mla.n_heads, 1));
+  const size_t group = std::clamp<size_t>(kChunkRowsMax / max_tokens, 1, heads);
+  return group * max_tokens;
+}
+
+inline uint64_t MlaLayer::ChunkScratchFloats(const ModelConfig& cfg, size_t max_tokens) {
+  if (max_tokens < 2 || cfg.n_mla_layers() == 0 || cfg.mla.n_heads <= 0) return 0;
+  const uint64_t rows = ChunkRows(cfg, max_tokens);
+  const uint64_t r = static_cast<uint64_t>(cfg.mla.kv_lora_rank);
+  const uint64_t width = r + static_cast<uint64_t>(cfg.mla.qk_rope);
+  return rows * (width + kChunkBlock + 2 * r + 3) + r * kChunkBlock;
+}
 
 }  // namespace waste

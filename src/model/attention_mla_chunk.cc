@@ -46,20 +46,6 @@ TensorView RowSlice(const TensorView& w, int64_t first, int64_t count) {
 
 }  // namespace
 
-uint64_t MlaLayer::ChunkScratchFloats(const ModelConfig& cfg, size_t max_tokens) {
-  if (max_tokens < 2 || cfg.n_mla_layers() == 0 || cfg.mla.n_heads <= 0) return 0;
-  const uint64_t rows = ChunkRows(cfg, max_tokens);
-  const uint64_t r = static_cast<uint64_t>(cfg.mla.kv_lora_rank);
-  const uint64_t width = r + static_cast<uint64_t>(cfg.mla.qk_rope);
-  return rows * (width + kChunkBlock + 2 * r + 3) + r * kChunkBlock;
-}
-
-size_t MlaLayer::ChunkRows(const ModelConfig& cfg, size_t max_tokens) {
-  const size_t heads = static_cast<size_t>(std::max(cfg.mla.n_heads, 1));
-  const size_t group = std::clamp<size_t>(kChunkRowsMax / max_tokens, 1, heads);
-  return group * max_tokens;
-}
-
 void MlaLayer::AttendChunk(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos0,
                            size_t n) {
   const size_t heads = static_cast<size_t>(cfg_.mla.n_heads);
