@@ -65,7 +65,7 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   }
   const size_t point = limit / kChunk * kChunk;
   if (point > from) {
-    // Chunk by chunk (each starts on a multiple of 64, so the chunking and
+    // Chunk by chunk (each starts on a multiple of kChunk, so the chunking and
     // the bits are a single call's), so a client that leaves is noticed.
     for (size_t at = from; at < point; at += kChunk) {
       if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");

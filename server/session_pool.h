@@ -7,12 +7,13 @@
 // Restore points. KDA layers carry a recurrent state that cannot be rolled
 // back, so a session can only resume from a snapshot taken exactly at a
 // position <= the shared prefix. And the answer must not depend on where
-// prefill restarted: prompts run in chunks of Forward's 64 tokens, and the
-// chunking changes the floating-point order inside a chunk. So snapshots
-// sit on multiples of 64 counted from position 0: a resumed prefill then
-// cuts the prompt into exactly the chunks a fresh one would, and gives the
-// same bits (tests/server/prefix_reuse_test.cc checks logits and tokens).
-// The point is the last multiple of 64 before the prompt's last token (one
+// prefill restarted: prompts run in chunks of kPrefillChunkTokens (128,
+// waste/types.h), and the chunking changes the floating-point order inside
+// a chunk. So snapshots sit on multiples of the chunk counted from position
+// 0: a resumed prefill then cuts the prompt into exactly the chunks a fresh
+// one would, and gives the same bits (tests/server/prefix_reuse_test.cc
+// checks logits and tokens). The point is the last multiple of the chunk
+// before the prompt's last token (one
 // token must stay to produce the logits) and before its first image pad
 // (an image's rows are spliced only by the call that sees all its pads).
 //
@@ -32,7 +33,7 @@ namespace waste::server {
 
 class SessionPool {
  public:
-  static constexpr int kChunk = 64;  // the engine's prefill chunk (see above)
+  static constexpr int kChunk = kPrefillChunkTokens;  // the engine's prefill chunk (see above)
 
   // `slots` sessions: the engine's own plus slots-1 new ones. kRamBudget
   // when the plan has no room for them (Config::max_sessions).

@@ -17,6 +17,14 @@ namespace waste {
 
 class TokenConstraint;  // waste/grammar.h
 
+// Prompts are fed in chunks of this many tokens, cut at multiples of it
+// counted from position 0. A chunk rounds differently from token-at-a-time
+// (batched products, the recurrence's chunked form; within the documented
+// tolerance), so the cut decides the logits' last bits: a host that saves a
+// prefilled session and resumes it later (prefix reuse) does so at a
+// multiple of this to get exactly what one long prefill would give.
+inline constexpr int kPrefillChunkTokens = 128;
+
 struct ModelInfo {
   std::string arch;                  // kimi-linear, kimi-k3, ...
   int layers = 0;
@@ -109,7 +117,7 @@ struct GenParams {
   float frequency_penalty = 0.0f;    // subtracted per occurrence
   bool ignore_eos = false;           // keep going past the end-of-text token
   std::vector<std::pair<int, float>> logit_bias;  // added to the logit (-inf bans)
-  // Prefill progress: called after each prompt chunk (at most 64 tokens)
+  // Prefill progress: called after each prompt chunk (kPrefillChunkTokens)
   // with (tokens done, prompt length). Return false to cancel: Generate then
   // returns FinishReason::kCancelled before any token (the chunks fed stay
   // in the session's state).

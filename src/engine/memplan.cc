@@ -8,6 +8,7 @@
 #include "container/container.h"
 #include "engine/memplan_internal.h"
 #include "model/attention_mla.h"
+#include "model/vq_experts.h"
 #include "platform/platform.h"
 #include "waste/files.h"
 #include "container/tensor_list.h"
@@ -93,16 +94,20 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
     // Router logits, scores and top-k per chunk token.
     floats += t * (2 * e + 2 * k);
     // Routed experts: gate/up/down activations for top_k experts, latent
-    // inputs and outputs of the chunk, and one output row.
+    // inputs and outputs of the chunk, and one output row; every (token,
+    // choice) pair's output before the weighted sum (MoeLayer::outs_).
     floats += k * (2 * im + x) + 2 * t * x + std::max(x, h);
-    // LUTs: gate and up tables for every chunk token (decode uses the first
-    // of them) and the down tables of the experts being applied.
-    const uint64_t tables = (2 * t + 1) * table_in + 2 * table_mid;
+    floats += t * k * x;
+    // LUTs: gate and up tables for a window of chunk tokens (decode uses the
+    // first of them; model/moe.h) and the down tables of the experts being
+    // applied.
+    const uint64_t tt = std::min<uint64_t>(t, VqExperts::kTableTokens);
+    const uint64_t tables = (2 * tt + 1) * table_in + 2 * table_mid;
     floats += tables;
     // VQ4P sums int8-quantised tables: one byte per entry plus one scale per
     // 32 vector positions.
     if (c.quant.index_bits == 6) {
-      floats += (tables + 3) / 4 + (2 * t + 2) * (x / c.quant.vec_dim / 32 + 1);
+      floats += (tables + 3) / 4 + (2 * tt + 2) * (x / c.quant.vec_dim / 32 + 1);
     }
     // Expert staging: one expert dequantised (3 x moe_inter x width).
     floats += 3 * im * x;

@@ -7,11 +7,9 @@
 #include <cstdint>
 
 #include "model/model_config.h"
+#include "waste/types.h"  // kPrefillChunkTokens: every per-token buffer is sized for it
 
 namespace waste {
-
-// Tokens per chunk of prefill: every per-token buffer is sized for this many.
-inline constexpr uint32_t kPrefillChunkTokens = 64;
 
 // Every engine buffer besides the trunk, the session state and the expert
 // cache, at context `ctx`: chunk activations, attention and router scratch,

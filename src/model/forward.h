@@ -25,6 +25,7 @@
 #include "model/residual_stream.h"
 #include "runtime/ops.h"
 #include "model/session_state.h"
+#include "waste/types.h"
 
 namespace waste {
 
@@ -39,7 +40,7 @@ class EmbeddingOverride {
 
 class Forward {
  public:
-  static constexpr size_t kMaxChunk = 64;
+  static constexpr size_t kMaxChunk = kPrefillChunkTokens;  // waste/types.h
 
   Forward(const Container& container, const ModelWeights& weights, SessionState& state,
           ExpertCache& cache, uint32_t ctx_tokens, int lookahead = 0);

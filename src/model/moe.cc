@@ -118,14 +118,32 @@ void MoeLayer::BuildItems(size_t tokens) {
       pair_out_[p] = static_cast<uint32_t>(t * topk + j);
     }
   }
-  items_.assign(order_.size(), Item{});
-  pins_.clear();
-  pins_.resize(order_.size());
+  all_items_.assign(order_.size(), Item{});
   for (size_t i = 0; i < order_.size(); ++i) {
     const size_t e = static_cast<size_t>(order_[i]);
-    items_[i].expert = order_[i];
-    items_[i].first = start_[e];
-    items_[i].n = count_[e];
+    all_items_[i].expert = order_[i];
+    all_items_[i].first = start_[e];
+    all_items_[i].n = count_[e];
+  }
+  // Decoded experts first in all_items_ (RunItems decodes an expert with at
+  // least decoded_min_tokens tokens, more than a table group), each part in
+  // its old order. order_, the order the cache is hinted, stays as it was.
+  const size_t decoded = experts_.decoded_min_tokens();
+  const auto is_decoded = [&](const Item& it) {
+    return decoded != 0 && it.n >= decoded && it.n > VqExperts::kGroup;
+  };
+  n_decoded_ = static_cast<size_t>(
+      std::stable_partition(all_items_.begin(), all_items_.end(), is_decoded) - all_items_.begin());
+}
+
+void MoeLayer::TableWindowItems(size_t t0, size_t t1) {
+  items_.clear();
+  for (size_t i = n_decoded_; i < all_items_.size(); ++i) {
+    const Item& it = all_items_[i];
+    const uint32_t* tok = pair_token_.data() + it.first;
+    const size_t b = static_cast<size_t>(std::lower_bound(tok, tok + it.n, t0) - tok);
+    const size_t e = static_cast<size_t>(std::lower_bound(tok, tok + it.n, t1) - tok);
+    if (e > b) items_.push_back(Item{{}, it.expert, it.first + b, e - b});
   }
 }
 
@@ -150,8 +168,9 @@ void MoeLayer::Combine(size_t t, bool selection_order, float* y) {
 }
 
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                          size_t x_stride, size_t b, size_t e) {
+                          size_t x_stride, size_t table_base, size_t b, size_t e) {
   Status status = Status::Ok();
+  if (pins_.size() < items_.size()) pins_.resize(items_.size());
   for (size_t i = b; i < e; ++i) {
     auto pin = AcquireTimed(ops, cache, layer, items_[i].expert);
     if (!pin) {
@@ -177,7 +196,16 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
     for (size_t i = b; i < e; ++i) {
       const size_t n = items_[i].n;
       if (decoded != 0 && n >= decoded) {
-        units_.push_back({static_cast<uint32_t>(i), 0, static_cast<uint32_t>(n)});
+        // More tokens than one decode's scratch holds: even parts, each
+        // decoding the rows again (an expert most of a chunk chose; the
+        // parts also keep both threads busy).
+        const size_t most = experts_.decoded_max_tokens();
+        const size_t parts = (n + most - 1) / most;
+        const size_t part = (n + parts - 1) / parts;
+        for (size_t g0 = 0; g0 < n; g0 += part) {
+          units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0),
+                            static_cast<uint32_t>(std::min(part, n - g0))});
+        }
         continue;
       }
       for (size_t g0 = 0; g0 < n; g0 += kGroup) {
@@ -191,14 +219,14 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
         const Item& item = items_[units_[u].item];
         const size_t g0 = units_[u].g0, n = units_[u].n;
         if (n > kGroup) {
-          experts_.ApplyDecoded(k, item.view, x, x_stride, pair_token_.data() + item.first,
-                                outs_.data(), xw, pair_out_.data() + item.first, n, worker);
+          experts_.ApplyDecoded(k, item.view, x, x_stride, pair_token_.data() + item.first + g0,
+                                outs_.data(), xw, pair_out_.data() + item.first + g0, n, worker);
           continue;
         }
         size_t tok[kGroup] = {};
         float* outp[kGroup] = {};
         for (size_t i = 0; i < n; ++i) {
-          tok[i] = pair_token_[item.first + g0 + i];
+          tok[i] = pair_token_[item.first + g0 + i] - table_base;
           outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
         }
         experts_.Apply(k, item.view, tok, n, outp, worker);
@@ -210,7 +238,7 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
 }
 
 Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                             size_t x_stride, size_t late_window) {
+                             size_t x_stride, size_t table_base, size_t late_window) {
   // Resident items first, each group in its old order. Items carry their
   // pair ranges, so reordering them moves no output.
   const auto late_begin = std::stable_partition(
@@ -218,11 +246,12 @@ Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, cons
   const size_t ready = static_cast<size_t>(late_begin - items_.begin());
   const size_t window = Window(cache);
   for (size_t b = 0; b < ready; b += window) {
-    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, b, std::min(ready, b + window)));
+    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, table_base, b, std::min(ready, b + window)));
   }
   const size_t late = std::clamp<size_t>(late_window, 1, window);
   for (size_t b = ready; b < items_.size(); b += late) {
-    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, b, std::min(items_.size(), b + late)));
+    WASTE_TRY(
+        RunItems(ops, cache, layer, x, x_stride, table_base, b, std::min(items_.size(), b + late)));
   }
   return Status::Ok();
 }
@@ -250,16 +279,31 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
     xe = xe_.data();
     xe_stride = xw;
   }
+  // A single token's late experts one per thread at a time: each lands
+  // while the others compute. A chunk's in whole windows.
+  const size_t late_window = single ? static_cast<size_t>(ops.threads()) : Window(cache);
   // Gate/up tables depend only on the input and the layer's books, shared
   // by all the experts a token chose. Every record of a layer names its
   // bank's codebook base (the container refuses any other), so no record is
   // needed to pick them and the step can start on whichever experts are
   // already in memory.
-  experts_.BuildInputTables(ops, xe, xe_stride, tokens, container_.bank(layer).codebook_base);
-  // A single token's late experts one per thread at a time: each lands
-  // while the others compute. A chunk's in whole windows.
-  WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride,
-                        single ? static_cast<size_t>(ops.threads()) : Window(cache)));
+  if (n_decoded_ < all_items_.size()) {
+    const size_t window = experts_.table_tokens();
+    for (size_t t0 = 0; t0 < tokens; t0 += window) {
+      const size_t t1 = std::min(tokens, t0 + window);
+      TableWindowItems(t0, t1);
+      if (items_.empty()) continue;
+      experts_.BuildInputTables(ops, xe + t0 * xe_stride, xe_stride, t1 - t0,
+                                container_.bank(layer).codebook_base);
+      WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, t0, late_window));
+    }
+  }
+  // Then the decoded experts: with a cold cache, their reads (hinted with
+  // the rest, in ascending id) land while the tables run.
+  if (n_decoded_ > 0) {
+    items_.assign(all_items_.begin(), all_items_.begin() + static_cast<std::ptrdiff_t>(n_decoded_));
+    WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, 0, late_window));
+  }
   {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);
     for (size_t t = 0; t < tokens; ++t) Combine(t, single, y_.data() + t * xw);

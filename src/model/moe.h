@@ -16,6 +16,14 @@
 // covers the reads still in flight. Every row of every output is computed
 // by the same kernels whatever the thread count, so results are
 // bit-identical at any thread count.
+//
+// A chunk runs in two phases: the experts applied through the gate/up
+// tables, window by window of VqExperts::kTableTokens tokens (tables built
+// for the window's tokens only, so their memory does not grow with the
+// chunk), then the experts chosen by enough of its tokens to be decoded
+// (VqExperts::ApplyDecoded, all their tokens at once). A token's
+// result through the tables does not depend on which window or group
+// computed it, so the windows change timing and memory only.
 #pragma once
 
 #include <cstdint>
@@ -63,24 +71,28 @@ class MoeLayer {
   // on the whole pool, a chunk's tokens in parallel, each matvec whole on
   // one thread: the same rows either way).
   void Route(const Ops& ops, const MoeWeights& w, const float* x, size_t tokens);
-  // Builds items_ and the pairs from routes_: a single token's experts in
-  // selection order (its first choice is read first), a chunk's distinct
+  // Builds all_items_ and the pairs from routes_: a single token's experts
+  // in selection order (its first choice is read first), a chunk's distinct
   // experts ascending, each with its tokens in order. Pair output slot =
-  // t * top_k + j.
+  // t * top_k + j. all_items_ then holds the decoded experts first
+  // (n_decoded_), each part in order; order_ (the cache's hint) is unchanged.
   void BuildItems(size_t tokens);
+  // items_ = the table experts' pairs whose tokens lie in [t0, t1), one
+  // item per expert with any (pairs are in token order, so a sub-range).
+  void TableWindowItems(size_t t0, size_t t1);
   // Sums token t's per-choice outputs with its routing weights into y.
   void Combine(size_t t, bool selection_order, float* y);
   // Pins items_[b, e) in order, runs them in parallel, releases them. x:
-  // the step's expert inputs, [tokens][x_stride] (the tables hold them too;
-  // an item decoded for many tokens reads them directly).
+  // the step's expert inputs, [tokens][x_stride] (an item decoded for many
+  // tokens reads them directly); the tables hold tokens from `table_base`.
   Status RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                  size_t x_stride, size_t b, size_t e);
+                  size_t x_stride, size_t table_base, size_t b, size_t e);
   // Runs every item of the step: those already in memory first (their
   // compute covers the reads still in flight), then the rest in windows of
   // `late_window` as they land. Outputs go to per-pair slots and are summed
   // afterwards in the fixed order, so the order changes timing only.
   Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                     size_t x_stride, size_t late_window);
+                     size_t x_stride, size_t table_base, size_t late_window);
 
   const ModelConfig& cfg_;
   const Container& container_;
@@ -94,8 +106,11 @@ class MoeLayer {
   std::vector<int> order_;            // the step's distinct experts, in item order
   std::vector<uint32_t> count_, start_, fill_;  // [n_experts] pairs per expert (BuildItems)
   std::vector<size_t> sum_order_;     // [top_k] Combine's order of a token's choices
-  // The current step's items (experts) and per pair the token and the output slot.
-  std::vector<Item> items_;
+  // The step's items (experts): all of them (BuildItems), and those of the
+  // phase being run (decoded, or one table window); per pair the token and
+  // the output slot.
+  std::vector<Item> all_items_, items_;
+  size_t n_decoded_ = 0;  // all_items_[0, n_decoded_) are decoded
   std::vector<uint32_t> pair_token_, pair_out_;
   std::vector<ExpertPin> pins_;  // the current window's pins, released after it runs
   struct Unit {

@@ -16,6 +16,7 @@ VqExperts::VqExperts(const Container& container, size_t max_tokens)
     : container_(container),
       cfg_(container.config()),
       max_tokens_(std::max<size_t>(max_tokens, kGroup)),
+      table_tokens_(std::min(max_tokens_, kTableTokens)),
       six_bit_(container.config().quant.index_bits == 6) {
   const ModelConfig& c = cfg_;
   const size_t vd = static_cast<size_t>(c.quant.vec_dim);
@@ -28,10 +29,10 @@ VqExperts::VqExperts(const Container& container, size_t max_tokens)
   table_mid_ = nv_mid_ * per_v;
   tau_in_ = (nv_in_ + kTauBlock - 1) / kTauBlock;
   tau_mid_ = (nv_mid_ + kTauBlock - 1) / kTauBlock;
-  tables_.resize(2 * max_tokens * table_in_);
+  tables_.resize(2 * table_tokens_ * table_in_);
   if (six_bit_) {
-    qtables_.resize(2 * max_tokens * table_in_);
-    taus_.resize(2 * max_tokens * tau_in_);
+    qtables_.resize(2 * table_tokens_ * table_in_);
+    taus_.resize(2 * table_tokens_ * tau_in_);
   }
   const size_t entries = static_cast<size_t>(c.quant.entries);
   book_floats_ = entries * vd;
@@ -122,6 +123,7 @@ void VqExperts::BuildTable(const kernels::KernelTable& k, const float* x, size_t
 void VqExperts::BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
                                  int book_base) {
   ScopedPhase phase(ops.profiler(), Phase::kLutBuild);
+  tokens = std::min(tokens, table_tokens_);  // callers window longer chunks (MoeLayer)
   const size_t chunks = (nv_in_ + kTableChunk - 1) / kTableChunk;
   const size_t units = tokens * 2 * chunks;
   const size_t xw = static_cast<size_t>(cfg_.expert_in());

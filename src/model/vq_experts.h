@@ -12,7 +12,10 @@
 // The gate and up tables depend only on the input and the layer's books,
 // so they are built once per token and shared by every expert the token
 // chose; the down table depends on the expert's own activation and is
-// built per (expert, token) in per-thread scratch.
+// built per (expert, token) in per-thread scratch. Tables are held for at
+// most kTableTokens tokens at once (about 0.9 MB a token at Kimi-Linear's
+// width): a longer chunk builds them window by window (MoeLayer), so their
+// memory does not grow with the chunk.
 #pragma once
 
 #include <cstddef>
@@ -31,21 +34,30 @@ class VqExperts {
   // Tokens of one expert applied together (the indices are read once for them).
   static constexpr size_t kGroup = 4;
 
-  // Tables for up to `max_tokens` tokens of a chunk.
+  // Tokens whose gate/up tables are held at once.
+  static constexpr size_t kTableTokens = 64;
+
+  // Chunks of up to `max_tokens` tokens; tables for min(max_tokens,
+  // kTableTokens) of them.
   VqExperts(const Container& container, size_t max_tokens);
+
+  // Tokens BuildInputTables can hold.
+  size_t table_tokens() const { return table_tokens_; }
 
   // Per-thread scratch for the pool of `ops` (sized on first use) and the
   // table layout its kernels prefer. Call before BuildInputTables/Apply.
   void Prepare(const Ops& ops);
 
-  // Gate and up tables of tokens [0, tokens) (input rows at x_stride), for
-  // the bank whose codebooks start at `book_base`. Parallel on `ops`.
+  // Gate and up tables of tokens [0, tokens) (input rows at x_stride;
+  // tokens <= table_tokens()), for the bank whose codebooks start at
+  // `book_base`. Parallel on `ops`.
   void BuildInputTables(const Ops& ops, const float* x, size_t x_stride, size_t tokens,
                         int book_base);
 
   // One expert applied to n <= kGroup tokens: tokens[i] indexes the input
-  // tables, outs[i] receives expert_in floats. Serial: runs inside a
-  // parallel region, on the scratch of pool thread `worker`.
+  // tables (of the last BuildInputTables), outs[i] receives expert_in
+  // floats. Serial: runs inside a parallel region, on the scratch of pool
+  // thread `worker`.
   void Apply(const kernels::KernelTable& k, const ExpertRecordView& rec, const size_t* tokens,
              size_t n, float* const* outs, int worker);
 
@@ -54,8 +66,10 @@ class VqExperts {
   // never (the format has no such path, VQ4P, or the table's vq_matmul8
   // does not pay).
   size_t decoded_min_tokens() const { return decoded_min_tokens_; }
+  // The most tokens one ApplyDecoded takes (its per-thread scratch).
+  size_t decoded_max_tokens() const { return ScratchTokens(); }
 
-  // One expert applied to n <= max_tokens tokens by decoding its rows
+  // One expert applied to n <= decoded_max_tokens() tokens by decoding its rows
   // (kernels' vq_matmul8) instead of through the tables: token i's input is
   // x + tokens[i] * x_stride (expert_in floats), its output out + slots[i] *
   // out_stride (expert_in floats). Equal to Apply within float noise
@@ -77,9 +91,10 @@ class VqExperts {
     std::vector<const float*> x_rows;
   };
 
-  // Tokens the per-thread g/u scratch holds: a table group, or a whole
-  // chunk where ApplyDecoded may run (8-bit indices).
-  size_t ScratchTokens() const { return six_bit_ ? kGroup : max_tokens_; }
+  // Tokens the per-thread g/u scratch holds: a table group, or up to a
+  // table window where ApplyDecoded may run (8-bit indices). Per thread, so
+  // bounded like the tables: the memory plan has no thread count.
+  size_t ScratchTokens() const { return six_bit_ ? kGroup : table_tokens_; }
   // Positions [v_begin, v_end) of one table; VQ4P also quantises the tau
   // blocks inside the range (callers pass ranges aligned to a tau block).
   void BuildTable(const kernels::KernelTable& k, const float* x, size_t n, int book_base,
@@ -106,13 +121,14 @@ class VqExperts {
   const Container& container_;
   const ModelConfig& cfg_;
   size_t max_tokens_;
+  size_t table_tokens_;
   bool six_bit_;
   bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
   size_t decoded_min_tokens_ = 0;
   size_t nv_in_, nv_mid_, table_in_, table_mid_, tau_in_, tau_mid_;
   // 64-byte aligned (each table's size is a multiple of 64 bytes at every
   // production shape, so every token's table starts on a cache line too).
-  AlignedVector<float> tables_;    // [max_tokens][gate, up] input tables (f32 or planes)
+  AlignedVector<float> tables_;    // [table_tokens][gate, up] input tables (f32 or planes)
   AlignedVector<int8_t> qtables_;  // int8 shadows (VQ4P)
   std::vector<float> taus_;
   std::vector<Scratch> scratch_;  // per pool thread

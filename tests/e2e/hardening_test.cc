@@ -46,20 +46,21 @@ void Spit(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-// One generated container per test binary; each test copies it.
+// One generated container per test process; each test copies it. A static
+// object (not a leaked pointer) so that the directory is removed at exit:
+// ctest runs every test as its own process, and each left ~1 MB in /tmp.
 const std::string& Pristine() {
-  static TempDir* dir = [] {
-    auto* d = new TempDir();
+  static TempDir dir;
+  static const std::string path = [] {
     gen::GenOptions o;
-    o.out_dir = d->path() + "/c";
+    o.out_dir = dir.path() + "/c";
     o.preset = "tiny";
     o.tokenizer = true;
     o.trace = "none";
     auto r = gen::Generate(o);
     EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message());
-    return d;
+    return o.out_dir;
   }();
-  static const std::string path = dir->path() + "/c";
   return path;
 }
 

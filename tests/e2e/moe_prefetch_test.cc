@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "container/container.h"
@@ -255,6 +256,51 @@ TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
       ASSERT_TRUE(std::equal(out_chunk.begin(), out_chunk.begin() + static_cast<std::ptrdiff_t>(h),
                              out_chunk.begin() + static_cast<std::ptrdiff_t>(t * h)))
           << table.name << " token " << t;
+    }
+  }
+}
+
+// A chunk longer than VqExperts::kTableTokens builds its gate/up tables
+// window by window. Through the tables a token's result does not depend on
+// the window (or the group) that computed it, so with the baseline kernels
+// (no decoded path: every expert through the tables) a long chunk is
+// bit-identical, token by token, to the same tokens fed as chunks of at
+// most one window; with this CPU's best table (decoded experts too) each
+// token stays within float noise of a single step.
+TEST(MoeLayer, TablesBuiltInWindowsChangeNoBit) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FixtureModel m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  constexpr size_t kWindow = VqExperts::kTableTokens, kTokens = 2 * VqExperts::kTableTokens + 23;
+  const int l = MoeLayers(cfg).front();
+  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
+  const size_t h = static_cast<size_t>(cfg.hidden);
+  const std::vector<float> x = RandomInput(kTokens * h, 57);
+  auto pool = ThreadPool::Create(2);
+  ASSERT_TRUE(pool.has_value());
+
+  Ops base(kernels::BuildKernelTable(kernels::Isa::kBaseline), pool->get());
+  MoeLayer whole(*m.c, kTokens), windowed(*m.c, kWindow);
+  ASSERT_EQ(VqExperts(*m.c, kTokens).table_tokens(), kWindow);
+  std::vector<float> out_whole(kTokens * h), out_windowed(kTokens * h);
+  ASSERT_TRUE(whole.Forward(base, w, l, *m.cache, x.data(), kTokens, out_whole.data()).ok());
+  for (size_t t0 = 0; t0 < kTokens; t0 += kWindow) {
+    const size_t n = std::min(kWindow, kTokens - t0);
+    ASSERT_TRUE(windowed.Forward(base, w, l, *m.cache, x.data() + t0 * h, n,
+                                 out_windowed.data() + t0 * h).ok());
+  }
+  EXPECT_EQ(0, std::memcmp(out_whole.data(), out_windowed.data(), out_whole.size() * sizeof(float)));
+
+  Ops best(kernels::BuildKernelTable(kernels::SupportedIsas().back()), pool->get());
+  MoeLayer single(*m.c, 1);
+  std::vector<float> out_single(h);
+  ASSERT_TRUE(whole.Forward(best, w, l, *m.cache, x.data(), kTokens, out_whole.data()).ok());
+  for (size_t t = 0; t < kTokens; ++t) {
+    ASSERT_TRUE(single.Forward(best, w, l, *m.cache, x.data() + t * h, 1, out_single.data()).ok());
+    for (size_t i = 0; i < h; ++i) {
+      ASSERT_NEAR(out_whole[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
+          << "token " << t << " row " << i;
     }
   }
 }

@@ -99,12 +99,13 @@ TEST(StreamingBudget, ChildWorkload) {
   }
   GenParams p;
   p.max_tokens = 16;
-  // 70 prompt tokens: a full 64-token prefill chunk (all its distinct
-  // experts hinted through the sliding window) and then decode.
-  std::vector<int> prompt = TestPrompt(m.info().vocab, 70);
+  // A full prefill chunk (every per-token buffer used; all its distinct
+  // experts hinted through the sliding window), six more tokens, then decode.
+  constexpr size_t kChunk = kPrefillChunkTokens;
+  std::vector<int> prompt = TestPrompt(m.info().vocab, kChunk + 6);
   std::vector<int> other(prompt.rbegin(), prompt.rend());
-  if (second) ASSERT_TRUE(second->Eval(std::span<const int>(other.data(), 64)).has_value());
-  size_t next = 64;
+  if (second) ASSERT_TRUE(second->Eval(std::span<const int>(other.data(), kChunk)).has_value());
+  size_t next = kChunk;
   auto r = (*first)->Generate(prompt, p, [&](const TokenEvent&) {
     if (second && next < other.size()) {
       EXPECT_TRUE(second->Eval(std::span<const int>(&other[next++], 1)).has_value());

@@ -54,30 +54,38 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   ASSERT_TRUE(ref_session);
   Session& ref = **ref_session;
 
-  std::string turn1(150, 'a');
+  constexpr int kC = kPrefillChunkTokens;
+  std::string turn1(static_cast<size_t>(kC + kC / 2 + 22), 'a');
   for (size_t i = 0; i < turn1.size(); ++i) turn1[i] = static_cast<char>('a' + (i * 7) % 26);
   const std::vector<int> a = Ids(**engine, turn1);
-  ASSERT_GT(a.size(), 130u);
-  std::vector<int> b = a;  // the follow-up: the first prompt plus more
-  for (int id : Ids(**engine, " and then the next turn, which is longer than one chunk of "
-                              "sixty-four tokens so that a second restore point exists."))
-    b.push_back(id);
+  ASSERT_GT(a.size(), static_cast<size_t>(kC + 2));
+  std::vector<int> b = a;  // the follow-up: the first prompt plus more than one chunk
+  while (b.size() < a.size() + static_cast<size_t>(kC) + 10) {
+    for (int id : Ids(**engine, " and then the next turn, longer than one chunk of prompt "
+                                "tokens, so that a second restore point exists."))
+      b.push_back(id);
+  }
   const std::vector<int> other = Ids(**engine, std::string(100, 'z'));
+  const auto restore_point = [&](const std::vector<int>& ids) {
+    return static_cast<int>((ids.size() - 1) / kC * kC);
+  };
+  ASSERT_GT(restore_point(b), restore_point(a));
+  ASSERT_GT(restore_point(a), 0);
 
   int cached = -1;
   EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), Fresh(ref, a)));
   EXPECT_EQ(cached, 0);
-  // The same prompt again: restored at the last multiple of 64 before its end.
+  // The same prompt again: restored at the last multiple of the chunk before its end.
   EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), Fresh(ref, a)));
-  EXPECT_EQ(cached, static_cast<int>((a.size() - 1) / 64 * 64));
+  EXPECT_EQ(cached, restore_point(a));
   // Another conversation takes the second slot; the first stays.
   EXPECT_TRUE(SameBits(Resumed(**pool, other, &cached), Fresh(ref, other)));
   EXPECT_EQ(cached, 0);
   // The follow-up resumes from the first conversation's snapshot.
   EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
-  EXPECT_EQ(cached, static_cast<int>((a.size() - 1) / 64 * 64));
+  EXPECT_EQ(cached, restore_point(a));
   EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
-  EXPECT_EQ(cached, static_cast<int>((b.size() - 1) / 64 * 64));
+  EXPECT_EQ(cached, restore_point(b));
   EXPECT_GT((*pool)->snapshot_bytes(), 0u);
 
   // And the sampled tokens after a resumed prompt equal the fresh ones.
@@ -110,8 +118,9 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinAChunk) {
   ASSERT_TRUE(engine);
   auto pool = SessionPool::Create(**engine, 1);
   ASSERT_TRUE(pool);
-  const std::vector<int> ids = Ids(**engine, std::string(400, 'p'));
-  ASSERT_GT(ids.size(), 256u);
+  const std::vector<int> ids =
+      Ids(**engine, std::string(static_cast<size_t>(3 * kPrefillChunkTokens + 40), 'p'));
+  ASSERT_GT(ids.size(), static_cast<size_t>(3 * kPrefillChunkTokens + 1));  // three whole chunks
   int asked = 0;
   auto run = (*pool)->Prepare(ids, [&] { return ++asked > 2; });
   ASSERT_FALSE(run);

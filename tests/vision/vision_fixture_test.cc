@@ -380,16 +380,16 @@ TEST(EngineVision, MisreadableTowersAreRefusedAtOpen) {
   }
 }
 
-// An image run that ends the prompt past a 64-token chunk: the 65th
-// position is an image row, fed by the one-token path.
+// An image run that ends the prompt past a whole prefill chunk: the
+// position after it is an image row, fed by the one-token path.
 TEST(EngineVision, ImageRowInTheOneTokenChunk) {
   SKIP_WITHOUT_VISION_SET();
   std::unique_ptr<Engine> e = OpenVision(false);
   ASSERT_TRUE(e);
   const std::string small = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgb.png";
-  std::vector<int> ids(64, 105);
+  std::vector<int> ids(static_cast<size_t>(kPrefillChunkTokens), 105);
   ids[0] = 720;
-  ids.push_back(730);  // position 64 (the 65th): one pad
+  ids.push_back(730);  // the first position after the chunk: one pad
   ASSERT_EQ(e->AddImage(small).value(), 1);  // 23x17 -> 2x2 grid -> 1 row
   Result<std::span<const float>> a = e->Eval(ids);
   ASSERT_TRUE(a.has_value());
