@@ -49,6 +49,16 @@ struct TensorView {
   int64_t elements() const { return rows * cols; }
 };
 
+// Rows [first, first + count) of `w` as a matrix of their own (its data
+// and scales offset, so every pointer stays inside the tensor's arrays).
+inline TensorView RowSlice(const TensorView& w, int64_t first, int64_t count) {
+  TensorView v = w;
+  v.rows = count;
+  v.data += static_cast<size_t>(first) * w.row_bytes;
+  if (v.scales != nullptr) v.scales += static_cast<size_t>(first) * w.groups;
+  return v;
+}
+
 // Reference dequantiser (tests, oracle comparisons, batched paths): row r
 // as f32 [cols].
 void DequantizeRow(const TensorView& t, int64_t row, float* out);

@@ -41,9 +41,20 @@ MlaLayer::MlaLayer(const ModelConfig& cfg, uint32_t ctx_tokens, size_t max_token
   }
 }
 
-uint64_t MlaLayer::scratch_bytes() const {
+size_t MlaLayer::ThreadScratchFloats() const {
   const size_t r = static_cast<size_t>(cfg_.mla.kv_lora_rank);
-  const size_t per_thread = static_cast<size_t>(cfg_.mla.qk_nope) * r + 2 * r + ctx_;
+  return static_cast<size_t>(cfg_.mla.qk_nope) * r + 2 * r + ctx_;
+}
+
+void MlaLayer::PrepareThreadScratch(const Ops& ops) {
+  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
+    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
+  }
+  for (auto& s : thread_scratch_) s.resize(ThreadScratchFloats());
+}
+
+uint64_t MlaLayer::scratch_bytes() const {
+  const size_t per_thread = ThreadScratchFloats();
   const size_t threads = thread_scratch_.empty() ? 1 : thread_scratch_.size();
   const size_t chunk = chunk_q_.size() + chunk_p_.size() + chunk_acc_.size() + chunk_tmp_.size() +
                        chunk_ct_.size() + chunk_max_.size() + chunk_sum_.size() + chunk_alpha_.size();
@@ -139,13 +150,8 @@ void MlaLayer::AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerStat
   const float scale = cfg_.rope.att_mul / std::sqrt(static_cast<float>(dq));
   const TensorView& kvb = *w.kv_b;
   const kernels::KernelTable& k = ops.k();
-  const kernels::MatVecArgs vargs = WeightArgs(kvb);
   const kernels::MatVecFn matvec = MatVecSlot(k, kvb.fmt);
-  const size_t per_thread = static_cast<size_t>(dn) * R + 2 * R + ctx_;
-  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
-    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
-  }
-  for (auto& s : thread_scratch_) s.resize(per_thread);
+  PrepareThreadScratch(ops);
   const int nk = pos + 1;
 
   // Heads are independent: each runs wholly inside one task.
@@ -185,11 +191,7 @@ void MlaLayer::AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerStat
         k.axpy_f32(scores[s] * inv, state.kv.data() + static_cast<size_t>(s) * row, cbar, R);
       }
       // o_h = W_vb,h · c̄: rows [base+dn, base+dn+dv) of kv_b.
-      // Offsetting the weights (not y) keeps every pointer inside its array.
-      kernels::MatVecArgs a = vargs;
-      size_t first = static_cast<size_t>(base + dn);
-      a.weights += first * a.row_bytes;
-      if (a.scales != nullptr) a.scales += first * a.groups;
+      kernels::MatVecArgs a = WeightArgs(RowSlice(kvb, base + dn, dv));
       a.x = cbar;
       a.y = o_.data() + h * static_cast<size_t>(dv);
       matvec(a, 0, static_cast<size_t>(dv));
@@ -198,16 +200,13 @@ void MlaLayer::AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerStat
 }
 
 // Rows [first, first + count) of kv_b into dst (row stride = kv_lora_rank).
-// Offsetting the weights (not dst) keeps every pointer inside its array.
 void MlaLayer::DequantKvbRows(const kernels::KernelTable& k, const TensorView& kvb, int64_t first,
                               int count, float* dst) {
   const size_t R = static_cast<size_t>(kvb.cols);
   const kernels::DequantFn dequant = DequantSlot(k, kvb.fmt);
   if (dequant != nullptr) {
     kernels::DequantArgs d;
-    d.w = WeightArgs(kvb);
-    d.w.weights += static_cast<size_t>(first) * d.w.row_bytes;
-    if (d.w.scales != nullptr) d.w.scales += static_cast<size_t>(first) * d.w.groups;
+    d.w = WeightArgs(RowSlice(kvb, first, count));
     d.out = dst;
     d.out_stride = R;
     dequant(d, 0, static_cast<size_t>(count));

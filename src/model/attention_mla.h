@@ -47,6 +47,10 @@ class MlaLayer {
 
  private:
   void Rotate(float* v, int pos) const;
+  // Floats of one pool thread's scratch (thread_scratch_), and sizing it
+  // for the pool of `ops`.
+  size_t ThreadScratchFloats() const;
+  void PrepareThreadScratch(const Ops& ops);
   // One token's attention (decode), head by head; writes o_.
   void AttendOne(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos);
   // Attention of the chunk's n >= 2 tokens as matrix products; writes o_.

@@ -35,15 +35,6 @@ TensorView F32Matrix(const float* data, size_t rows, size_t cols, size_t stride)
   return v;
 }
 
-// Rows [first, first + count) of a trunk matrix as a matrix of their own.
-TensorView RowSlice(const TensorView& w, int64_t first, int64_t count) {
-  TensorView v = w;
-  v.rows = count;
-  v.data += static_cast<size_t>(first) * w.row_bytes;
-  if (v.scales != nullptr) v.scales += static_cast<size_t>(first) * w.groups;
-  return v;
-}
-
 }  // namespace
 
 void MlaLayer::AttendChunk(const Ops& ops, const MlaWeights& w, const MlaLayerState& state, int pos0,
@@ -59,10 +50,7 @@ void MlaLayer::AttendChunk(const Ops& ops, const MlaWeights& w, const MlaLayerSt
   const TensorView& kvb = *w.kv_b;
   const size_t group = ChunkRows(cfg_, max_tokens_) / max_tokens_;  // heads per product
   const size_t nk = static_cast<size_t>(pos0) + n;                   // cached rows, chunk included
-  if (thread_scratch_.size() < static_cast<size_t>(ops.threads())) {
-    thread_scratch_.resize(static_cast<size_t>(ops.threads()));
-  }
-  for (auto& s : thread_scratch_) s.resize(dn * R + 2 * R + ctx_);
+  PrepareThreadScratch(ops);
   float* const qa = chunk_q_.data();
   float* const p = chunk_p_.data();
   float* const acc = chunk_acc_.data();

@@ -125,9 +125,9 @@ void MoeLayer::BuildItems(size_t tokens) {
     all_items_[i].first = start_[e];
     all_items_[i].n = count_[e];
   }
-  // Decoded experts first in all_items_ (RunItems decodes an expert with at
-  // least decoded_min_tokens tokens, more than a table group), each part in
-  // its old order. order_, the order the cache is hinted, stays as it was.
+  // Decoded experts first in all_items_: at least decoded_min_tokens tokens
+  // and more than a table group. Each part keeps its order; order_, the
+  // order the cache is hinted, stays as it was.
   const size_t decoded = experts_.decoded_min_tokens();
   const auto is_decoded = [&](const Item& it) {
     return decoded != 0 && it.n >= decoded && it.n > VqExperts::kGroup;
@@ -168,7 +168,7 @@ void MoeLayer::Combine(size_t t, bool selection_order, float* y) {
 }
 
 Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                          size_t x_stride, size_t table_base, size_t b, size_t e) {
+                          size_t x_stride, const Pass& pass, size_t b, size_t e) {
   Status status = Status::Ok();
   if (pins_.size() < items_.size()) pins_.resize(items_.size());
   for (size_t i = b; i < e; ++i) {
@@ -185,32 +185,26 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
     const kernels::KernelTable& k = ops.k();
     constexpr size_t kGroup = VqExperts::kGroup;
     const size_t xw = static_cast<size_t>(cfg_.expert_in());
-    // Work units of up to kGroup tokens of one expert: an expert chosen by
-    // many tokens of a chunk is shared by both threads instead of keeping
-    // one busy while the other waits at the join. An expert chosen by
-    // decoded_min_tokens or more is one unit that decodes its rows once for
-    // all of them (the choice depends on the routing alone, so results do
-    // not depend on threads or the cache).
-    const size_t decoded = experts_.decoded_min_tokens();
+    // Work units of up to kGroup tokens of one expert through the tables:
+    // an expert chosen by many tokens of a chunk is shared by both threads
+    // instead of keeping one busy while the other waits at the join. A
+    // decoded expert is one unit that decodes its rows once for all its
+    // tokens, or even parts of at most decoded_max_tokens (one decode's
+    // scratch; an expert most of a chunk chose), each decoding them again.
+    // The split depends on the routing alone, so results do not depend on
+    // threads or the cache.
     units_.clear();
     for (size_t i = b; i < e; ++i) {
       const size_t n = items_[i].n;
-      if (decoded != 0 && n >= decoded) {
-        // More tokens than one decode's scratch holds: even parts, each
-        // decoding the rows again (an expert most of a chunk chose; the
-        // parts also keep both threads busy).
+      size_t part = kGroup;
+      if (pass.decoded) {
         const size_t most = experts_.decoded_max_tokens();
         const size_t parts = (n + most - 1) / most;
-        const size_t part = (n + parts - 1) / parts;
-        for (size_t g0 = 0; g0 < n; g0 += part) {
-          units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0),
-                            static_cast<uint32_t>(std::min(part, n - g0))});
-        }
-        continue;
+        part = (n + parts - 1) / parts;
       }
-      for (size_t g0 = 0; g0 < n; g0 += kGroup) {
+      for (size_t g0 = 0; g0 < n; g0 += part) {
         units_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(g0),
-                          static_cast<uint32_t>(std::min(kGroup, n - g0))});
+                          static_cast<uint32_t>(std::min(part, n - g0))});
       }
     }
     ops.ForDynamic(units_.size(), 1, [&](size_t u0, size_t u1) {
@@ -218,7 +212,7 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
       for (size_t u = u0; u < u1; ++u) {
         const Item& item = items_[units_[u].item];
         const size_t g0 = units_[u].g0, n = units_[u].n;
-        if (n > kGroup) {
+        if (pass.decoded) {
           experts_.ApplyDecoded(k, item.view, x, x_stride, pair_token_.data() + item.first + g0,
                                 outs_.data(), xw, pair_out_.data() + item.first + g0, n, worker);
           continue;
@@ -226,7 +220,7 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
         size_t tok[kGroup] = {};
         float* outp[kGroup] = {};
         for (size_t i = 0; i < n; ++i) {
-          tok[i] = pair_token_[item.first + g0 + i] - table_base;
+          tok[i] = pair_token_[item.first + g0 + i] - pass.table_base;
           outp[i] = outs_.data() + static_cast<size_t>(pair_out_[item.first + g0 + i]) * xw;
         }
         experts_.Apply(k, item.view, tok, n, outp, worker);
@@ -238,7 +232,7 @@ Status MoeLayer::RunItems(const Ops& ops, ExpertCache& cache, int layer, const f
 }
 
 Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                             size_t x_stride, size_t table_base, size_t late_window) {
+                             size_t x_stride, const Pass& pass, size_t late_window) {
   // Resident items first, each group in its old order. Items carry their
   // pair ranges, so reordering them moves no output.
   const auto late_begin = std::stable_partition(
@@ -246,12 +240,11 @@ Status MoeLayer::RunAllItems(const Ops& ops, ExpertCache& cache, int layer, cons
   const size_t ready = static_cast<size_t>(late_begin - items_.begin());
   const size_t window = Window(cache);
   for (size_t b = 0; b < ready; b += window) {
-    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, table_base, b, std::min(ready, b + window)));
+    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, pass, b, std::min(ready, b + window)));
   }
   const size_t late = std::clamp<size_t>(late_window, 1, window);
   for (size_t b = ready; b < items_.size(); b += late) {
-    WASTE_TRY(
-        RunItems(ops, cache, layer, x, x_stride, table_base, b, std::min(items_.size(), b + late)));
+    WASTE_TRY(RunItems(ops, cache, layer, x, x_stride, pass, b, std::min(items_.size(), b + late)));
   }
   return Status::Ok();
 }
@@ -295,14 +288,14 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
       if (items_.empty()) continue;
       experts_.BuildInputTables(ops, xe + t0 * xe_stride, xe_stride, t1 - t0,
                                 container_.bank(layer).codebook_base);
-      WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, t0, late_window));
+      WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, Pass{false, t0}, late_window));
     }
   }
   // Then the decoded experts: with a cold cache, their reads (hinted with
   // the rest, in ascending id) land while the tables run.
   if (n_decoded_ > 0) {
     items_.assign(all_items_.begin(), all_items_.begin() + static_cast<std::ptrdiff_t>(n_decoded_));
-    WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, 0, late_window));
+    WASTE_TRY(RunAllItems(ops, cache, layer, xe, xe_stride, Pass{true, 0}, late_window));
   }
   {
     ScopedPhase phase(ops.profiler(), Phase::kExperts);

@@ -82,17 +82,23 @@ class MoeLayer {
   void TableWindowItems(size_t t0, size_t t1);
   // Sums token t's per-choice outputs with its routing weights into y.
   void Combine(size_t t, bool selection_order, float* y);
+  // How a RunItems call applies items_: through the tables of the window
+  // that starts at token table_base, or by decoding the experts' rows.
+  struct Pass {
+    bool decoded = false;
+    size_t table_base = 0;
+  };
   // Pins items_[b, e) in order, runs them in parallel, releases them. x:
-  // the step's expert inputs, [tokens][x_stride] (an item decoded for many
-  // tokens reads them directly); the tables hold tokens from `table_base`.
+  // the step's expert inputs, [tokens][x_stride] (decoded experts read them
+  // directly).
   Status RunItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                  size_t x_stride, size_t table_base, size_t b, size_t e);
+                  size_t x_stride, const Pass& pass, size_t b, size_t e);
   // Runs every item of the step: those already in memory first (their
   // compute covers the reads still in flight), then the rest in windows of
   // `late_window` as they land. Outputs go to per-pair slots and are summed
   // afterwards in the fixed order, so the order changes timing only.
   Status RunAllItems(const Ops& ops, ExpertCache& cache, int layer, const float* x,
-                     size_t x_stride, size_t table_base, size_t late_window);
+                     size_t x_stride, const Pass& pass, size_t late_window);
 
   const ModelConfig& cfg_;
   const Container& container_;
@@ -114,7 +120,7 @@ class MoeLayer {
   std::vector<uint32_t> pair_token_, pair_out_;
   std::vector<ExpertPin> pins_;  // the current window's pins, released after it runs
   struct Unit {
-    uint32_t item, g0, n;  // n tokens from g0; more than kGroup: decoded rows
+    uint32_t item, g0, n;  // n tokens of the item from its g0-th
   };
   std::vector<Unit> units_;  // the current window's work units
 };

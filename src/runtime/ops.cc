@@ -74,11 +74,8 @@ void Ops::MatVec(const TensorView& w, const float* x, float* y, int64_t row_begi
     return;
   }
   if (row_end < 0) row_end = w.rows;
-  kernels::MatVecArgs a = WeightArgs(w);
   // Offsetting the weights (not y) keeps every pointer inside its array.
-  size_t first = static_cast<size_t>(row_begin);
-  a.weights += first * a.row_bytes;
-  if (a.scales != nullptr) a.scales += first * a.groups;
+  kernels::MatVecArgs a = WeightArgs(RowSlice(w, row_begin, row_end - row_begin));
   a.x = x;
   a.y = y;
   kernels::MatVecFn fn = MatVecSlot(k_, w.fmt);
