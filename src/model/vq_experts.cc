@@ -15,8 +15,7 @@ constexpr size_t kTableChunk = 32;  // vector positions per table-build task (a 
 VqExperts::VqExperts(const Container& container, size_t max_tokens)
     : container_(container),
       cfg_(container.config()),
-      max_tokens_(std::max<size_t>(max_tokens, kGroup)),
-      table_tokens_(std::min(max_tokens_, kTableTokens)),
+      table_tokens_(std::clamp(max_tokens, kGroup, kTableTokens)),
       six_bit_(container.config().quant.index_bits == 6) {
   const ModelConfig& c = cfg_;
   const size_t vd = static_cast<size_t>(c.quant.vec_dim);

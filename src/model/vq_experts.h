@@ -38,7 +38,7 @@ class VqExperts {
   static constexpr size_t kTableTokens = 64;
 
   // Chunks of up to `max_tokens` tokens; tables for min(max_tokens,
-  // kTableTokens) of them.
+  // kTableTokens) of them (at least a table group).
   VqExperts(const Container& container, size_t max_tokens);
 
   // Tokens BuildInputTables can hold.
@@ -120,7 +120,6 @@ class VqExperts {
 
   const Container& container_;
   const ModelConfig& cfg_;
-  size_t max_tokens_;
   size_t table_tokens_;
   bool six_bit_;
   bool planes_ = false;  // VQ3R/VQ2R tables in byte planes (kernel table's vq8_planes)
