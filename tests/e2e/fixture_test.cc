@@ -89,6 +89,30 @@ TEST_P(FixtureTest, LongPromptAcrossChunkBoundary) {
   EXPECT_EQ(ids, Ids(lp["greedy16"]));
 }
 
+// `prompt` fed as chunks (its first `split` tokens in a call of their own
+// when split > 0, the rest in another) ends where the one-token path does,
+// within the fixtures' tolerance.
+void ExpectChunksMatchOneAtATime(const std::string& set, const std::vector<int>& prompt,
+                                 size_t split, const Config& cfg) {
+  const std::string container = FixtureDir(set) + "/container";
+  auto chunked = Engine::Open(container, cfg);
+  ASSERT_TRUE(chunked.has_value()) << chunked.error().ToString();
+  if (split > 0) ASSERT_TRUE((*chunked)->Eval(std::span<const int>(prompt.data(), split)).has_value());
+  auto got = (*chunked)->Eval(std::span<const int>(prompt.data() + split, prompt.size() - split));
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  auto stepped = Engine::Open(container, cfg);
+  ASSERT_TRUE(stepped.has_value()) << stepped.error().ToString();
+  std::vector<float> want;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    auto l = (*stepped)->Eval(std::span<const int>(&prompt[t], 1));
+    ASSERT_TRUE(l.has_value()) << l.error().ToString();
+    if (t + 1 == prompt.size()) want.assign(l->begin(), l->end());
+  }
+  std::printf("%zu-token prompt, chunks from position %zu vs one at a time: max|d|/max|logit| = %.3g\n",
+              prompt.size(), split, MaxAbsDiff(*got, want) / MaxAbs(want));
+  EXPECT_LE(MaxAbsDiff(*got, want), kRel * MaxAbs(want));
+}
+
 // The reference's long prompt is one chunk since chunks became 128 tokens;
 // the same ids twice over cross a chunk boundary: fed as chunks, the last
 // position must agree with the one-token path (itself checked against the
@@ -98,21 +122,7 @@ TEST_P(FixtureTest, PromptAcrossChunkBoundaryMatchesOneAtATime) {
   std::vector<int> prompt = once;
   prompt.insert(prompt.end(), once.begin(), once.end());
   ASSERT_GT(prompt.size(), static_cast<size_t>(kPrefillChunkTokens));
-  auto chunked = Open();
-  ASSERT_TRUE(chunked);
-  auto got = chunked->Eval(prompt);
-  ASSERT_TRUE(got.has_value()) << got.error().ToString();
-  auto stepped = Open();
-  ASSERT_TRUE(stepped);
-  std::vector<float> want;
-  for (size_t t = 0; t < prompt.size(); ++t) {
-    auto l = stepped->Eval(std::span<const int>(&prompt[t], 1));
-    ASSERT_TRUE(l.has_value()) << l.error().ToString();
-    if (t + 1 == prompt.size()) want.assign(l->begin(), l->end());
-  }
-  std::printf("%zu-token prompt, chunks vs one at a time: max|d|/max|logit| = %.3g\n",
-              prompt.size(), MaxAbsDiff(*got, want) / MaxAbs(want));
-  EXPECT_LE(MaxAbsDiff(*got, want), kRel * MaxAbs(want));
+  ExpectChunksMatchOneAtATime(set_, prompt, 0, Config{});
 }
 
 // A long context through the whole model: past 512 cached positions MLA's
@@ -128,22 +138,7 @@ TEST_P(FixtureTest, LongContextChunksMatchOneAtATime) {
   prompt.resize(1100);
   Config cfg;
   cfg.ctx_tokens = 2048;
-  auto chunked = Open(cfg);
-  ASSERT_TRUE(chunked);
-  ASSERT_TRUE(chunked->Eval(std::span<const int>(prompt.data(), 5)).has_value());
-  auto got = chunked->Eval(std::span<const int>(prompt.data() + 5, prompt.size() - 5));
-  ASSERT_TRUE(got.has_value()) << got.error().ToString();
-  auto stepped = Open(cfg);
-  ASSERT_TRUE(stepped);
-  std::vector<float> want;
-  for (size_t t = 0; t < prompt.size(); ++t) {
-    auto l = stepped->Eval(std::span<const int>(&prompt[t], 1));
-    ASSERT_TRUE(l.has_value()) << l.error().ToString();
-    if (t + 1 == prompt.size()) want.assign(l->begin(), l->end());
-  }
-  std::printf("1100-token context, chunks from position 5 vs one at a time: max|d|/max|logit| = %.3g\n",
-              MaxAbsDiff(*got, want) / MaxAbs(want));
-  EXPECT_LE(MaxAbsDiff(*got, want), kRel * MaxAbs(want));
+  ExpectChunksMatchOneAtATime(set_, prompt, 5, cfg);
 }
 
 TEST_P(FixtureTest, LongPromptOneAtATime) {
