@@ -116,7 +116,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     params.constraint = constraint.get();
   }
   auto t0 = Clock::now();
-  // Prefill stops within a chunk when the client goes away.
+  // Prefill stops within a span when the client goes away.
   auto gone = [&] {
     if (cancel.load()) r.cancelled = true;
     return r.cancelled;
@@ -174,7 +174,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
   engine.ClearImages();
-  // A client that leaves during prefill stops it within a chunk.
+  // A client that leaves during prefill stops it within a span.
   auto gone = [&] {
     if (cancel.load()) r.cancelled = true;
     return r.cancelled;

@@ -65,11 +65,11 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   }
   const size_t point = limit / kChunk * kChunk;
   if (point > from) {
-    // Chunk by chunk (each starts on a multiple of kChunk, so the chunking and
+    // Span by span (each starts on a multiple of kChunk, so the chunking and
     // the bits are a single call's), so a client that leaves is noticed.
-    for (size_t at = from; at < point; at += kChunk) {
+    for (size_t at = from; at < point; at += kSpan) {
       if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
-      Result<std::span<const float>> fed = session.Eval(ids.subspan(at, kChunk));
+      Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
       if (!fed) return fed.error();
     }
     Result<SessionSnapshot> snap = session.Snapshot();

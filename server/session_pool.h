@@ -34,6 +34,9 @@ namespace waste::server {
 class SessionPool {
  public:
   static constexpr int kChunk = kPrefillChunkTokens;  // the engine's prefill chunk (see above)
+  // Restored prefill is fed in spans (waste/types.h): fewer expert reads,
+  // the same bits; a client that leaves is noticed between spans.
+  static constexpr size_t kSpan = kPrefillSpanTokens;
 
   // `slots` sessions: the engine's own plus slots-1 new ones. kRamBudget
   // when the plan has no room for them (Config::max_sessions).

@@ -25,6 +25,14 @@ class TokenConstraint;  // waste/grammar.h
 // multiple of this to get exactly what one long prefill would give.
 inline constexpr int kPrefillChunkTokens = 128;
 
+// Long prompts run layer by layer over spans of up to this many tokens
+// (whole chunks): each layer's attention still steps chunk by chunk, but its
+// experts serve the whole span, so an expert the cache cannot keep is read
+// once per span instead of once per chunk. The bits are the chunks' (a span
+// only changes timing), so resuming at any multiple of kPrefillChunkTokens
+// stays exact; a span is how often prefill checks for cancellation.
+inline constexpr int kPrefillSpanTokens = 4 * kPrefillChunkTokens;
+
 struct ModelInfo {
   std::string arch;                  // kimi-linear, kimi-k3, ...
   int layers = 0;
@@ -117,9 +125,9 @@ struct GenParams {
   float frequency_penalty = 0.0f;    // subtracted per occurrence
   bool ignore_eos = false;           // keep going past the end-of-text token
   std::vector<std::pair<int, float>> logit_bias;  // added to the logit (-inf bans)
-  // Prefill progress: called after each prompt chunk (kPrefillChunkTokens)
+  // Prefill progress: called after each prompt span (kPrefillSpanTokens)
   // with (tokens done, prompt length). Return false to cancel: Generate then
-  // returns FinishReason::kCancelled before any token (the chunks fed stay
+  // returns FinishReason::kCancelled before any token (the spans fed stay
   // in the session's state).
   std::function<bool(int done, int total)> on_prefill;
 };

@@ -41,7 +41,11 @@ uint64_t StateBytes(const ModelConfig& c, uint32_t ctx) {
 }
 
 uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
+  // Per-token buffers are sized for a chunk (attention, the dense and
+  // shared matmuls) or for a span (the residual stream and the routed
+  // experts' inputs and outputs, model/forward.h).
   const uint64_t t = kPrefillChunkTokens;
+  const uint64_t s = kPrefillSpanTokens;
   const uint64_t h = static_cast<uint64_t>(c.hidden);
   const uint64_t v = static_cast<uint64_t>(c.vocab);
   const uint64_t x = static_cast<uint64_t>(c.expert_in());
@@ -61,14 +65,14 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
                                           static_cast<uint64_t>(c.shared_inter()));
   uint64_t floats = 0;
 
-  // Residual stream of a chunk: mixture, normed input, sub-layer output,
+  // Residual stream of a span: mixture, normed input, sub-layer output,
   // AttnRes partial sum; plus the last position's hidden state.
-  floats += (4 * t + 1) * h;
-  // AttnRes block history for every chunk token ((n_blocks + 4) x hidden).
+  floats += (4 * s + 1) * h;
+  // AttnRes block history for every span token ((n_blocks + 4) x hidden).
   if (c.attn_res.enabled()) {
     uint64_t blocks = (static_cast<uint64_t>(c.n_layers) + c.attn_res.block - 1) /
                           static_cast<uint64_t>(c.attn_res.block) + 1;
-    floats += t * (blocks + 4) * h + blocks + 1;
+    floats += s * (blocks + 4) * h + blocks + 1;
   }
   // Logits, and the sampler's probabilities and sort keys.
   floats += 3 * v;
@@ -85,19 +89,21 @@ uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
     // queries, block scores, latent sums of a head group; one block transposed.
     floats += MlaLayer::ChunkScratchFloats(c, t);
   }
-  // Dense FFN / shared expert activations (gate and up) and output.
-  floats += t * (2 * ffn + h);
+  // Dense FFN / shared expert activations (gate and up, per chunk) and the
+  // shared experts' output (per span).
+  floats += t * 2 * ffn + s * h;
   if (e > 0) {
     const uint64_t per_v = static_cast<uint64_t>(c.quant.stages) * c.quant.entries;
     const uint64_t table_in = x / c.quant.vec_dim * per_v;   // one input vector's LUT
     const uint64_t table_mid = im / c.quant.vec_dim * per_v; // one expert's down-input LUT
-    // Router logits, scores and top-k per chunk token.
-    floats += t * (2 * e + 2 * k);
+    // Router logits, scores and top-k per span token.
+    floats += s * (2 * e + 2 * k);
     // Routed experts: gate/up/down activations for top_k experts, latent
-    // inputs and outputs of the chunk, and one output row; every (token,
-    // choice) pair's output before the weighted sum (MoeLayer::outs_).
-    floats += k * (2 * im + x) + 2 * t * x + std::max(x, h);
-    floats += t * k * x;
+    // inputs and outputs of the span, and one output row; every (token,
+    // choice) pair's output before the weighted sum (MoeLayer::outs_), and
+    // its token and slot (32-bit, twice: the pairs and their reordering).
+    floats += k * (2 * im + x) + 2 * s * x + std::max(x, h);
+    floats += s * k * x + 4 * s * k;
     // LUTs: gate and up tables for a window of chunk tokens (decode uses the
     // first of them; model/moe.h) and the down tables of the experts being
     // applied.

@@ -107,16 +107,16 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
   return st;
 }
 
-// Feed(ids, true) in the chunks Forward::Run would use (so the result is
-// bit-identical), asking `progress` after each chunk whether to go on.
+// Feed(ids, true) in the spans Forward::Run would use (so the result is
+// bit-identical), asking `progress` after each span whether to go on.
 Status SessionCore::FeedPrompt(std::span<const int> ids,
                                const std::function<bool(int, int)>& progress, bool* cancelled) {
   if (!progress) return Feed(ids, true);
-  const size_t chunk = Forward::kMaxChunk;
+  const size_t span = Forward::kMaxSpan;
   size_t done = 0;
   while (done < ids.size()) {
-    // A pending token rides at the front of the first chunk.
-    const size_t room = done == 0 && pending >= 0 ? chunk - 1 : chunk;
+    // A pending token rides at the front of the first span.
+    const size_t room = done == 0 && pending >= 0 ? span - 1 : span;
     const size_t n = std::min(room, ids.size() - done);
     WASTE_TRY(Feed(ids.subspan(done, n), done + n == ids.size()));
     done += n;

@@ -56,6 +56,11 @@ struct KernelTable {
   // that many table applies (kernels_bench: vq_matmul8_* vs
   // vq_apply8_vq3r_planes_chunk*).
   size_t vq_decoded_min_tokens = 0;
+  // Contract of every multi-input kernel (matmuls, vq_apply8, vq_matmul8):
+  // one input's outputs do not depend on the other inputs of the call, their
+  // number or their order (the MoE's table windows and prompt spans batch
+  // tokens differently from one chunk alone and rely on it; a matmul may
+  // still pick its kernel by token count, so callers keep those per chunk).
   std::string name = "CPU";  // what the binary uses: CPU, AVX2, AVX-512(+VBMI)...
 };
 

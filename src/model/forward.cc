@@ -14,15 +14,15 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
       cache_(cache),
       kda_(container.config(), kMaxChunk),
       mla_(container.config(), ctx_tokens, kMaxChunk),
-      stream_(container.config(), kMaxChunk),
+      stream_(container.config(), kMaxSpan),
       prefetch_(container.config(), weights, lookahead) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   bool any_dense = false, any_moe = false;
   for (FfnKind k : cfg_.ffn_kind) (k == FfnKind::kMoe ? any_moe : any_dense) = true;
   if (any_dense) dense_ = std::make_unique<Mlp>(cfg_, static_cast<size_t>(cfg_.dense_inter), kMaxChunk);
-  if (any_moe) moe_ = std::make_unique<MoeLayer>(container, kMaxChunk);
-  xn_.resize(kMaxChunk * h);
-  f_.resize(kMaxChunk * h);
+  if (any_moe) moe_ = std::make_unique<MoeLayer>(container, kMaxSpan, kMaxChunk);
+  xn_.resize(kMaxSpan * h);
+  f_.resize(kMaxSpan * h);
   logits_.resize(static_cast<size_t>(cfg_.vocab));
   last_hidden_.resize(h);
 }
@@ -39,15 +39,15 @@ uint64_t Forward::scratch_bytes() const {
 Status Forward::Run(const Ops& ops, std::span<const int> tokens, bool want_logits) {
   size_t done = 0;
   while (done < tokens.size()) {
-    size_t n = std::min(kMaxChunk, tokens.size() - done);
+    size_t n = std::min(kMaxSpan, tokens.size() - done);
     bool last = done + n == tokens.size();
-    WASTE_TRY(RunChunk(ops, tokens.data() + done, n, want_logits && last));
+    WASTE_TRY(RunSpan(ops, tokens.data() + done, n, want_logits && last));
     done += n;
   }
   return Status::Ok();
 }
 
-Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits) {
+Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   stream_.Begin();
@@ -65,19 +65,24 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const LayerWeights& lw = w_.layers[static_cast<size_t>(l)];
     const bool closes_block = stream_.ClosesBlock(l);
-    // Attention over the chunk: per-token input, then the layer for all n
-    // tokens (projections batched; the recurrence / causal attention still
+    // Attention over the span: per-token input, then the layer chunk by
+    // chunk (projections batched; the recurrence / causal attention still
     // advances token by token inside), then the per-token residual add.
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);
       for (size_t t = 0; t < n; ++t) stream_.AttentionInput(t, lw, xn_.data() + t * h);
     }
-    if (cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda) {
-      ScopedPhase phase(ops.profiler(), Phase::kKda);
-      kda_.Forward(ops, lw.kda, state_.kda(l), xn_.data(), n, f_.data());
-    } else {
-      ScopedPhase phase(ops.profiler(), Phase::kMla);
-      mla_.Forward(ops, lw.mla, state_.mla(l), pos0, xn_.data(), n, f_.data());
+    for (size_t c0 = 0; c0 < n; c0 += kMaxChunk) {
+      const size_t nc = std::min(kMaxChunk, n - c0);
+      const float* xc = xn_.data() + c0 * h;
+      float* fc = f_.data() + c0 * h;
+      if (cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda) {
+        ScopedPhase phase(ops.profiler(), Phase::kKda);
+        kda_.Forward(ops, lw.kda, state_.kda(l), xc, nc, fc);
+      } else {
+        ScopedPhase phase(ops.profiler(), Phase::kMla);
+        mla_.Forward(ops, lw.mla, state_.mla(l), pos0 + static_cast<int>(c0), xc, nc, fc);
+      }
     }
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);
@@ -91,7 +96,10 @@ Status Forward::RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_
       if (on_route && n == 1) on_route(pos0, l, moe_->routing(0));
     } else {
       ScopedPhase phase(ops.profiler(), Phase::kDense);
-      dense_->Forward(ops, lw.dense, xn_.data(), n, f_.data());
+      for (size_t c0 = 0; c0 < n; c0 += kMaxChunk) {  // per chunk: the matmul's kernel depends on n
+        dense_->Forward(ops, lw.dense, xn_.data() + c0 * h, std::min(kMaxChunk, n - c0),
+                        f_.data() + c0 * h);
+      }
     }
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);

@@ -1,11 +1,14 @@
 // The forward pass: embedding row → layers (dispatched on each layer's
 // AttnKind / FfnKind, never on a model name) → final norm → lm_head.
-// Prompts run in chunks of up to kMaxChunk tokens, layer-major: attention
-// steps token by token (the recurrence and the causal cache need it), the
-// channel mixers run over the whole chunk (batched matmuls, each distinct
-// expert read once). A chunk of one token is the decode step. The residual
-// bookkeeping (plain, or Attention Residuals' per-token block history) is
-// model/residual_stream.h's.
+// Prompts run in spans of up to kMaxSpan tokens, layer-major: at each layer
+// attention runs chunk by chunk (kMaxChunk tokens, in order: the recurrence
+// and the causal cache need it), then the channel mixer over the whole span
+// (each distinct expert acquired once for the span, so a small cache reads
+// it once per span, not once per chunk). Every choice that decides a bit is
+// made per chunk (the dense and shared matmuls, which experts are decoded:
+// model/moe.h), so a span gives exactly what its chunks one call at a time
+// would. One token is the decode step. The residual bookkeeping (plain, or
+// Attention Residuals' per-token block history) is model/residual_stream.h's.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,8 @@ class EmbeddingOverride {
 class Forward {
  public:
   static constexpr size_t kMaxChunk = kPrefillChunkTokens;  // waste/types.h
+  static constexpr size_t kMaxSpan = kPrefillSpanTokens;    // whole chunks
+  static_assert(kMaxSpan % kMaxChunk == 0);
 
   Forward(const Container& container, const ModelWeights& weights, SessionState& state,
           ExpertCache& cache, uint32_t ctx_tokens, int lookahead = 0);
@@ -59,11 +64,12 @@ class Forward {
   std::vector<float>* hidden_trace = nullptr;
   std::function<void(int pos, int layer, const Routing&)> on_route;
   // Image rows spliced at pad positions (null = off); used by the chunked
-  // and the one-token paths alike (both go through RunChunk).
+  // and the one-token paths alike (both go through RunSpan).
   EmbeddingOverride* embedding_override = nullptr;
 
  private:
-  Status RunChunk(const Ops& ops, const int* tokens, size_t n, bool want_logits);
+  // n <= kMaxSpan tokens at state.pos(), in chunks of kMaxChunk from the first.
+  Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits);
 
   const Container& container_;
   const ModelConfig& cfg_;
@@ -75,9 +81,9 @@ class Forward {
   std::unique_ptr<Mlp> dense_;
   std::unique_ptr<MoeLayer> moe_;
 
-  ResidualStream stream_;     // the residual rows of the chunk (plain or AttnRes)
-  std::vector<float> xn_;     // [chunk][hidden] normed input of a sub-layer
-  std::vector<float> f_;      // [chunk][hidden] sub-layer output
+  ResidualStream stream_;     // the residual rows of the span (plain or AttnRes)
+  std::vector<float> xn_;     // [span][hidden] normed input of a sub-layer
+  std::vector<float> f_;      // [span][hidden] sub-layer output
   Prefetcher prefetch_;        // router lookahead for decode steps
   std::vector<float> logits_;
   std::vector<float> last_hidden_;

@@ -25,12 +25,13 @@ ExpertResult AcquireTimed(const Ops& ops, ExpertCache& cache, int layer, int exp
 
 }  // namespace
 
-MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
+MoeLayer::MoeLayer(const Container& container, size_t max_tokens, size_t chunk_tokens)
     : cfg_(container.config()),
       container_(container),
+      chunk_(std::clamp<size_t>(chunk_tokens == 0 ? max_tokens : chunk_tokens, 1, max_tokens)),
       experts_(container, max_tokens),
       shared_(container.config(), static_cast<size_t>(container.config().shared_inter()),
-              max_tokens) {
+              chunk_) {
   const ModelConfig& c = cfg_;
   const size_t x = static_cast<size_t>(c.expert_in());
   const size_t ne = static_cast<size_t>(c.moe.n_experts);
@@ -42,6 +43,8 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
   outs_.resize(max_tokens * k * x);
   route_stride_ = 2 * ne + RouterScratchFloats(c.moe);
   route_scratch_.resize(max_tokens * route_stride_);
+  part_token_.resize(max_tokens * k);
+  part_out_.resize(max_tokens * k);
   routes_.resize(max_tokens);
   count_.resize(ne);
   start_.resize(ne);
@@ -52,7 +55,8 @@ MoeLayer::MoeLayer(const Container& container, size_t max_tokens)
 uint64_t MoeLayer::scratch_bytes() const {
   const uint64_t f = xe_.size() + y_.size() + d_.size() + shared_out_.size() + outs_.size() +
                      route_scratch_.size();
-  const uint64_t u = count_.size() + start_.size() + fill_.size();
+  const uint64_t u = count_.size() + start_.size() + fill_.size() + part_token_.size() +
+                     part_out_.size();
   return f * sizeof(float) + u * sizeof(uint32_t) + sum_order_.size() * sizeof(size_t) +
          experts_.scratch_bytes() + shared_.scratch_bytes();
 }
@@ -118,22 +122,54 @@ void MoeLayer::BuildItems(size_t tokens) {
       pair_out_[p] = static_cast<uint32_t>(t * topk + j);
     }
   }
-  all_items_.assign(order_.size(), Item{});
-  for (size_t i = 0; i < order_.size(); ++i) {
-    const size_t e = static_cast<size_t>(order_[i]);
-    all_items_[i].expert = order_[i];
-    all_items_[i].first = start_[e];
-    all_items_[i].n = count_[e];
-  }
-  // Decoded experts first in all_items_: at least decoded_min_tokens tokens
-  // and more than a table group. Each part keeps its order; order_, the
-  // order the cache is hinted, stays as it was.
+  SplitDecodedPairs();
+}
+
+// Per expert: the pairs of the chunks in which at least decoded_min_tokens
+// tokens (and more than a table group) chose it are decoded, the rest go
+// through the tables. The decision counts one chunk's tokens only, never the
+// span's, so a token's result (and which kernel computes it) is the same
+// whether its chunk ran alone or in a span. Each expert's pair range is
+// reordered, stably, to decoded pairs then table pairs; all_items_ holds the
+// decoded items then the table items, each part in order_'s order.
+void MoeLayer::SplitDecodedPairs() {
   const size_t decoded = experts_.decoded_min_tokens();
-  const auto is_decoded = [&](const Item& it) {
-    return decoded != 0 && it.n >= decoded && it.n > VqExperts::kGroup;
-  };
-  n_decoded_ = static_cast<size_t>(
-      std::stable_partition(all_items_.begin(), all_items_.end(), is_decoded) - all_items_.begin());
+  all_items_.clear();
+  items_.clear();  // the table items, appended to all_items_ below
+  for (int expert : order_) {
+    const size_t e = static_cast<size_t>(expert);
+    const size_t first = start_[e], n = count_[e];
+    size_t n_decoded = 0;
+    if (decoded != 0 && n >= decoded && n > VqExperts::kGroup) {
+      // Runs of pairs in one chunk (pairs are in token order), decoded runs
+      // copied first, then table runs.
+      const auto runs = [&](bool want_decoded, size_t out) {
+        for (size_t i = first; i < first + n;) {
+          const uint32_t chunk = pair_token_[i] / chunk_;
+          size_t j = i;
+          while (j < first + n && pair_token_[j] / chunk_ == chunk) ++j;
+          const bool is_decoded = j - i >= decoded && j - i > VqExperts::kGroup;
+          if (is_decoded == want_decoded) {
+            std::copy(pair_token_.begin() + i, pair_token_.begin() + j, part_token_.begin() + out);
+            std::copy(pair_out_.begin() + i, pair_out_.begin() + j, part_out_.begin() + out);
+            out += j - i;
+          }
+          i = j;
+        }
+        return out;
+      };
+      n_decoded = runs(true, first) - first;
+      if (n_decoded > 0) {
+        runs(false, first + n_decoded);
+        std::copy(part_token_.begin() + first, part_token_.begin() + first + n, pair_token_.begin() + first);
+        std::copy(part_out_.begin() + first, part_out_.begin() + first + n, pair_out_.begin() + first);
+        all_items_.push_back(Item{{}, expert, first, n_decoded});
+      }
+    }
+    if (n > n_decoded) items_.push_back(Item{{}, expert, first + n_decoded, n - n_decoded});
+  }
+  n_decoded_ = all_items_.size();
+  all_items_.insert(all_items_.end(), items_.begin(), items_.end());
 }
 
 void MoeLayer::TableWindowItems(size_t t0, size_t t1) {
@@ -258,8 +294,10 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   Route(ops, w, x, tokens);
   BuildItems(tokens);
   // Every record the step needs, in the order it will be acquired: the
-  // cache pins them and starts the missing reads now.
-  cache.Hint(layer, order_);
+  // cache pins them and starts the missing reads now. A prompt step may
+  // acquire a record again (one table window after another, then its
+  // decoded tokens): the cache then keeps the step's records until it ends.
+  cache.Hint(layer, order_, /*step_reuses=*/!single);
   const float* xe = x;
   size_t xe_stride = h;
   if (w.latent_down != nullptr) {
@@ -267,7 +305,11 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
     if (single) {
       ops.MatVec(*w.latent_down, x, xe_.data());
     } else {
-      ops.MatMul(*w.latent_down, x, h, tokens, xe_.data(), xw);
+      // Chunk by chunk: a matmul's kernel depends on its token count.
+      for (size_t c0 = 0; c0 < tokens; c0 += chunk_) {
+        ops.MatMul(*w.latent_down, x + c0 * h, h, std::min(chunk_, tokens - c0),
+                   xe_.data() + c0 * xw, xw);
+      }
     }
     xe = xe_.data();
     xe_stride = xw;
@@ -305,7 +347,10 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   if (single && prefetch != nullptr) prefetch->Guess(ops, layer, x, cache);
   {
     ScopedPhase phase(ops.profiler(), Phase::kShared);
-    shared_.Forward(ops, w.shared, x, tokens, shared_out_.data());
+    for (size_t c0 = 0; c0 < tokens; c0 += chunk_) {
+      shared_.Forward(ops, w.shared, x + c0 * h, std::min(chunk_, tokens - c0),
+                      shared_out_.data() + c0 * h);
+    }
   }
   for (size_t t = 0; t < tokens; ++t) {
     float* yt = y_.data() + t * xw;

@@ -17,13 +17,15 @@
 // by the same kernels whatever the thread count, so results are
 // bit-identical at any thread count.
 //
-// A chunk runs in two phases: the experts applied through the gate/up
+// A call runs in two phases: the experts applied through the gate/up
 // tables, window by window of VqExperts::kTableTokens tokens (tables built
 // for the window's tokens only, so their memory does not grow with the
-// chunk), then the experts chosen by enough of its tokens to be decoded
-// (VqExperts::ApplyDecoded, all their tokens at once). A token's
-// result through the tables does not depend on which window or group
-// computed it, so the windows change timing and memory only.
+// call), then the experts that enough tokens of one chunk chose to be
+// decoded (VqExperts::ApplyDecoded, the tokens of every chunk that decodes
+// them at once). A token's result through either path does not depend on
+// which window, group or batch computed it (a kernel contract,
+// kernels/kernel_table.h), so windows and spans change timing and memory
+// only.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +48,15 @@ struct Routing {
 
 class MoeLayer {
  public:
-  MoeLayer(const Container& container, size_t max_tokens);
+  // Up to max_tokens a call, in chunks of chunk_tokens (0: max_tokens).
+  MoeLayer(const Container& container, size_t max_tokens, size_t chunk_tokens = 0);
 
-  // x, out: [tokens][hidden], tokens <= max_tokens. `prefetch` (may be
+  // x, out: [tokens][hidden], tokens <= max_tokens. The tokens are chunks
+  // of chunk_tokens from the first (a prompt span, model/forward.h): each
+  // distinct expert is acquired once for the whole call, but everything
+  // that decides a token's bits (decoded or table experts, the shared
+  // expert's and latent projection's matmuls) sees its chunk only, so a call
+  // over a span equals one call per chunk, bit for bit. `prefetch` (may be
   // null) guesses the next MoE layer's experts once this layer has routed;
   // only a single-token step asks it (a chunk routes every token at once).
   Status Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertCache& cache,
@@ -74,9 +82,12 @@ class MoeLayer {
   // Builds all_items_ and the pairs from routes_: a single token's experts
   // in selection order (its first choice is read first), a chunk's distinct
   // experts ascending, each with its tokens in order. Pair output slot =
-  // t * top_k + j. all_items_ then holds the decoded experts first
+  // t * top_k + j. all_items_ then holds the decoded items first
   // (n_decoded_), each part in order; order_ (the cache's hint) is unchanged.
   void BuildItems(size_t tokens);
+  // BuildItems' last step: an expert's pairs in the chunks that decode it
+  // become its decoded item, the others its table item.
+  void SplitDecodedPairs();
   // items_ = the table experts' pairs whose tokens lie in [t0, t1), one
   // item per expert with any (pairs are in token order, so a sub-range).
   void TableWindowItems(size_t t0, size_t t1);
@@ -102,6 +113,7 @@ class MoeLayer {
 
   const ModelConfig& cfg_;
   const Container& container_;
+  size_t chunk_;  // tokens per chunk of a call (the unit of every bit-deciding choice)
   VqExperts experts_;
   Mlp shared_;
   std::vector<float> xe_, y_, d_, shared_out_;
@@ -118,6 +130,7 @@ class MoeLayer {
   std::vector<Item> all_items_, items_;
   size_t n_decoded_ = 0;  // all_items_[0, n_decoded_) are decoded
   std::vector<uint32_t> pair_token_, pair_out_;
+  std::vector<uint32_t> part_token_, part_out_;  // SplitDecodedPairs' reordering buffers
   std::vector<ExpertPin> pins_;  // the current window's pins, released after it runs
   struct Unit {
     uint32_t item, g0, n;  // n tokens of the item from its g0-th

@@ -134,6 +134,7 @@ ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
   n_experts_ = std::max(1, source_.experts);
   index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
+  step_mark_.assign(index_.size(), 0);
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   if (policy_ == Replacement::kReuseOdds) {
     layer_order_.assign(static_cast<size_t>(std::max(1, source_.layers)), -1);
@@ -198,9 +199,15 @@ bool ExpertCache::Stale(const Slot& s) const {
   return s.origin == Origin::kSpeculative && !s.used && s.spec_gen != hint_seq_;
 }
 
+bool ExpertCache::InStep(const Slot& s) const {
+  return s.layer >= 0 && step_mark_[Key(s.layer, s.expert)] == hint_seq_;
+}
+
 bool ExpertCache::Better(const Slot& a, const Slot& b) const {
   const bool sa = Stale(a), sb = Stale(b);
   if (sa != sb) return sa;
+  const bool ka = InStep(a), kb = InStep(b);
+  if (ka != kb) return kb;
   switch (policy_) {
     case Replacement::kLru:
       return a.last < b.last;
@@ -236,17 +243,23 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
       }
     } else if (policy_ == Replacement::kReuseOdds) {
       // Better() with each slot's expected gap computed once: a wrong guess
-      // first, then the farthest expected next use, ties to the lowest slot.
-      bool best_stale = false;
+      // first, then a record the current step is done with, then the
+      // farthest expected next use, ties to the lowest slot.
+      bool best_stale = false, best_kept = false;
       double best_gap = 0;
       for (size_t i = 0; i < slots_.size(); ++i) {
         const Slot& s = slots_[i];
         if (!Evictable(s)) continue;
         const bool stale = Stale(s);
+        const bool kept = InStep(s);
         const double gap = ExpectedGap(s);
-        if (best < 0 || (stale && !best_stale) || (stale == best_stale && gap > best_gap)) {
+        const bool better = best < 0 || (stale != best_stale ? stale
+                                         : kept != best_kept ? !kept
+                                                             : gap > best_gap);
+        if (better) {
           best = static_cast<int>(i);
           best_stale = stale;
+          best_kept = kept;
           best_gap = gap;
         }
       }
@@ -558,13 +571,18 @@ void ExpertCache::Trace(char kind, int layer, std::span<const int> ids) {
   std::fputc('\n', trace_);
 }
 
-void ExpertCache::Hint(int layer, std::span<const int> experts) {
+void ExpertCache::Hint(int layer, std::span<const int> experts, bool step_reuses) {
   MutexLock lock(mu_);
   Trace('H', layer, experts);
   if (spec_gate_ > 0.0f) ScoreGuess(layer, experts);
   if (policy_ == Replacement::kReuseOdds) NoteLayer(layer);
   ReleaseHint();
   ++hint_seq_;
+  if (step_reuses) {
+    for (int e : experts) {
+      if (Valid(layer, e)) step_mark_[Key(layer, e)] = hint_seq_;
+    }
+  }
   if (!reader_ || slots_.empty()) return;  // synchronous: Acquire reads on demand
   hint_layer_ = layer;
   for (int e : experts) {

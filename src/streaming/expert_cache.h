@@ -187,8 +187,13 @@ class ExpertCache {
 
   // A layer has routed: these records will be Acquired next, in this order.
   // Pins them and starts every missing read at once (a sliding window of at
-  // most min(64, slots/2) for long prefill lists).
-  void Hint(int layer, std::span<const int> experts) WASTE_EXCLUDES(mu_);
+  // most min(64, slots/2) for long prefill lists). With step_reuses (a
+  // prompt step that acquires a record once per table window and once more
+  // for its decoded tokens), every listed record counts as needed again
+  // within the step until the next Hint: replacement takes any other record
+  // first, so a small cache does not evict what the step's next window reads.
+  void Hint(int layer, std::span<const int> experts, bool step_reuses = false)
+      WASTE_EXCLUDES(mu_);
   // Router lookahead's guess for the next MoE layer: speculative reads,
   // unpinned, not counted as misses (bytes are counted), never evicting a
   // pinned or in-flight record, skipped when no slot is free right now.
@@ -272,6 +277,8 @@ class ExpertCache {
   bool Better(const Slot& a, const Slot& b) const WASTE_REQUIRES(mu_);
   bool Pending(const Slot& s) const WASTE_REQUIRES(mu_);
   bool Stale(const Slot& s) const WASTE_REQUIRES(mu_);
+  // The slot holds a record the current step will read again (Hint's step_reuses).
+  bool InStep(const Slot& s) const WASTE_REQUIRES(mu_);
   void Claim(int slot, int layer, int expert, Origin origin, uint32_t hits) WASTE_REQUIRES(mu_);
   void Drop(int slot) WASTE_REQUIRES(mu_);
   void StartRead(int slot, ReadClass cls) WASTE_REQUIRES(mu_);
@@ -339,6 +346,8 @@ class ExpertCache {
   ExpertCacheCounters counters_ WASTE_GUARDED_BY(mu_);
   int hint_layer_ WASTE_GUARDED_BY(mu_) = -1;
   uint64_t hint_seq_ WASTE_GUARDED_BY(mu_) = 0;
+  // Per record: the hint_seq_ of the last step_reuses Hint that listed it.
+  std::vector<uint64_t> step_mark_ WASTE_GUARDED_BY(mu_);
   std::vector<HintEntry> hint_ WASTE_GUARDED_BY(mu_);
   size_t hint_cursor_ WASTE_GUARDED_BY(mu_) = 0;
   size_t hint_outstanding_ WASTE_GUARDED_BY(mu_) = 0;

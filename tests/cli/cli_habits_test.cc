@@ -218,7 +218,7 @@ TEST_F(CliHabits, SamplingOptionsChangeTheOutputGreedyStaysPut) {
 }
 
 // A prompt long enough that its prefill is still running when the signal
-// lands; the run must stop within a chunk, print the statistics (or one
+// lands; the run must stop within a span, print the statistics (or one
 // JSON object with "finish": "cancelled") and exit 128 + the signal.
 void CheckSignalStopsRun(int sig, int code, bool json_out, const fs::path& dir) {
   std::string prompt;

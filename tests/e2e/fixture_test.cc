@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "e2e/fixture_util.h"
@@ -139,6 +140,35 @@ TEST_P(FixtureTest, LongContextChunksMatchOneAtATime) {
   Config cfg;
   cfg.ctx_tokens = 2048;
   ExpectChunksMatchOneAtATime(set_, prompt, 5, cfg);
+}
+
+// A long prompt runs in spans of several chunks (layer by layer over the
+// span, experts shared by its chunks); the logits must be exactly those of
+// the same prompt fed one chunk per call.
+TEST_P(FixtureTest, SpansAreBitIdenticalToOneChunkPerCall) {
+  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
+  std::vector<int> prompt;
+  while (prompt.size() < 1100) prompt.insert(prompt.end(), once.begin(), once.end());
+  prompt.resize(1100);
+  ASSERT_GT(prompt.size(), static_cast<size_t>(2 * kPrefillSpanTokens));
+  Config cfg;
+  cfg.ctx_tokens = 2048;
+  const std::string container = FixtureDir(set_) + "/container";
+  auto spans = Engine::Open(container, cfg);
+  ASSERT_TRUE(spans.has_value()) << spans.error().ToString();
+  auto got = (*spans)->Eval(prompt);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  auto chunks = Engine::Open(container, cfg);
+  ASSERT_TRUE(chunks.has_value()) << chunks.error().ToString();
+  std::vector<float> want;
+  for (size_t at = 0; at < prompt.size(); at += kPrefillChunkTokens) {
+    const size_t n = std::min<size_t>(kPrefillChunkTokens, prompt.size() - at);
+    auto l = (*chunks)->Eval(std::span<const int>(prompt.data() + at, n));
+    ASSERT_TRUE(l.has_value()) << l.error().ToString();
+    want.assign(l->begin(), l->end());
+  }
+  ASSERT_EQ(got->size(), want.size());
+  EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.size() * sizeof(float)));
 }
 
 TEST_P(FixtureTest, LongPromptOneAtATime) {

@@ -56,6 +56,19 @@ std::vector<float> RandomInput(size_t n, unsigned seed) {
   return x;
 }
 
+// Row 0 of x ([rows][h]) copied over row `to`: a token with the same input.
+void RepeatFirstRow(std::vector<float>& x, size_t h, size_t to) {
+  std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(h), x.begin() + static_cast<std::ptrdiff_t>(to * h));
+}
+
+// The baseline kernels with the decoded path forced on (no baseline table
+// enables it), then this CPU's best table as shipped.
+std::vector<kernels::KernelTable> DecodedPathTables() {
+  kernels::KernelTable forced = kernels::BuildKernelTable(kernels::Isa::kBaseline);
+  forced.vq_decoded_min_tokens = 8;
+  return {forced, kernels::BuildKernelTable(kernels::SupportedIsas().back())};
+}
+
 // The reference's tiny container with a 64-slot synchronous cache, its MoE
 // layers (the tests need two) and a one-thread baseline Ops.
 class PrefetcherTest : public ::testing::Test {
@@ -224,19 +237,16 @@ TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
   const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
   const size_t h = static_cast<size_t>(cfg.hidden);
   std::vector<float> x = RandomInput(kTokens * h, 33);
-  for (size_t t = 1; t < kSame; ++t) {
-    std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(h), x.begin() + static_cast<std::ptrdiff_t>(t * h));
-  }
+  for (size_t t = 1; t < kSame; ++t) RepeatFirstRow(x, h, t);
   auto pool = ThreadPool::Create(2);
   ASSERT_TRUE(pool.has_value());
-  kernels::KernelTable forced = kernels::BuildKernelTable(kernels::Isa::kBaseline);
-  forced.vq_decoded_min_tokens = 8;
-  for (const kernels::KernelTable& table : {forced, kernels::BuildKernelTable(kernels::SupportedIsas().back())}) {
+  const std::vector<kernels::KernelTable> tables = DecodedPathTables();
+  for (const kernels::KernelTable& table : tables) {
     Ops ops(table, pool->get());
     VqExperts probe(*m.c, kTokens);
     probe.Prepare(ops);
     const size_t threshold = probe.decoded_min_tokens();
-    if (&table == &forced) ASSERT_EQ(threshold, 8u) << "the fixture's experts have no decoded path";
+    if (&table == &tables.front()) ASSERT_EQ(threshold, 8u) << "the fixture's experts have no decoded path";
     if (threshold == 0 || threshold > kSame) {
       std::printf("note: %s decodes no expert rows; comparing its tables only\n", table.name.c_str());
     }
@@ -301,6 +311,55 @@ TEST(MoeLayer, TablesBuiltInWindowsChangeNoBit) {
     for (size_t i = 0; i < h; ++i) {
       ASSERT_NEAR(out_whole[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
           << "token " << t << " row " << i;
+    }
+  }
+}
+
+// A prompt span (model/forward.h) runs its chunks' experts in one call:
+// each expert acquired once, its decoded tokens of every chunk batched. The
+// bits must be the chunks' own. Chunks of 8 tokens (the fixture has 8
+// experts, top 2, so a longer chunk decodes nearly every expert): input A
+// fills chunk 0 (its two experts decoded there), is three of chunk 1's
+// tokens (tables there) and fills chunk 2 again, so one expert has decoded
+// and table pairs in the same call; 77 tokens cross a table window and end
+// in a ragged chunk. With the baseline kernels (decoded path forced on) and
+// with this CPU's best table, the span call must equal one call per chunk,
+// bit for bit.
+TEST(MoeLayer, ASpanIsBitIdenticalToItsChunksOneCallAtATime) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FixtureModel m = Open(64);
+  ASSERT_TRUE(m.c);
+  const ModelConfig& cfg = m.c->config();
+  constexpr size_t kChunk = 8, kTokens = 9 * kChunk + 5;
+  static_assert(kTokens > VqExperts::kTableTokens);
+  const int l = MoeLayers(cfg).front();
+  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
+  const size_t h = static_cast<size_t>(cfg.hidden);
+  std::vector<float> x = RandomInput(kTokens * h, 91);
+  for (size_t t = 1; t < kChunk; ++t) RepeatFirstRow(x, h, t);                  // chunk 0: all A
+  for (size_t t = kChunk; t < kChunk + 3; ++t) RepeatFirstRow(x, h, t);          // chunk 1: three A
+  for (size_t t = 2 * kChunk; t < 3 * kChunk; ++t) RepeatFirstRow(x, h, t);      // chunk 2: all A
+  auto pool = ThreadPool::Create(2);
+  ASSERT_TRUE(pool.has_value());
+  const std::vector<kernels::KernelTable> tables = DecodedPathTables();
+  for (const kernels::KernelTable& table : tables) {
+    Ops ops(table, pool->get());
+    MoeLayer span(*m.c, kTokens, kChunk), chunk(*m.c, kChunk);
+    std::vector<float> out_span(kTokens * h), out_chunks(kTokens * h);
+    ASSERT_TRUE(span.Forward(ops, w, l, *m.cache, x.data(), kTokens, out_span.data()).ok());
+    for (size_t c0 = 0; c0 < kTokens; c0 += kChunk) {
+      const size_t n = std::min(kChunk, kTokens - c0);
+      ASSERT_TRUE(chunk.Forward(ops, w, l, *m.cache, x.data() + c0 * h, n, out_chunks.data() + c0 * h).ok());
+    }
+    for (size_t t = 0; t < kTokens; ++t) {
+      ASSERT_EQ(0, std::memcmp(out_span.data() + t * h, out_chunks.data() + t * h, h * sizeof(float)))
+          << table.name << " token " << t << " (chunk " << t / kChunk << ")";
+    }
+    if (&table == &tables.front()) {
+      // The test's premise: A went through two different paths (decoded in
+      // chunk 0, tables in chunk 1), which round differently.
+      EXPECT_NE(0, std::memcmp(out_span.data(), out_span.data() + kChunk * h, h * sizeof(float)))
+          << "input A came out bit-identical through decoded rows and tables";
     }
   }
 }

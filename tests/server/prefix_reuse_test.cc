@@ -108,9 +108,10 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   EXPECT_EQ(resumed.size(), 12u);
 }
 
-// A client that leaves during a long prefill stops it within a chunk, and
-// the slot keeps what it had (nothing half-fed is ever restored).
-TEST(PrefixReuse, CancelledPrefillStopsWithinAChunk) {
+// A client that leaves during a long prefill stops it within a span (the
+// restored part is fed span by span), and the slot keeps what it had
+// (nothing half-fed is ever restored).
+TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   Config cfg;
   cfg.max_sessions = 2;
@@ -119,13 +120,13 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinAChunk) {
   auto pool = SessionPool::Create(**engine, 1);
   ASSERT_TRUE(pool);
   const std::vector<int> ids =
-      Ids(**engine, std::string(static_cast<size_t>(3 * kPrefillChunkTokens + 40), 'p'));
-  ASSERT_GT(ids.size(), static_cast<size_t>(3 * kPrefillChunkTokens + 1));  // three whole chunks
+      Ids(**engine, std::string(static_cast<size_t>(3 * kPrefillSpanTokens + 40), 'p'));
+  ASSERT_GT(ids.size(), static_cast<size_t>(3 * kPrefillSpanTokens + 1));  // three whole spans
   int asked = 0;
   auto run = (*pool)->Prepare(ids, [&] { return ++asked > 2; });
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().code(), Errc::kCancelled);
-  EXPECT_EQ(asked, 3);  // two chunks fed, then stopped
+  EXPECT_EQ(asked, 3);  // two spans fed, then stopped
   EXPECT_EQ((*pool)->snapshot_bytes(), 0u);
   auto again = (*pool)->Prepare(ids);
   ASSERT_TRUE(again);

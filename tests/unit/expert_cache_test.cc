@@ -223,6 +223,33 @@ TEST(ExpertCacheReplacement, ReuseOddsKeepsTheRecordThatKeepsComingBack) {
   }
 }
 
+// A prompt step acquires its records once per table window (and again for
+// its decoded tokens). Under reuse-odds a record of the layer that just ran
+// looks a whole token away, the first to go, so a small cache evicted what
+// the step's next window read again. With step_reuses the step's records go
+// last, under every policy; without it reuse-odds takes one of them.
+TEST(ExpertCacheReplacement, AStepThatReusesItsRecordsKeepsThem) {
+  for (Replacement p : {Replacement::kReuseOdds, Replacement::kLru, Replacement::kLfru}) {
+    for (bool reuses : {true, false}) {
+      Harness h(4, p, Mode::kSync);
+      ExpertCache& c = *h.cache;
+      Step(c, 1, {0});
+      Step(c, 2, {5});
+      c.Hint(1, std::vector<int>{1, 2, 3}, reuses);  // the next token: a prompt step
+      Use(c, 1, 1);
+      Use(c, 1, 2);
+      Use(c, 1, 3);  // the cache is full: 1/0, 2/5, 1/1 or 1/2 goes
+      const bool kept = c.Ready(1, 1) && c.Ready(1, 2);
+      if (reuses) {
+        EXPECT_TRUE(kept) << ReplacementName(p);
+      } else if (p == Replacement::kReuseOdds) {
+        EXPECT_FALSE(kept) << "the test's premise: reuse-odds evicts a record the step used";
+      }
+      EXPECT_TRUE(c.Ready(1, 3)) << ReplacementName(p);
+    }
+  }
+}
+
 // The lookahead gate: layer 2's rank-0 guess (expert 0) is always routed,
 // its rank-1 guesses never. The first four of a rank are read whatever
 // their record; after that rank 1 is no longer read under reuse-odds, rank 0
