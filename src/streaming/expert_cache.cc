@@ -134,7 +134,7 @@ ExpertCache::ExpertCache(RecordSource source, const SlotLayout& layout,
   n_experts_ = std::max(1, source_.experts);
   index_.assign(static_cast<size_t>(std::max(1, source_.layers)) * static_cast<size_t>(n_experts_),
                 -1);
-  step_mark_.assign(index_.size(), 0);
+  step_mark_.assign(index_.size(), UINT64_MAX);  // no hint has that number
   if (policy_ == Replacement::kLfuHistory) freq_.assign(index_.size(), 0.0f);
   if (policy_ == Replacement::kReuseOdds) {
     layer_order_.assign(static_cast<size_t>(std::max(1, source_.layers)), -1);
@@ -243,8 +243,8 @@ int ExpertCache::FindVictim(std::unique_lock<std::mutex>* wait_lock, bool demand
       }
     } else if (policy_ == Replacement::kReuseOdds) {
       // Better() with each slot's expected gap computed once: a wrong guess
-      // first, then a record the current step is done with, then the
-      // farthest expected next use, ties to the lowest slot.
+      // first, then a record the current step will not read again (InStep),
+      // then the farthest expected next use, ties to the lowest slot.
       bool best_stale = false, best_kept = false;
       double best_gap = 0;
       for (size_t i = 0; i < slots_.size(); ++i) {
