@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/chunks.h"
+
 namespace waste {
 
 Forward::Forward(const Container& container, const ModelWeights& weights, SessionState& state,
@@ -72,8 +74,7 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
       ScopedPhase phase(ops.profiler(), Phase::kNorms);
       for (size_t t = 0; t < n; ++t) stream_.AttentionInput(t, lw, xn_.data() + t * h);
     }
-    for (size_t c0 = 0; c0 < n; c0 += kMaxChunk) {
-      const size_t nc = std::min(kMaxChunk, n - c0);
+    ForEachChunk(n, kMaxChunk, [&](size_t c0, size_t nc) {
       const float* xc = xn_.data() + c0 * h;
       float* fc = f_.data() + c0 * h;
       if (cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda) {
@@ -83,7 +84,7 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
         ScopedPhase phase(ops.profiler(), Phase::kMla);
         mla_.Forward(ops, lw.mla, state_.mla(l), pos0 + static_cast<int>(c0), xc, nc, fc);
       }
-    }
+    });
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);
       for (size_t t = 0; t < n; ++t) stream_.AddAttention(t, f_.data() + t * h, closes_block);
@@ -96,10 +97,9 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
       if (on_route && n == 1) on_route(pos0, l, moe_->routing(0));
     } else {
       ScopedPhase phase(ops.profiler(), Phase::kDense);
-      for (size_t c0 = 0; c0 < n; c0 += kMaxChunk) {  // per chunk: the matmul's kernel depends on n
-        dense_->Forward(ops, lw.dense, xn_.data() + c0 * h, std::min(kMaxChunk, n - c0),
-                        f_.data() + c0 * h);
-      }
+      ForEachChunk(n, kMaxChunk, [&](size_t c0, size_t nc) {  // the matmul's kernel depends on nc
+        dense_->Forward(ops, lw.dense, xn_.data() + c0 * h, nc, f_.data() + c0 * h);
+      });
     }
     {
       ScopedPhase phase(ops.profiler(), Phase::kNorms);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/chunks.h"
 #include "model/moe_router.h"
 
 namespace waste {
@@ -132,15 +133,19 @@ void MoeLayer::BuildItems(size_t tokens) {
 // whether its chunk ran alone or in a span. Each expert's pair range is
 // reordered, stably, to decoded pairs then table pairs; all_items_ holds the
 // decoded items then the table items, each part in order_'s order.
+bool MoeLayer::Decodes(size_t tokens) const {
+  const size_t least = experts_.decoded_min_tokens();
+  return least != 0 && tokens >= least && tokens > VqExperts::kGroup;
+}
+
 void MoeLayer::SplitDecodedPairs() {
-  const size_t decoded = experts_.decoded_min_tokens();
   all_items_.clear();
   items_.clear();  // the table items, appended to all_items_ below
   for (int expert : order_) {
     const size_t e = static_cast<size_t>(expert);
     const size_t first = start_[e], n = count_[e];
     size_t n_decoded = 0;
-    if (decoded != 0 && n >= decoded && n > VqExperts::kGroup) {
+    if (Decodes(n)) {  // else no chunk has enough of its pairs either
       // Runs of pairs in one chunk (pairs are in token order), decoded runs
       // copied first, then table runs.
       const auto runs = [&](bool want_decoded, size_t out) {
@@ -148,8 +153,7 @@ void MoeLayer::SplitDecodedPairs() {
           const uint32_t chunk = pair_token_[i] / chunk_;
           size_t j = i;
           while (j < first + n && pair_token_[j] / chunk_ == chunk) ++j;
-          const bool is_decoded = j - i >= decoded && j - i > VqExperts::kGroup;
-          if (is_decoded == want_decoded) {
+          if (Decodes(j - i) == want_decoded) {
             std::copy(pair_token_.begin() + i, pair_token_.begin() + j, part_token_.begin() + out);
             std::copy(pair_out_.begin() + i, pair_out_.begin() + j, part_out_.begin() + out);
             out += j - i;
@@ -306,10 +310,9 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
       ops.MatVec(*w.latent_down, x, xe_.data());
     } else {
       // Chunk by chunk: a matmul's kernel depends on its token count.
-      for (size_t c0 = 0; c0 < tokens; c0 += chunk_) {
-        ops.MatMul(*w.latent_down, x + c0 * h, h, std::min(chunk_, tokens - c0),
-                   xe_.data() + c0 * xw, xw);
-      }
+      ForEachChunk(tokens, chunk_, [&](size_t c0, size_t nc) {
+        ops.MatMul(*w.latent_down, x + c0 * h, h, nc, xe_.data() + c0 * xw, xw);
+      });
     }
     xe = xe_.data();
     xe_stride = xw;
@@ -347,10 +350,9 @@ Status MoeLayer::Forward(const Ops& ops, const MoeWeights& w, int layer, ExpertC
   if (single && prefetch != nullptr) prefetch->Guess(ops, layer, x, cache);
   {
     ScopedPhase phase(ops.profiler(), Phase::kShared);
-    for (size_t c0 = 0; c0 < tokens; c0 += chunk_) {
-      shared_.Forward(ops, w.shared, x + c0 * h, std::min(chunk_, tokens - c0),
-                      shared_out_.data() + c0 * h);
-    }
+    ForEachChunk(tokens, chunk_, [&](size_t c0, size_t nc) {
+      shared_.Forward(ops, w.shared, x + c0 * h, nc, shared_out_.data() + c0 * h);
+    });
   }
   for (size_t t = 0; t < tokens; ++t) {
     float* yt = y_.data() + t * xw;

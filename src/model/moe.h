@@ -88,6 +88,8 @@ class MoeLayer {
   // BuildItems' last step: an expert's pairs in the chunks that decode it
   // become its decoded item, the others its table item.
   void SplitDecodedPairs();
+  // Whether an expert that `tokens` tokens of one chunk chose is decoded.
+  bool Decodes(size_t tokens) const;
   // items_ = the table experts' pairs whose tokens lie in [t0, t1), one
   // item per expert with any (pairs are in token order, so a sub-range).
   void TableWindowItems(size_t t0, size_t t1);

@@ -56,6 +56,25 @@ std::vector<float> RandomInput(size_t n, unsigned seed) {
   return x;
 }
 
+// The MoeLayer tests' subject: the fixture's first MoE layer (m.c is null
+// when the container does not open).
+struct FirstMoe {
+  FixtureModel m;
+  int layer = -1;
+  size_t h = 0;  // hidden width
+  const MoeWeights& w() const { return m.w.layers[static_cast<size_t>(layer)].moe; }
+};
+
+FirstMoe OpenFirstMoe() {
+  FirstMoe f;
+  f.m = Open(64);
+  if (f.m.c) {
+    f.layer = MoeLayers(f.m.c->config()).front();
+    f.h = static_cast<size_t>(f.m.c->config().hidden);
+  }
+  return f;
+}
+
 // Row 0 of x ([rows][h]) copied over row `to`: a token with the same input.
 void RepeatFirstRow(std::vector<float>& x, size_t h, size_t to) {
   std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(h), x.begin() + static_cast<std::ptrdiff_t>(to * h));
@@ -194,12 +213,12 @@ TEST(PrefetcherCount, EvictionsKeepTheHeldCountRight) {
 
 TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
-  const int l = MoeLayers(cfg).front();
-  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
-  const size_t h = static_cast<size_t>(cfg.hidden);
+  FirstMoe f = OpenFirstMoe();
+  ASSERT_TRUE(f.m.c);
+  FixtureModel& m = f.m;
+  const int l = f.layer;
+  const MoeWeights& w = f.w();
+  const size_t h = f.h;
   const size_t tokens = 7;
   auto pool = ThreadPool::Create(2);
   ASSERT_TRUE(pool.has_value());
@@ -229,13 +248,13 @@ TEST(MoeLayer, AChunkRoutesEachTokenAsASingleStepWould) {
 // CPU's best table as shipped.
 TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
+  FirstMoe f = OpenFirstMoe();
+  ASSERT_TRUE(f.m.c);
+  FixtureModel& m = f.m;
   constexpr size_t kSame = 10, kTokens = 12;
-  const int l = MoeLayers(cfg).front();
-  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
-  const size_t h = static_cast<size_t>(cfg.hidden);
+  const int l = f.layer;
+  const MoeWeights& w = f.w();
+  const size_t h = f.h;
   std::vector<float> x = RandomInput(kTokens * h, 33);
   for (size_t t = 1; t < kSame; ++t) RepeatFirstRow(x, h, t);
   auto pool = ThreadPool::Create(2);
@@ -279,13 +298,13 @@ TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
 // token stays within float noise of a single step.
 TEST(MoeLayer, TablesBuiltInWindowsChangeNoBit) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
+  FirstMoe f = OpenFirstMoe();
+  ASSERT_TRUE(f.m.c);
+  FixtureModel& m = f.m;
   constexpr size_t kWindow = VqExperts::kTableTokens, kTokens = 2 * VqExperts::kTableTokens + 23;
-  const int l = MoeLayers(cfg).front();
-  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
-  const size_t h = static_cast<size_t>(cfg.hidden);
+  const int l = f.layer;
+  const MoeWeights& w = f.w();
+  const size_t h = f.h;
   const std::vector<float> x = RandomInput(kTokens * h, 57);
   auto pool = ThreadPool::Create(2);
   ASSERT_TRUE(pool.has_value());
@@ -327,14 +346,14 @@ TEST(MoeLayer, TablesBuiltInWindowsChangeNoBit) {
 // bit for bit.
 TEST(MoeLayer, ASpanIsBitIdenticalToItsChunksOneCallAtATime) {
   if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
-  FixtureModel m = Open(64);
-  ASSERT_TRUE(m.c);
-  const ModelConfig& cfg = m.c->config();
+  FirstMoe f = OpenFirstMoe();
+  ASSERT_TRUE(f.m.c);
+  FixtureModel& m = f.m;
   constexpr size_t kChunk = 8, kTokens = 9 * kChunk + 5;
   static_assert(kTokens > VqExperts::kTableTokens);
-  const int l = MoeLayers(cfg).front();
-  const MoeWeights& w = m.w.layers[static_cast<size_t>(l)].moe;
-  const size_t h = static_cast<size_t>(cfg.hidden);
+  const int l = f.layer;
+  const MoeWeights& w = f.w();
+  const size_t h = f.h;
   std::vector<float> x = RandomInput(kTokens * h, 91);
   for (size_t t = 1; t < kChunk; ++t) RepeatFirstRow(x, h, t);                  // chunk 0: all A
   for (size_t t = kChunk; t < kChunk + 3; ++t) RepeatFirstRow(x, h, t);          // chunk 1: three A
