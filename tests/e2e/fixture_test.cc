@@ -171,6 +171,42 @@ TEST_P(FixtureTest, SpansAreBitIdenticalToOneChunkPerCall) {
   EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.size() * sizeof(float)));
 }
 
+// Generate's prefill progress comes after each span: (512, 1100), (1024,
+// 1100), (1100, 1100); returning false after the first stops there, with
+// the first span fed and nothing generated.
+TEST_P(FixtureTest, PrefillProgressComesAfterEachSpanAndStopsThere) {
+  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
+  std::vector<int> prompt;
+  while (prompt.size() < 1100) prompt.insert(prompt.end(), once.begin(), once.end());
+  prompt.resize(1100);
+  Config cfg;
+  cfg.ctx_tokens = 2048;
+  for (bool stop : {false, true}) {
+    auto e = Engine::Open(FixtureDir(set_) + "/container", cfg);
+    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    std::vector<int> done;
+    GenParams p;
+    p.max_tokens = 1;
+    p.on_prefill = [&](int d, int total) {
+      EXPECT_EQ(total, 1100);
+      done.push_back(d);
+      return !stop;
+    };
+    int generated = 0;
+    auto r = (*e)->Generate(prompt, p, [&](const TokenEvent&) { return ++generated > 0; });
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    if (stop) {
+      EXPECT_EQ(*r, FinishReason::kCancelled);
+      EXPECT_EQ(done, std::vector<int>{kPrefillSpanTokens});
+      EXPECT_EQ((*e)->position(), kPrefillSpanTokens);
+      EXPECT_EQ(generated, 0);
+    } else {
+      EXPECT_EQ(done, (std::vector<int>{kPrefillSpanTokens, 2 * kPrefillSpanTokens, 1100}));
+      EXPECT_EQ(generated, 1);
+    }
+  }
+}
+
 TEST_P(FixtureTest, LongPromptOneAtATime) {
   auto e = Open();
   ASSERT_TRUE(e);
