@@ -296,6 +296,13 @@ int ChatCommand(const Options& o) {
                    o.ctx, drop_now, drop_now == 1 ? "" : "s");
     }
 
+    // What the session holds and what `turns` records must stay the same
+    // (a full context re-reads `turns`): a message whose reply never began
+    // (Ctrl-C during its prompt) or whose call failed is taken back whole.
+    if (const Status marked = engine->SetMark(); !marked.ok()) {
+      ReportFailure("chat", marked, marked.message(), o);
+      continue;
+    }
     if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
     PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) {
       WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
@@ -319,16 +326,28 @@ int ChatCommand(const Options& o) {
                               ? Status(Errc::kCancelled, "cancelled by callback")
                               : Status::Ok();
     const Stats after = engine->stats();
-    turns.push_back(std::move(exchange));
+    const bool replied = exchange.size() > ids.size();
+    const bool failed = !status.ok() && status.code() != Errc::kCancelled;
+    const bool taken_back = failed || (status.code() == Errc::kCancelled && !replied);
+    const std::string failure_detail = failed ? DetailOf(status, *engine) : std::string();
+    if (taken_back) {
+      // Cannot fail after a mark that was set; said if it ever does.
+      if (const Status back = engine->RewindToMark(); !back.ok()) {
+        ReportFailure("chat", back, back.message(), o);
+      }
+    } else {
+      turns.push_back(std::move(exchange));
+    }
     const RunTimings timings = timer.Finish(before, after, tally, ids.size());
     counters.Add(timings);
 
     const bool cancelled = Interrupted();
     if (cancelled) {
-      WriteOut("\n(stopped)");
-    } else if (!status.ok() && status.code() != Errc::kCancelled) {
+      WriteOut(taken_back ? "\n(stopped before the reply: message not kept)" : "\n(stopped)");
+    } else if (failed) {
       WriteOut("\n");
-      ReportFailure("generate", status, DetailOf(status, *engine), o);
+      ReportFailure("generate", status, failure_detail, o);
+      std::fprintf(stderr, "waste: that message was not kept (the conversation is as before it)\n");
     } else if (status.ok() && !engine->error_detail().empty()) {
       std::fprintf(stderr,
                    "\nwaste: the context (--ctx %u) is full: the reply was cut; your next "

@@ -70,6 +70,8 @@ Config ConfigFromOptions(const Options& o) {
   c.usage_path = o.usage_path;
   c.exclusive_open = o.exclusive_open;
   c.vision = !o.images.empty();  // the tower is loaded only when asked (--image)
+  // chat takes back a message stopped or failed before its reply.
+  c.rewind_marks = o.command == Command::kChat;
   return c;
 }
 

@@ -164,6 +164,14 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
     out += fmt::format("  --image adds {} (vision tower, image queue, one decoded image)\n",
                        FormatSize(plan.vision_bytes));
   }
+  if (plan.marks_included) {
+    out += fmt::format("  state includes {} of rewind marks (a copy of the KDA state)\n",
+                       FormatSize(plan.mark_bytes * plan.sessions));
+  } else if (plan.mark_bytes > 0) {
+    // chat copies the recurrent state before each message (docs/CLI.md).
+    out += fmt::format("  `waste chat` adds {} (its rewind mark: a copy of the KDA state)\n",
+                       FormatSize(plan.mark_bytes));
+  }
   out += "\n";
   if (plan.usable_ram_bytes > 0) {
     out += fmt::format("  usable RAM {} ({})\n", FormatGb(plan.usable_ram_bytes),
@@ -192,6 +200,7 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["floor_bytes"] = plan.floor_bytes;
   j["recommended_bytes"] = plan.recommended_bytes;
   if (plan.vision_bytes > 0) j["vision_bytes"] = plan.vision_bytes;
+  if (plan.mark_bytes > 0) j["rewind_mark_bytes"] = plan.mark_bytes;
   j["working_set_bytes"] = plan.working_set_bytes;
   j["physical_ram_bytes"] = plan.physical_ram_bytes;
   j["usable_ram_bytes"] = plan.usable_ram_bytes;

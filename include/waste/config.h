@@ -46,6 +46,11 @@ struct Config {
   // attached; its memory is added to the plan's floor. Off: the tower's
   // bytes are never read and every image call is kUnsupported.
   bool vision = false;
+  // Give each session room for one rewind mark (Session::SetMark): a copy
+  // of the recurrent (KDA) state, counted in the plan's state like the
+  // state itself. Off: SetMark is kUnsupported. `waste chat` turns it on to
+  // take back a message stopped or failed before its reply.
+  bool rewind_marks = false;
 };
 
 }  // namespace waste

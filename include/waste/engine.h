@@ -79,6 +79,9 @@ class WASTE_EXPORT Engine {
   // The session's state at one moment, in RAM (Session::Snapshot).
   Result<SessionSnapshot> Snapshot() noexcept;
   Status Restore(const SessionSnapshot& snapshot) noexcept;
+  // A cheap rewind point (Session::SetMark; needs Config::rewind_marks).
+  Status SetMark() noexcept;
+  Status RewindToMark() noexcept;
 
   // --- Images (docs/VISION.md). Need Config::vision at open and a
   // container with a vision tower; otherwise kUnsupported.

@@ -17,6 +17,11 @@ struct MemPlan {
   uint64_t session_bytes = 0;        // one session: its state + scratch at ctx
   // state and scratch count every planned session (sessions x one session).
   uint64_t state_bytes = 0;          // KDA state + conv rings + MLA latent KV at ctx
+  // One rewind mark (Session::SetMark): the KDA state and conv rings, not
+  // the KV cache. Always reported; in session_bytes, state_bytes and the
+  // floor only when marks_included (Config::rewind_marks).
+  uint64_t mark_bytes = 0;
+  bool marks_included = false;
   uint64_t scratch_bytes = 0;        // every buffer the engine allocates besides those
   uint64_t min_expert_cache = 0;     // record * top_k * 2
   uint64_t floor_bytes = 0;
@@ -38,10 +43,11 @@ WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32
 // The plan exactly as opening a model makes it (Model::Open uses this):
 // `sessions` sessions of `ctx_tokens`, and with `vision` on a container
 // that has a tower, the tower's bytes added to scratch, floor and
-// recommendation (vision_included). `waste serve --plan` prints this.
+// recommendation (vision_included); with `rewind_marks`, one mark per
+// session added to state (marks_included). `waste serve --plan` prints this.
 WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,
                                                uint32_t ctx_tokens, uint32_t sessions,
-                                               bool vision) noexcept;
+                                               bool vision, bool rewind_marks = false) noexcept;
 
 struct BudgetResolution {
   uint64_t budget_bytes = 0;

@@ -15,7 +15,7 @@
 //
 // Threading rule. A model runs one session at a time: the calls that run
 // the network (Session::Eval, Generate, SaveState, Snapshot, Restore,
-// LoadState, Reset) take the model's lock, so calling them from several
+// SetMark, RewindToMark, LoadState, Reset) take the model's lock, so calling them from several
 // threads at once is safe and they take turns; Generate releases the lock
 // while the token callback runs, so the callback may drive other sessions
 // of the same model (not its own). Everything else is safe from any thread
@@ -168,6 +168,18 @@ class WASTE_EXPORT Session {
   // kArg when the snapshot comes from another model or does not fit this
   // session's context; the session is unchanged then.
   Status Restore(const SessionSnapshot& snapshot) noexcept;
+
+  // One rewind point, much cheaper than a snapshot: SetMark copies the
+  // recurrent (KDA) state, the position and a token not yet fed, not the
+  // attention cache (its rows below the mark stay as they are while the
+  // session moves forward). RewindToMark puts the session back there, after
+  // a call that was cancelled or failed too, and keeps the mark. Needs
+  // Config::rewind_marks (kUnsupported otherwise; the plan counts the copy).
+  // RewindToMark is kArg when no mark was set or Reset, Restore or a
+  // LoadState that succeeded came after it (those move the session
+  // elsewhere); the session is unchanged then.
+  Status SetMark() noexcept;
+  Status RewindToMark() noexcept;
 
   // The state as a file in the reference's layout (ENGINE.md §8).
   Status SaveState(const std::string& path) noexcept;

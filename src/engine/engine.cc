@@ -66,6 +66,8 @@ Result<SessionSnapshot> Engine::Snapshot() noexcept { return session_->Snapshot(
 Status Engine::Restore(const SessionSnapshot& snapshot) noexcept {
   return session_->Restore(snapshot);
 }
+Status Engine::SetMark() noexcept { return session_->SetMark(); }
+Status Engine::RewindToMark() noexcept { return session_->RewindToMark(); }
 
 Status Engine::SaveUsage(const std::string& path) const noexcept {
   return model_->SaveUsage(path);

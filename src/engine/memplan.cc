@@ -29,15 +29,18 @@ std::string Size(uint64_t bytes) {
 
 }  // namespace
 
-uint64_t StateBytes(const ModelConfig& c, uint32_t ctx) {
+uint64_t RecurrentStateBytes(const ModelConfig& c) {
   const uint64_t n_kda = static_cast<uint64_t>(c.n_kda_layers());
-  const uint64_t n_mla = static_cast<uint64_t>(c.n_mla_layers());
   const uint64_t hk = static_cast<uint64_t>(c.kda.heads), dk = static_cast<uint64_t>(c.kda.head_dim);
   const uint64_t taps = c.kda.conv_k > 0 ? static_cast<uint64_t>(c.kda.conv_k - 1) : 0;
-  uint64_t kda = n_kda * hk * dk * dk * kF32            // recurrent state, one D x D per head
-                 + n_kda * 3 * taps * hk * dk * kF32;   // q/k/v conv rings
+  return n_kda * hk * dk * dk * kF32            // recurrent state, one D x D per head
+         + n_kda * 3 * taps * hk * dk * kF32;   // q/k/v conv rings
+}
+
+uint64_t StateBytes(const ModelConfig& c, uint32_t ctx) {
+  const uint64_t n_mla = static_cast<uint64_t>(c.n_mla_layers());
   uint64_t mla = n_mla * ctx * static_cast<uint64_t>(c.mla.kv_lora_rank + c.mla.qk_rope) * kF32;
-  return kda + mla;
+  return RecurrentStateBytes(c) + mla;
 }
 
 uint64_t EstimateScratchBytes(const ModelConfig& c, uint32_t ctx) {
@@ -143,6 +146,7 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     const uint64_t state = StateBytes(c, ctx_tokens);
     const uint64_t scratch = EstimateScratchBytes(c, ctx_tokens);
     p.session_bytes = state + scratch;
+    p.mark_bytes = RecurrentStateBytes(c);
     p.state_bytes = state * p.sessions;
     p.scratch_bytes = scratch * p.sessions;
     uint64_t bank_bytes = 0;  // the largest layer's bank
@@ -172,9 +176,17 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
 }
 
 Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, uint32_t ctx_tokens,
-                                  uint32_t sessions, bool vision) noexcept {
+                                  uint32_t sessions, bool vision, bool rewind_marks) noexcept {
   Result<MemPlan> plan = PlanMemory(container_dir, ctx_tokens, sessions);
   if (!plan) return plan;
+  if (rewind_marks) {
+    const uint64_t marks = plan->mark_bytes * plan->sessions;
+    plan->session_bytes += plan->mark_bytes;
+    plan->state_bytes += marks;
+    plan->floor_bytes += marks;
+    plan->recommended_bytes += marks;
+    plan->marks_included = true;
+  }
   // Vision memory is taken from the budget like any scratch (docs/VISION.md).
   if (vision && plan->vision_bytes > 0) {
     plan->scratch_bytes += plan->vision_bytes;

@@ -91,7 +91,8 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   }
   // The same plan `waste plan` and `waste serve --plan` print.
   WASTE_ASSIGN_OR_RETURN(m->plan, PlanMemoryForOpen(dir, m->config.ctx_tokens,
-                                                    m->config.max_sessions, config.vision));
+                                                    m->config.max_sessions, config.vision,
+                                                    config.rewind_marks));
   if (m->plan.vision_included) m->vision_bytes = m->plan.vision_bytes;
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
   m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
@@ -186,7 +187,8 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
 
 uint64_t ModelCore::SessionCharge(uint32_t ctx) const {
   const ModelConfig& cfg = container->config();
-  return StateBytes(cfg, ctx) + EstimateScratchBytes(cfg, ctx);
+  return StateBytes(cfg, ctx) + EstimateScratchBytes(cfg, ctx) +
+         (config.rewind_marks ? RecurrentStateBytes(cfg) : 0);
 }
 
 void ModelCore::FillCacheStats(Stats* s) const {
@@ -288,6 +290,7 @@ MemoryUsage Model::memory_used() const noexcept {
     std::lock_guard<std::mutex> lock(m.acct_mu);
     for (const SessionCore* s : m.sessions) {
       if (s->state) u.state_bytes += s->state->bytes();
+      if (s->mark) u.state_bytes += s->mark->bytes();
       if (s->forward) u.scratch_bytes += s->forward->scratch_bytes();
     }
     u.sessions = static_cast<uint32_t>(m.sessions.size());

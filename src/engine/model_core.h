@@ -84,6 +84,18 @@ struct ImageCall {
   }
 };
 
+// Session::SetMark's rewind point (rewind_mark.cc): the recurrent state
+// copied, the latent rows only counted (they are append-only, so the rows
+// below a mark stay as they were while the session moves forward).
+struct RewindMark {
+  bool valid = false;  // cleared by Reset, Restore and LoadState
+  int pos = 0;
+  int pending = -1;
+  std::vector<KdaLayerState> kda;  // per layer (empty for MLA layers)
+  std::vector<int> mla_n_kv;
+  uint64_t bytes() const;
+};
+
 struct SessionCore {
   std::shared_ptr<ModelCore> model;
   uint32_t ctx = 0;
@@ -95,6 +107,7 @@ struct SessionCore {
   // The expert record the last call failed on (its Status::failed_expert()).
   std::optional<ExpertFailureInfo> failed_expert;
   int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
+  std::unique_ptr<RewindMark> mark;  // allocated by the first SetMark
 
   ~SessionCore();
 

@@ -344,6 +344,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     WASTE_TRY(RestoreSnapshot(*core_->model, *snapshot.data_, *core_->state));
     core_->pending = -1;
+    if (core_->mark) core_->mark->valid = false;
     core_->ClearDetail();
     return Status::Ok();
   } catch (const std::bad_alloc&) {
@@ -367,7 +368,10 @@ Status Session::LoadState(const std::string& path, bool any_container) noexcept 
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     Status st = core_->state->Load(path, any_container);
-    if (st.ok()) core_->pending = -1;
+    if (st.ok()) {
+      core_->pending = -1;
+      if (core_->mark) core_->mark->valid = false;
+    }
     return st;
   } catch (const std::exception& e) {
     return StatusFromException(e, Errc::kIo, e.what());
@@ -378,6 +382,7 @@ void Session::Reset() noexcept {
   std::lock_guard<std::mutex> run(core_->model->run_mu);
   core_->state->Reset();
   core_->pending = -1;
+  if (core_->mark) core_->mark->valid = false;
   core_->ClearDetail();
 }
 

@@ -422,16 +422,21 @@ TEST_F(CliE2E, ChatWithoutTemplateEchoesAndContinues) {
 }
 
 TEST_F(CliE2E, CtrlCStopsTheReplyNotTheProgram) {
-  // A long raw line: its prefill alone takes a while, and the SIGINT lands
-  // during it (the line is echoed just before generation starts). The
-  // callback then cancels at the first token: "(stopped)", and the REPL
-  // answers the next line.
+  // A first exchange, then a long raw line whose prefill alone takes
+  // seconds: the SIGINT lands during it (the line is echoed just before
+  // generation starts). The message is taken back whole (the session goes
+  // back to its rewind mark: the first reply's last token not yet fed, the
+  // KDA state, the latent rows), so the next line's reply is exactly the
+  // one a chat that never saw the long line gives.
   std::string line;
-  for (int i = 0; i < 250; ++i) line += "the quick brown fox jumps over the lazy dog. ";
-  std::unique_ptr<Subprocess> p =
-      Subprocess::Spawn({kWaste, "chat", kDemo, "--raw", "--ctx", "32768", "-n", "4"});
+  for (int i = 0; i < 1000; ++i) line += "the quick brown fox jumps over the lazy dog. ";
+  const std::vector<std::string> chat = {kWaste, "chat", kDemo, "--raw", "--ctx", "32768", "-n", "4"};
+  std::unique_ptr<Subprocess> p = Subprocess::Spawn(chat);
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(p->ReadUntil([](const std::string& out) { return Contains(out, "\n> "); }, 60))
+      << Describe(p->result());
+  ASSERT_TRUE(p->Write("once upon\n"));
+  ASSERT_TRUE(p->ReadUntil([](const std::string& out) { return Replies(out).size() >= 3; }, 60))
       << Describe(p->result());
   ASSERT_TRUE(p->Write(line + "\n"));
   ASSERT_TRUE(p->ReadUntil([&](const std::string& out) { return Contains(out, line); }, 60))
@@ -443,19 +448,63 @@ TEST_F(CliE2E, CtrlCStopsTheReplyNotTheProgram) {
                     "for the prompt length)";
   }
   p->Signal(SIGINT);
-  ASSERT_TRUE(
-      p->ReadUntil([](const std::string& out) { return Contains(out, "(stopped)\n\n> "); }, 300))
+  const std::string kTakenBack = "(stopped before the reply: message not kept)\n\n> ";
+  ASSERT_TRUE(p->ReadUntil(
+      [&](const std::string& out) {
+        return Contains(out, kTakenBack) || Contains(out, "(stopped)\n\n> ");
+      },
+      300))
       << Describe(p->result());
+  if (!Contains(p->result().out, kTakenBack)) {
+    GTEST_SKIP() << "Ctrl-C landed after the long line's reply had begun (its prompt was read "
+                    "faster than the signal arrived)";
+  }
   ASSERT_TRUE(p->Write("hello\n"));
   p->CloseStdin();
   ASSERT_TRUE(p->Wait(120)) << Describe(p->result());
   const ProcessResult& r = p->result();
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<std::string> replies = Replies(r.out);
-  ASSERT_EQ(replies.size(), 4u) << Describe(r);
-  EXPECT_EQ(replies[1], line + "\n(stopped)");
-  EXPECT_EQ(replies[2].rfind("hello", 0), 0u) << replies[2];
-  EXPECT_GT(replies[2].size(), 5u) << "no continuation after Ctrl-C";
+  ASSERT_EQ(replies.size(), 5u) << Describe(r);
+  EXPECT_EQ(replies[2], line + "\n(stopped before the reply: message not kept)");
+  EXPECT_EQ(replies[3].rfind("hello", 0), 0u) << replies[3];
+  EXPECT_GT(replies[3].size(), 5u) << "no continuation after Ctrl-C";
+
+  // The same conversation without the long line.
+  std::vector<std::string> args(chat.begin() + 1, chat.end());
+  const ProcessResult without = Waste(args, "once upon\nhello\n");
+  ASSERT_EQ(without.exit_code, 0) << Describe(without);
+  const std::vector<std::string> expected = Replies(without.out);
+  ASSERT_EQ(expected.size(), 4u) << Describe(without);
+  EXPECT_EQ(replies[1], expected[1]);
+  EXPECT_EQ(replies[3], expected[2]) << "the stopped message left a trace in the conversation";
+}
+
+// Every record of one expert layer damaged (byte 0 of each record's
+// header): the message's prompt fails at that layer. The message is taken
+// back: the context is as before it and no turn is recorded (a full context
+// would otherwise re-read a message the session never finished reading).
+TEST_F(CliE2E, ChatTakesBackAMessageWhoseCallFailed) {
+  const std::string copy = CopyDemo("damaged", "");
+  std::ifstream manifest_in(copy + "/manifest.json");
+  const json bank = json::parse(manifest_in, nullptr, false)["layers"]["2"];
+  ASSERT_TRUE(bank.is_object()) << "the demo container's layer 2 has no expert bank";
+  const size_t record = bank["bytes"].get<size_t>() / bank["experts"].get<size_t>();
+  const std::string path = copy + "/" + bank["file"].get<std::string>();
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t r = 0; r + record <= bytes.size(); r += record) bytes[r] = static_cast<char>(~bytes[r]);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
+                                                              static_cast<std::streamsize>(bytes.size()));
+
+  const ProcessResult r = Waste({"chat", copy, "--raw", "-n", "4"}, "hello there\n/stats\n");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "expert ")) << Describe(r);  // the failure names the record
+  EXPECT_TRUE(Contains(r.err, "that message was not kept")) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "context   0 / 4096 tokens (0% full), 0 turns")) << Describe(r);
 }
 
 TEST_F(CliE2E, CtrlCAtThePromptLeaves) {

@@ -30,10 +30,11 @@ class SessionTest : public ::testing::Test {
     prompt_a_ = Ids(ReadJson(FixtureDir(kSet) + "/prompt_ids.json"));
     prompt_b_.assign(prompt_a_.rbegin(), prompt_a_.rend());
   }
-  std::unique_ptr<Model> Open(uint32_t sessions, uint32_t ctx = 256) {
+  std::unique_ptr<Model> Open(uint32_t sessions, uint32_t ctx = 256, bool rewind_marks = false) {
     Config cfg;
     cfg.ctx_tokens = ctx;
     cfg.max_sessions = sessions;
+    cfg.rewind_marks = rewind_marks;
     auto m = Model::Open(FixtureDir(kSet) + "/container", cfg);
     EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().ToString());
     return m ? std::move(*m) : nullptr;
@@ -194,6 +195,87 @@ TEST_F(SessionTest, SnapshotAfterGenerateFeedsThePendingToken) {
   tokens.clear();
   ASSERT_TRUE(a->Generate(next, p, collect).has_value());
   EXPECT_EQ(tokens, first);
+}
+
+// A rewind mark takes a session back to where it was, bit for bit: set
+// after a Generate (its last token not yet fed), then a prompt of three
+// spans stopped after the first, a rewind, and the session answers the
+// next prompt exactly as one that never saw the stopped prompt; the mark
+// stays for another rewind after a call that completed.
+TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
+  constexpr uint32_t kCtx = 2048;
+  auto m = Open(2, kCtx, /*rewind_marks=*/true);
+  ASSERT_TRUE(m);
+  auto a = New(*m);
+  auto b = New(*m);
+  ASSERT_TRUE(a && b);
+  GenParams p;
+  p.max_tokens = 4;
+  std::vector<int> tokens;
+  auto collect = [&](const TokenEvent& e) {
+    tokens.push_back(e.token);
+    return true;
+  };
+  auto reply = [&](Session& s, const std::vector<int>& prompt) {
+    tokens.clear();
+    auto r = s.Generate(prompt, p, collect);
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return tokens;
+  };
+  EXPECT_EQ(reply(*a, prompt_a_), reply(*b, prompt_a_));
+  const int mark = a->position();
+  ASSERT_TRUE(a->SetMark().ok());
+
+  std::vector<int> long_prompt;
+  while (long_prompt.size() < 2 * kPrefillSpanTokens + 100) {
+    long_prompt.insert(long_prompt.end(), prompt_b_.begin(), prompt_b_.end());
+  }
+  GenParams stop = p;
+  stop.on_prefill = [](int done, int) { return done < static_cast<int>(kPrefillSpanTokens); };
+  auto stopped = a->Generate(long_prompt, stop, collect);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(*stopped, FinishReason::kCancelled);
+  EXPECT_GT(a->position(), mark);
+  ASSERT_TRUE(a->RewindToMark().ok());
+  EXPECT_EQ(a->position(), mark);
+
+  const std::vector<int> expected = reply(*b, prompt_b_);
+  EXPECT_EQ(reply(*a, prompt_b_), expected);
+  const std::vector<int> probe = {3, 1, 4, 1, 5};
+  auto from_a = Steps(*a, probe), from_b = Steps(*b, probe);
+  ASSERT_EQ(from_a.size(), probe.size());
+  for (size_t t = 0; t < probe.size(); ++t) {
+    EXPECT_TRUE(SameBits(from_a[t], from_b[t])) << "step " << t;
+  }
+  // The mark stays: back again after calls that completed.
+  ASSERT_TRUE(a->RewindToMark().ok());
+  EXPECT_EQ(a->position(), mark);
+  EXPECT_EQ(reply(*a, prompt_b_), expected);
+
+  // The plan counted a mark per session; a marked session uses its share.
+  auto plain = PlanMemory(FixtureDir(kSet) + "/container", kCtx, 2);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_TRUE(m->plan().marks_included);
+  EXPECT_GT(plain->mark_bytes, 0u);
+  EXPECT_EQ(m->plan().state_bytes, plain->state_bytes + 2 * plain->mark_bytes);
+  EXPECT_EQ(m->plan().floor_bytes, plain->floor_bytes + 2 * plain->mark_bytes);
+  EXPECT_LE(m->memory_used().state_bytes, m->plan().state_bytes);
+  EXPECT_EQ(m->memory_used().state_bytes,
+            m->plan().state_bytes - plain->mark_bytes);  // b never set one
+
+  // Reset moves the session elsewhere: the mark is gone, nothing changes.
+  a->Reset();
+  EXPECT_EQ(a->RewindToMark().code(), Errc::kArg);
+  EXPECT_EQ(a->position(), 0);
+  EXPECT_EQ(b->RewindToMark().code(), Errc::kArg);  // never set
+}
+
+TEST_F(SessionTest, RewindMarksNeedTheConfigFlag) {
+  auto m = Open(1);
+  ASSERT_TRUE(m);
+  auto a = New(*m);
+  EXPECT_EQ(a->SetMark().code(), Errc::kUnsupported);
+  EXPECT_FALSE(m->plan().marks_included);
 }
 
 TEST_F(SessionTest, TheBudgetReservesMaxSessions) {
