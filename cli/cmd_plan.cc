@@ -23,7 +23,12 @@ std::string BaseName(std::string path) {
 int PlanCommand(const Options& o) {
   if (!CheckContainerPath(o)) return 1;
   // The plan exactly as opening the model with these settings makes it.
-  Result<MemPlan> plan = PlanMemoryForOpen(o.model(), o.ctx, o.plan_sessions, o.plan_vision);
+  Config config;
+  config.ctx_tokens = o.ctx;
+  config.max_sessions = o.plan_sessions;
+  config.max_snapshots = o.plan_snapshots;
+  config.vision = o.plan_vision;
+  Result<MemPlan> plan = PlanMemoryForOpen(o.model(), config);
   if (!plan.has_value()) {
     ReportFailure("plan", plan.error(), plan.error().message(), o);
     return 1;

@@ -98,8 +98,8 @@ int ServeMain(const std::vector<std::string>& args) {
     return 2;
   }
   // Each slot is a session, and each keeps one snapshot of at most a
-  // session's state: the plan reserves room for both.
-  const uint32_t sessions = static_cast<uint32_t>(2 * so.parallel);
+  // session's state (no scratch): the plan reserves room for both.
+  const uint32_t sessions = static_cast<uint32_t>(so.parallel);
   if (plan) {
     // The same figures Engine::Open reserves below (PlanMemoryForOpen).
     Options o;
@@ -109,6 +109,7 @@ int ServeMain(const std::vector<std::string>& args) {
     o.budget_given = true;
     o.ctx = ctx ? ctx : 4096;
     o.plan_sessions = sessions;
+    o.plan_snapshots = sessions;
     o.plan_vision = vision;
     o.json = json;
     return PlanCommand(o);
@@ -130,6 +131,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;
   cfg.max_sessions = sessions;
+  cfg.max_snapshots = sessions;
   so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);

@@ -141,8 +141,13 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
   auto row = [](const char* label, uint64_t bytes) {
     return fmt::format("  {:<22}{:>12}\n", label, FormatSize(bytes));
   };
-  std::string sessions =
-      plan.sessions > 1 ? fmt::format(", {} sessions", plan.sessions) : std::string();
+  std::string sessions;
+  if (plan.sessions > 1 || plan.snapshots > 0) {
+    sessions = fmt::format(", {} session{}", plan.sessions, plan.sessions == 1 ? "" : "s");
+  }
+  if (plan.snapshots > 0) {
+    sessions += fmt::format(" + {} snapshot{}", plan.snapshots, plan.snapshots == 1 ? "" : "s");
+  }
   std::string out = fmt::format("memory plan for {} (ctx {}{})\n\n", name, plan.ctx, sessions);
   out += row("resident trunk", plan.trunk_bytes);
   out += row("KDA state + KV cache", plan.state_bytes);
@@ -167,7 +172,7 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
   if (plan.marks_included) {
     out += fmt::format("  state includes {} of rewind marks (a copy of the KDA state)\n",
                        FormatSize(plan.mark_bytes * plan.sessions));
-  } else if (plan.mark_bytes > 0) {
+  } else if (plan.mark_bytes > 0 && plan.sessions == 1 && plan.snapshots == 0) {
     // chat copies the recurrent state before each message (docs/CLI.md).
     out += fmt::format("  `waste chat` adds {} (its rewind mark: a copy of the KDA state)\n",
                        FormatSize(plan.mark_bytes));
@@ -217,6 +222,8 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["usable_ram_source"] = plan.usable_ram_source;
   j["sessions"] = plan.sessions;
   j["session_bytes"] = plan.session_bytes;
+  j["snapshots"] = plan.snapshots;
+  j["snapshot_bytes"] = plan.snapshot_bytes;
   j["vision_included"] = plan.vision_included;
   if (!budget.given) {
     j["default_budget_bytes"] = budget.budget;

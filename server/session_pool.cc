@@ -72,6 +72,10 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
       Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
       if (!fed) return fed.error();
     }
+    // The old snapshot goes first: a slot holds one at a time, the room the
+    // plan keeps for it (Config::max_snapshots).
+    slot.snapshot = SessionSnapshot();
+    slot.tokens.clear();
     Result<SessionSnapshot> snap = session.Snapshot();
     if (!snap) return snap.error();
     slot.snapshot = std::move(*snap);

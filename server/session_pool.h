@@ -39,7 +39,8 @@ class SessionPool {
   static constexpr size_t kSpan = kPrefillSpanTokens;
 
   // `slots` sessions: the engine's own plus slots-1 new ones. kRamBudget
-  // when the plan has no room for them (Config::max_sessions).
+  // when the plan has no room for them (Config::max_sessions); the plan
+  // keeps room for one snapshot per slot only with max_snapshots >= slots.
   static Result<std::unique_ptr<SessionPool>> Create(Engine& engine, int slots);
 
   struct Run {

@@ -15,7 +15,10 @@ struct MemPlan {
   uint64_t trunk_bytes = 0;          // resident trunk (quantized embedding excluded)
   uint32_t sessions = 1;             // sessions the plan keeps room for
   uint64_t session_bytes = 0;        // one session: its state + scratch at ctx
-  // state and scratch count every planned session (sessions x one session).
+  uint32_t snapshots = 0;            // in-RAM snapshots the plan keeps room for
+  uint64_t snapshot_bytes = 0;       // their room (snapshots x one state), in state_bytes
+  // state and scratch count every planned session (sessions x one session);
+  // state also counts the snapshots' room and any rewind marks.
   uint64_t state_bytes = 0;          // KDA state + conv rings + MLA latent KV at ctx
   // One rewind mark (Session::SetMark): the KDA state and conv rings, not
   // the KV cache. Always reported; in session_bytes, state_bytes and the
@@ -40,14 +43,20 @@ struct MemPlan {
 WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens,
                            uint32_t sessions = 1) noexcept;
 
-// The plan exactly as opening a model makes it (Model::Open uses this):
-// `sessions` sessions of `ctx_tokens`, and with `vision` on a container
-// that has a tower, the tower's bytes added to scratch, floor and
-// recommendation (vision_included); with `rewind_marks`, one mark per
-// session added to state (marks_included). `waste serve --plan` prints this.
+// The plan exactly as Model::Open(container_dir, config) makes it (Open
+// uses this): Config::max_sessions sessions of ctx_tokens; room for
+// max_snapshots snapshots in state; with vision on a container that has a
+// tower, the tower's bytes added to scratch, floor and recommendation
+// (vision_included); with rewind_marks, one mark per session added to
+// state (marks_included). `waste plan` and `waste serve --plan` print this.
+// Only those five fields of `config` matter.
+struct Config;
+WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,
+                                               const Config& config) noexcept;
+// The same for `sessions` sessions, no snapshots and no marks.
 WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,
                                                uint32_t ctx_tokens, uint32_t sessions,
-                                               bool vision, bool rewind_marks = false) noexcept;
+                                               bool vision) noexcept;
 
 struct BudgetResolution {
   uint64_t budget_bytes = 0;

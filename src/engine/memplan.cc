@@ -10,10 +10,12 @@
 #include "model/attention_mla.h"
 #include "model/vq_experts.h"
 #include "platform/platform.h"
+#include "waste/config.h"
 #include "waste/files.h"
 #include "container/tensor_list.h"
 #include "vision/vision_plan.h"
 #include "waste/memplan.h"
+#include "waste/config.h"
 #include "base/exception_status.h"
 
 namespace waste {
@@ -176,10 +178,29 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
 }
 
 Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, uint32_t ctx_tokens,
-                                  uint32_t sessions, bool vision, bool rewind_marks) noexcept {
-  Result<MemPlan> plan = PlanMemory(container_dir, ctx_tokens, sessions);
+                                  uint32_t sessions, bool vision) noexcept {
+  Config config;
+  config.ctx_tokens = ctx_tokens;
+  config.max_sessions = sessions;
+  config.vision = vision;
+  return PlanMemoryForOpen(container_dir, config);
+}
+
+Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config& config) noexcept {
+  const bool vision = config.vision;
+  Result<MemPlan> plan = PlanMemory(container_dir, config.ctx_tokens, config.max_sessions);
   if (!plan) return plan;
-  if (rewind_marks) {
+  if (config.max_snapshots > 0) {
+    // A snapshot holds at most one session's state (snapshot.cc: the KDA
+    // state, the rings and the latent rows in use); no scratch.
+    const uint64_t one_state = plan->state_bytes / plan->sessions;
+    plan->snapshots = config.max_snapshots;
+    plan->snapshot_bytes = one_state * config.max_snapshots;
+    plan->state_bytes += plan->snapshot_bytes;
+    plan->floor_bytes += plan->snapshot_bytes;
+    plan->recommended_bytes += plan->snapshot_bytes;
+  }
+  if (config.rewind_marks) {
     const uint64_t marks = plan->mark_bytes * plan->sessions;
     plan->session_bytes += plan->mark_bytes;
     plan->state_bytes += marks;

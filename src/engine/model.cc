@@ -90,12 +90,11 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
     WASTE_ASSIGN_OR_RETURN(m->lock, platform::DirLock::Acquire(dir));
   }
   // The same plan `waste plan` and `waste serve --plan` print.
-  WASTE_ASSIGN_OR_RETURN(m->plan, PlanMemoryForOpen(dir, m->config.ctx_tokens,
-                                                    m->config.max_sessions, config.vision,
-                                                    config.rewind_marks));
+  WASTE_ASSIGN_OR_RETURN(m->plan, PlanMemoryForOpen(dir, m->config));
   if (m->plan.vision_included) m->vision_bytes = m->plan.vision_bytes;
   WASTE_ASSIGN_OR_RETURN(m->budget, ResolveBudget(m->plan, config.ram_budget_bytes));
-  m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes;
+  // The snapshots' room is the host's to use, not a session's.
+  m->session_reserve = m->plan.state_bytes + m->plan.scratch_bytes - m->plan.snapshot_bytes;
   if (m->budget.over_cap) {
     Log(config, LogLevel::kWarning,
         fmt::format("the budget of {} leaves under a quarter of the {} of usable RAM to the rest "

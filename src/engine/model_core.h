@@ -62,7 +62,7 @@ struct ModelCore {
 
   // Session accounting, under acct_mu.
   mutable std::mutex acct_mu;
-  uint64_t session_reserve = 0;   // plan.state_bytes + plan.scratch_bytes
+  uint64_t session_reserve = 0;   // plan state + scratch, less the snapshots' room
   uint64_t session_charged = 0;   // what the open sessions are charged
   std::set<const SessionCore*> sessions;
   Stats totals;                   // generation counters of every session so far

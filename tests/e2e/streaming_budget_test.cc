@@ -59,8 +59,21 @@ constexpr uint64_t kAllowance = uint64_t{64} << 20;
 
 // The floor plus `above_floor`: at +30 MiB about 45 slots for 448 records,
 // so nearly every access streams; at the floor itself, top_k + 1 slots.
-uint64_t BudgetUnderTest(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20) {
-  Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
+// What the child opens: `sessions` sessions of `ctx`; with `hold` each
+// session sets a rewind mark before its work and keeps a snapshot after
+// it (what `waste chat` and a `waste serve` slot hold), and the plan keeps
+// room for both (Config::rewind_marks, max_snapshots).
+Config ChildConfig(uint32_t sessions, uint32_t ctx, bool hold) {
+  Config cfg;
+  cfg.ctx_tokens = ctx;
+  cfg.max_sessions = sessions;
+  cfg.max_snapshots = hold ? sessions : 0;
+  cfg.rewind_marks = hold;
+  return cfg;
+}
+
+uint64_t BudgetUnderTest(const Config& cfg, uint64_t above_floor) {
+  Result<MemPlan> plan = PlanMemoryForOpen(StreamingContainer(), cfg);
   EXPECT_TRUE(plan.has_value());
   return plan->floor_bytes + above_floor;
 }
@@ -83,9 +96,11 @@ TEST(StreamingBudget, ChildWorkload) {
   const char* out = std::getenv("WASTE_STREAM_CHILD_OUT");
   if (out == nullptr) GTEST_SKIP() << "runs only as the child of PeakRssStaysUnderTheBudget";
   const uint64_t before = PeakRss();
-  Config cfg;
+  const bool hold = std::atoi(std::getenv("WASTE_STREAM_CHILD_HOLD")) != 0;
+  Config cfg = ChildConfig(
+      static_cast<uint32_t>(std::atoi(std::getenv("WASTE_STREAM_CHILD_SESSIONS"))),
+      static_cast<uint32_t>(std::atoi(std::getenv("WASTE_STREAM_CHILD_CTX"))), hold);
   cfg.ram_budget_bytes = std::strtoull(std::getenv("WASTE_STREAM_CHILD_BUDGET"), nullptr, 10);
-  cfg.max_sessions = static_cast<uint32_t>(std::atoi(std::getenv("WASTE_STREAM_CHILD_SESSIONS")));
   auto model = Model::Open(StreamingContainer(), cfg);
   ASSERT_TRUE(model.has_value()) << model.error().ToString();
   Model& m = **model;
@@ -106,6 +121,10 @@ TEST(StreamingBudget, ChildWorkload) {
   std::vector<int> other(prompt.rbegin(), prompt.rend());
   if (second) ASSERT_TRUE(second->Eval(std::span<const int>(other.data(), kChunk)).has_value());
   size_t next = kChunk;
+  if (hold) {
+    ASSERT_TRUE((*first)->SetMark().ok());
+    if (second) ASSERT_TRUE(second->SetMark().ok());
+  }
   auto r = (*first)->Generate(prompt, p, [&](const TokenEvent&) {
     if (second && next < other.size()) {
       EXPECT_TRUE(second->Eval(std::span<const int>(&other[next++], 1)).has_value());
@@ -113,6 +132,14 @@ TEST(StreamingBudget, ChildWorkload) {
     return true;
   });
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  // Snapshots of (nearly) full contexts, held to the end.
+  std::vector<SessionSnapshot> held;
+  for (Session* session : {first->get(), second.get()}) {
+    if (!hold || session == nullptr) continue;
+    auto snap = session->Snapshot();
+    ASSERT_TRUE(snap.has_value()) << snap.error().ToString();
+    held.push_back(*snap);
+  }
   Stats s = m.stats();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -122,16 +149,20 @@ TEST(StreamingBudget, ChildWorkload) {
     << "\n";
 }
 
-void CheckPeakRss(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20) {
+void CheckPeakRss(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20,
+                  uint32_t ctx = 4096, bool hold = false) {
   TempDir tmp;
   const std::string out = tmp / "child.txt";
-  const uint64_t budget = BudgetUnderTest(sessions, above_floor);
+  const Config cfg = ChildConfig(sessions, ctx, hold);
+  const uint64_t budget = BudgetUnderTest(cfg, above_floor);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::setenv("WASTE_STREAM_CHILD_OUT", out.c_str(), 1);
     ::setenv("WASTE_STREAM_CHILD_BUDGET", std::to_string(budget).c_str(), 1);
     ::setenv("WASTE_STREAM_CHILD_SESSIONS", std::to_string(sessions).c_str(), 1);
+    ::setenv("WASTE_STREAM_CHILD_CTX", std::to_string(ctx).c_str(), 1);
+    ::setenv("WASTE_STREAM_CHILD_HOLD", hold ? "1" : "0", 1);
     const char* argv[] = {"streaming_budget_test", "--gtest_filter=StreamingBudget.ChildWorkload",
                           nullptr};
     execv("/proc/self/exe", const_cast<char* const*>(argv));
@@ -164,10 +195,11 @@ void CheckPeakRss(uint32_t sessions, uint64_t above_floor = uint64_t{30} << 20) 
   // floor was seen up to ~100 KB over the budget (issue #19 item 8), the
   // engine's part 4.3-4.6 MiB under it (12 runs).
   EXPECT_LE(peak - before, budget);
-  // Every session's state is held and counted.
-  Result<MemPlan> plan = PlanMemory(StreamingContainer(), 4096, sessions);
+  // Every session's state (and mark) is held and counted; the snapshots are
+  // the host's, within the room the plan keeps for them.
+  Result<MemPlan> plan = PlanMemoryForOpen(StreamingContainer(), cfg);
   ASSERT_TRUE(plan.has_value());
-  EXPECT_EQ(state, plan->state_bytes);
+  EXPECT_EQ(state, plan->state_bytes - plan->snapshot_bytes);
 }
 
 TEST(StreamingBudget, PeakRssStaysUnderTheBudget) { CheckPeakRss(1); }
@@ -178,6 +210,14 @@ TEST(StreamingBudget, PeakRssStaysUnderTheBudgetAtTheFloor) { CheckPeakRss(1, 0)
 // Two sessions on one model: the budget reserves both sessions' state and
 // scratch (the cache gets that much less) and the peak still holds.
 TEST(StreamingBudget, PeakRssStaysUnderTheBudgetWithTwoSessions) { CheckPeakRss(2); }
+
+// Two sessions at the floor, each with a rewind mark and a snapshot of its
+// (nearly full: 151 of 160 positions) context held: what `waste serve
+// --parallel 2` slots hold, and chat's mark. The plan counts a snapshot as
+// one session's state, no scratch, and the peak holds.
+TEST(StreamingBudget, PeakRssStaysUnderTheBudgetWithMarksAndSnapshots) {
+  CheckPeakRss(2, 0, 160, true);
+}
 
 // --- the CLI ----------------------------------------------------------------
 
@@ -211,7 +251,7 @@ TEST(StreamingCli, HugePagesFollowTheEnvironment) {
     GTEST_SKIP() << "this kernel has no transparent huge pages";
   }
   const std::string cmd = std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
-                          " --budget " + std::to_string(BudgetUnderTest(1)) + "B -n 1 --json 2>/dev/null";
+                          " --budget " + std::to_string(BudgetUnderTest(ChildConfig(1, 4096, false), uint64_t{30} << 20)) + "B -n 1 --json 2>/dev/null";
   for (const char* value : {"1", "0"}) {
     Ran r = Shell("WASTE_HUGE_PAGES=" + std::string(value) + " " + cmd);
     ASSERT_EQ(r.code, 0) << r.out;
@@ -223,7 +263,7 @@ TEST(StreamingCli, HugePagesFollowTheEnvironment) {
 
 TEST(StreamingCli, BenchJsonIsOneObjectWithTheStreamingKeys) {
   Ran r = Shell(std::string(WASTE_CLI_BINARY) + " bench " + Quote(StreamingContainer()) +
-                " --budget " + std::to_string(BudgetUnderTest(1)) + "B -n 4 --json 2>/dev/null");
+                " --budget " + std::to_string(BudgetUnderTest(ChildConfig(1, 4096, false), uint64_t{30} << 20)) + "B -n 4 --json 2>/dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
