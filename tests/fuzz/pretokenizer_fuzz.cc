@@ -1,9 +1,9 @@
 // libFuzzer target: pretokenizer.json (the Split rules a container converted
 // from a Hugging Face tokenizer.json carries). ParsePreTokenizerFile returns
-// 1..64 rules or an error; rules that parse are compiled (a pattern PCRE2
-// rejects, or one that can match nothing, is an error) and run over a few
-// texts, whose pieces must cover the text in order unless a rule removes
-// spans.
+// 0..64 rules or an error (no rules: each text is one piece, commit
+// 483d080); rules that parse are compiled (a pattern PCRE2 rejects, or one
+// that can match nothing, is an error) and run over a few texts, whose
+// pieces must cover the text in order unless a rule removes spans.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto file = waste::ParsePreTokenizerFile(text, "pretokenizer.json");
   if (!file) return 0;
-  if (file->splits.empty() || file->splits.size() > 64) __builtin_trap();
+  if (file->splits.size() > 64) __builtin_trap();
   auto pre = waste::PreTokenizer::FromRules(file->splits, "pretokenizer.json");
   if (!pre) return 0;
   bool removes = false;
