@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "waste/config.h"
 #include "waste/export.h"
 #include "waste/status.h"
 
@@ -50,7 +51,6 @@ WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32
 // (vision_included); with rewind_marks, one mark per session added to
 // state (marks_included). `waste plan` and `waste serve --plan` print this.
 // Only those five fields of `config` matter.
-struct Config;
 WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,
                                                const Config& config) noexcept;
 // The same for `sessions` sessions, no snapshots and no marks.

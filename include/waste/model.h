@@ -15,12 +15,13 @@
 //
 // Threading rule. A model runs one session at a time: the calls that run
 // the network (Session::Eval, Generate, SaveState, Snapshot, Restore,
-// SetMark, RewindToMark, LoadState, Reset) take the model's lock, so calling them from several
-// threads at once is safe and they take turns; Generate releases the lock
-// while the token callback runs, so the callback may drive other sessions
-// of the same model (not its own). Everything else is safe from any thread
-// at any time: the model's const calls (info, tokenizer, memory_used,
-// stats) and a session's const getters while that session is not running.
+// SetMark, RewindToMark, LoadState, Reset) take the model's lock, so
+// calling them from several threads at once is safe and they take turns;
+// Generate releases the lock while the token callback runs, so the
+// callback may drive other sessions of the same model (not its own).
+// Everything else is safe from any thread at any time: the model's const
+// calls (info, tokenizer, memory_used, stats) and a session's const
+// getters while that session is not running.
 // One Session object must not be used from two threads at once. Results
 // never depend on other sessions: the expert cache changes only what is
 // read from disk, never what is computed, so interleaved sessions produce

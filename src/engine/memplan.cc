@@ -15,7 +15,6 @@
 #include "container/tensor_list.h"
 #include "vision/vision_plan.h"
 #include "waste/memplan.h"
-#include "waste/config.h"
 #include "base/exception_status.h"
 
 namespace waste {
