@@ -26,7 +26,7 @@ int PlanCommand(const Options& o) {
   Config config;
   config.ctx_tokens = o.ctx;
   config.max_sessions = o.plan_sessions;
-  config.max_snapshots = o.plan_snapshots;
+  config.rewind_marks = o.plan_marks;
   config.vision = o.plan_vision;
   Result<MemPlan> plan = PlanMemoryForOpen(o.model(), config);
   if (!plan.has_value()) {

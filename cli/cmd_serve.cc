@@ -97,8 +97,8 @@ int ServeMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
     return 2;
   }
-  // Each slot is a session, and each keeps one snapshot of at most a
-  // session's state (no scratch): the plan reserves room for both.
+  // Each slot is a session with a rewind mark at its restore point (a copy
+  // of the KDA state): the plan reserves room for both.
   const uint32_t sessions = static_cast<uint32_t>(so.parallel);
   if (plan) {
     // The same figures Engine::Open reserves below (PlanMemoryForOpen).
@@ -109,7 +109,7 @@ int ServeMain(const std::vector<std::string>& args) {
     o.budget_given = true;
     o.ctx = ctx ? ctx : 4096;
     o.plan_sessions = sessions;
-    o.plan_snapshots = sessions;
+    o.plan_marks = true;
     o.plan_vision = vision;
     o.json = json;
     return PlanCommand(o);
@@ -131,7 +131,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;
   cfg.max_sessions = sessions;
-  cfg.max_snapshots = sessions;
+  cfg.rewind_marks = true;
   so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);

@@ -170,7 +170,7 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
                        FormatSize(plan.vision_bytes));
   }
   if (plan.marks_included) {
-    out += fmt::format("  state includes {} of rewind marks (a copy of the KDA state)\n",
+    out += fmt::format("  state includes {} of rewind marks (a copy of the KDA state per session)\n",
                        FormatSize(plan.mark_bytes * plan.sessions));
   } else if (plan.mark_bytes > 0 && plan.sessions == 1 && plan.snapshots == 0) {
     // chat copies the recurrent state before each message (docs/CLI.md).
@@ -205,7 +205,6 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["floor_bytes"] = plan.floor_bytes;
   j["recommended_bytes"] = plan.recommended_bytes;
   if (plan.vision_bytes > 0) j["vision_bytes"] = plan.vision_bytes;
-  if (plan.mark_bytes > 0) j["rewind_mark_bytes"] = plan.mark_bytes;
   j["working_set_bytes"] = plan.working_set_bytes;
   j["physical_ram_bytes"] = plan.physical_ram_bytes;
   j["usable_ram_bytes"] = plan.usable_ram_bytes;
@@ -224,6 +223,8 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["session_bytes"] = plan.session_bytes;
   j["snapshots"] = plan.snapshots;
   j["snapshot_bytes"] = plan.snapshot_bytes;
+  j["rewind_mark_bytes"] = plan.mark_bytes;
+  j["marks_included"] = plan.marks_included;
   j["vision_included"] = plan.vision_included;
   if (!budget.given) {
     j["default_budget_bytes"] = budget.budget;

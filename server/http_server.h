@@ -23,8 +23,8 @@ struct ServeOptions {
   uint64_t default_max_tokens = 4096;
   bool no_thinking = false;
   int parallel = 1;                       // session slots for prefix reuse (docs/SERVER.md); the
-                                          // engine needs Config::max_sessions and
-                                          // max_snapshots >= parallel
+                                          // engine needs Config::max_sessions >= parallel
+                                          // and Config::rewind_marks
   int queue = 16;                         // requests that may wait for the engine
   size_t body_limit = 64u << 20;          // request body bytes
   std::string cors_origin;                // empty = no CORS headers

@@ -16,19 +16,23 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slo
     slot.session = slot.owned.get();
     pool->slots_.push_back(std::move(slot));
   }
+  // Each slot keeps its restore point as a mark: the model must have room.
+  for (Slot& slot : pool->slots_) {
+    if (Status marked = slot.session->SetMark(); !marked.ok()) return marked;
+  }
   return pool;
 }
 
-uint64_t SessionPool::snapshot_bytes() const {
+uint64_t SessionPool::kept_tokens() const {
   uint64_t n = 0;
-  for (const Slot& s : slots_) n += s.snapshot.empty() ? 0 : s.snapshot.bytes();
+  for (const Slot& s : slots_) n += s.tokens.size();
   return n;
 }
 
-// The snapshot's length when its tokens start `ids` and it lies within
+// The mark's length when its tokens start `ids` and it lies within
 // `limit`, else 0.
 int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit) const {
-  if (s.snapshot.empty() || s.tokens.empty() || s.tokens.size() > limit) return 0;
+  if (s.tokens.empty() || s.tokens.size() > limit) return 0;
   if (!std::equal(s.tokens.begin(), s.tokens.end(), ids.begin())) return 0;
   return static_cast<int>(s.tokens.size());
 }
@@ -55,12 +59,14 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   slot.last_used = ++clock_;
   Session& session = *slot.session;
   size_t from = 0;
-  if (best_len > 0 && session.Restore(slot.snapshot).ok()) {
+  // A mark is valid while the slot's session has only moved forward since
+  // (nothing else resets or restores a pool's session); if it ever is not,
+  // the slot starts over.
+  if (best_len > 0 && session.RewindToMark().ok()) {
     from = static_cast<size_t>(best_len);
   } else {
     best_len = 0;
     session.Reset();
-    slot.snapshot = SessionSnapshot();
     slot.tokens.clear();
   }
   const size_t point = limit / kChunk * kChunk;
@@ -72,13 +78,10 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
       Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
       if (!fed) return fed.error();
     }
-    // The old snapshot goes first: a slot holds one at a time, the room the
-    // plan keeps for it (Config::max_snapshots).
-    slot.snapshot = SessionSnapshot();
-    slot.tokens.clear();
-    Result<SessionSnapshot> snap = session.Snapshot();
-    if (!snap) return snap.error();
-    slot.snapshot = std::move(*snap);
+    if (Status marked = session.SetMark(); !marked.ok()) {
+      slot.tokens.clear();
+      return marked;
+    }
     slot.tokens.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(point));
     from = point;
   }

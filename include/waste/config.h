@@ -30,8 +30,8 @@ struct Config {
   // refuses a session beyond this reserve. 0 is taken as 1.
   uint32_t max_sessions = 1;
   // In-RAM snapshots (Session::Snapshot) the budget keeps room for, each at
-  // most one session's state at ctx_tokens (no scratch): a server's prefix
-  // cache keeps one per slot. The host keeps their number within it.
+  // most one session's state at ctx_tokens (no scratch), for a host that
+  // keeps them. The host keeps their number within it.
   uint32_t max_snapshots = 0;
   int threads = 0;                   // 0 = WASTE_THREADS, else CPU count
   std::string cpu_list;              // "0-5,8"; empty = WASTE_CPUS, else unbound

@@ -58,7 +58,7 @@ struct SnapshotData;
 
 // A session's state at one moment, held in RAM: KDA state, conv rings, the
 // MLA latent rows in use, the position. Immutable; copies are cheap and
-// share the data (a server's prefix cache keeps them). Restores into any
+// share the data (a host may keep several). Restores into any
 // session of the model that took it whose context has room for it.
 class WASTE_EXPORT SessionSnapshot {
  public:

@@ -37,6 +37,7 @@ inline std::string TinyTokContainer() {
 inline Engine* TinyEngine() {
   static std::unique_ptr<Engine> engine = [] {
     Config cfg;
+    cfg.rewind_marks = true;  // as `waste serve` opens it (prefix reuse keeps marks)
     auto e = Engine::Open(TinyTokContainer(), cfg);
     return e ? std::move(*e) : nullptr;
   }();

@@ -1,5 +1,5 @@
 // Prefix reuse must not change a single bit: a prompt resumed from a slot's
-// snapshot gives exactly the logits (and so the tokens) of a fresh prefill
+// rewind mark gives exactly the logits (and so the tokens) of a fresh prefill
 // of the whole prompt. Checked on the tiny tokenizer container (random
 // weights; byte-level pieces, so prompts of a few hundred tokens are easy).
 #include <gtest/gtest.h>
@@ -46,6 +46,7 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   Config cfg;
   cfg.max_sessions = 5;
+  cfg.rewind_marks = true;
   auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
   ASSERT_TRUE(engine) << engine.error().ToString();
   auto pool = SessionPool::Create(**engine, 2);
@@ -81,12 +82,13 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   // Another conversation takes the second slot; the first stays.
   EXPECT_TRUE(SameBits(Resumed(**pool, other, &cached), Fresh(ref, other)));
   EXPECT_EQ(cached, 0);
-  // The follow-up resumes from the first conversation's snapshot.
+  // The follow-up resumes from the first conversation's mark (its session
+  // moved past it: the first turn's last tokens were fed after the mark).
   EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
   EXPECT_EQ(cached, restore_point(a));
   EXPECT_TRUE(SameBits(Resumed(**pool, b, &cached), Fresh(ref, b)));
   EXPECT_EQ(cached, restore_point(b));
-  EXPECT_GT((*pool)->snapshot_bytes(), 0u);
+  EXPECT_EQ((*pool)->kept_tokens(), static_cast<uint64_t>(restore_point(b) + restore_point(other)));
 
   // And the sampled tokens after a resumed prompt equal the fresh ones.
   auto run = (*pool)->Prepare(b);
@@ -110,11 +112,12 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
 
 // A client that leaves during a long prefill stops it within a span (the
 // restored part is fed span by span), and the slot keeps what it had
-// (nothing half-fed is ever restored).
+// (nothing half-fed is ever rewound to).
 TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   Config cfg;
   cfg.max_sessions = 2;
+  cfg.rewind_marks = true;
   auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
   ASSERT_TRUE(engine);
   auto pool = SessionPool::Create(**engine, 1);
@@ -127,7 +130,7 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().code(), Errc::kCancelled);
   EXPECT_EQ(asked, 3);  // two spans fed, then stopped
-  EXPECT_EQ((*pool)->snapshot_bytes(), 0u);
+  EXPECT_EQ((*pool)->kept_tokens(), 0u);
   auto again = (*pool)->Prepare(ids);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->cached_tokens, 0);
@@ -137,12 +140,22 @@ TEST(PrefixReuse, TooManySlotsForThePlanIsAnError) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   Config cfg;
   cfg.max_sessions = 2;
+  cfg.rewind_marks = true;
   auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
   ASSERT_TRUE(engine);
   EXPECT_TRUE(SessionPool::Create(**engine, 2));
   auto too_many = SessionPool::Create(**engine, 4);
   ASSERT_FALSE(too_many);
   EXPECT_EQ(too_many.error().code(), Errc::kRamBudget);
+  // The slots keep their restore points as rewind marks: an engine opened
+  // without room for them is refused, not run without reuse.
+  cfg.rewind_marks = false;
+  engine->reset();
+  auto unmarked = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(unmarked);
+  auto refused = SessionPool::Create(**unmarked, 1);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), Errc::kUnsupported);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // `waste serve --plan` prints the memory plan the real start-up reserves:
-// the same sessions (one per --parallel slot) and room for each slot's
-// snapshot (one session's state, no scratch), the same
+// the same sessions (one per --parallel slot, each with room for its
+// rewind mark: a copy of the KDA state), the same
 // vision tower bytes with --vision, the same budget and floor. Checked on a
 // generated K3-shaped container with a tower: the plan's JSON against the
 // MemoryUsage of an engine opened as `waste serve` opens it (plus the
@@ -66,7 +66,7 @@ class ServePlan : public ::testing::Test {
     cfg.ram_budget_bytes = budget;
     cfg.vision = vision;
     cfg.max_sessions = static_cast<uint32_t>(parallel);
-    cfg.max_snapshots = static_cast<uint32_t>(parallel);
+    cfg.rewind_marks = true;
     return Engine::Open(dir_, cfg);
   }
 
@@ -93,18 +93,16 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       Json p = Plan(flags, &code);
       ASSERT_EQ(code, 0);
       EXPECT_EQ(p["sessions"], parallel);
-      EXPECT_EQ(p["snapshots"], parallel);
+      EXPECT_EQ(p["snapshots"], 0);
+      EXPECT_EQ(p["marks_included"], true);
+      EXPECT_GT(p["rewind_mark_bytes"].get<uint64_t>(), 0u);
       EXPECT_EQ(p["vision_included"], vision);
-      // Every slot's session counted, each snapshot as one session's state
-      // (no scratch), and the tower once.
+      // Every slot's session (its mark included) counted, and the tower once.
       const uint64_t tower = vision ? p["vision_bytes"].get<uint64_t>() : 0;
-      const uint64_t snapshots = p["snapshot_bytes"].get<uint64_t>();
       const uint64_t state = p["state_bytes"].get<uint64_t>(),
                      scratch = p["scratch_bytes"].get<uint64_t>();
-      EXPECT_EQ(state + scratch - snapshots,
+      EXPECT_EQ(state + scratch,
                 static_cast<uint64_t>(parallel) * p["session_bytes"].get<uint64_t>() + tower);
-      EXPECT_EQ(snapshots, state - snapshots) << "a snapshot's room is one session's state";
-      EXPECT_LT(snapshots, static_cast<uint64_t>(parallel) * p["session_bytes"].get<uint64_t>());
 
       auto engine = OpenAsServe(parallel, vision, budget);
       ASSERT_TRUE(engine) << engine.error().ToString();
@@ -118,7 +116,7 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       MemoryUsage u = (*engine)->memory_used();
       EXPECT_EQ(u.max_sessions, p["sessions"].get<uint32_t>());
       EXPECT_EQ(u.sessions, static_cast<uint32_t>(parallel));  // the pool's slots are open
-      EXPECT_EQ(u.session_reserve_bytes, state + scratch - snapshots);
+      EXPECT_EQ(u.session_reserve_bytes, state + scratch);
       EXPECT_EQ(u.budget_bytes, budget);
       EXPECT_EQ(u.budget_bytes, p["budget_bytes"].get<uint64_t>());
       EXPECT_EQ(u.trunk_bytes, p["trunk_bytes"].get<uint64_t>());
@@ -126,7 +124,9 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       EXPECT_LE(u.expert_cache_bytes, p["expert_cache_bytes"].get<uint64_t>());
       EXPECT_GT(u.expert_cache_bytes, 0u);
       // Everything open stays within the plan's reserve and the budget.
-      EXPECT_LE(u.state_bytes + u.scratch_bytes, state + scratch - snapshots);
+      // The slots' marks are set (the pool marks every slot at creation).
+      EXPECT_EQ(u.state_bytes, state);
+      EXPECT_LE(u.state_bytes + u.scratch_bytes, state + scratch);
       if (vision) {
         EXPECT_TRUE((*engine)->has_vision());
         EXPECT_GT(p["vision_bytes"].get<uint64_t>(), 0u);
@@ -144,15 +144,13 @@ TEST_F(ServePlan, VisionAndParallelRaiseTheFloor) {
   Json wide = Plan({"--parallel", "2"}, &code);
   ASSERT_EQ(code, 0);
   EXPECT_EQ(base["sessions"], 1);
-  EXPECT_EQ(base["snapshots"], 1);
+  EXPECT_EQ(base["marks_included"], true);
   EXPECT_EQ(base["vision_included"], false);
   EXPECT_EQ(vision["floor_bytes"].get<uint64_t>(),
             base["floor_bytes"].get<uint64_t>() + vision["vision_bytes"].get<uint64_t>());
   EXPECT_EQ(wide["sessions"], 2);
-  EXPECT_EQ(wide["snapshots"], 2);
   EXPECT_EQ(wide["floor_bytes"].get<uint64_t>(),
-            base["floor_bytes"].get<uint64_t>() + base["session_bytes"].get<uint64_t>() +
-                base["snapshot_bytes"].get<uint64_t>());
+            base["floor_bytes"].get<uint64_t>() + base["session_bytes"].get<uint64_t>());
 }
 
 TEST_F(ServePlan, BudgetUnderThePrintedFloorFailsStartUpToo) {

@@ -117,6 +117,7 @@ class VisionServe : public ::testing::Test {
     Config cfg;
     cfg.vision = true;
     cfg.ctx_tokens = 1024;
+    cfg.rewind_marks = true;  // as `waste serve` opens it (prefix reuse keeps marks)
     auto a = Engine::Open(dir_, cfg);
     auto b = Engine::Open(dir_, cfg);
     if (!a || !b) return;
