@@ -338,7 +338,7 @@ int ChatCommand(const Options& o) {
     } else {
       turns.push_back(std::move(exchange));
     }
-    const RunTimings timings = timer.Finish(before, after, tally, ids.size());
+    const RunTimings timings = timer.Finish(before, after, tally);
     counters.Add(timings);
 
     const bool cancelled = Interrupted();

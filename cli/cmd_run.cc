@@ -138,7 +138,7 @@ int RunCommand(const Options& o) {
                  "raise --ctx to go further\n",
                  o.ctx, ids.size(), static_cast<unsigned long long>(tally.tokens));
   }
-  RunTimings timings = timer.Finish(before, after, tally, ids.size());
+  RunTimings timings = timer.Finish(before, after, tally);
   timings.load_s = load_s;
   if (o.json) {
     const char* finish = cancelled                                                  ? "cancelled"

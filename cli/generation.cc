@@ -94,9 +94,11 @@ void GenerationTimer::Token() {
 }
 
 RunTimings GenerationTimer::Finish(const Stats& before, const Stats& after,
-                                   const TokenTally& tally, uint64_t prompt_tokens) const {
+                                   const TokenTally& tally) const {
   RunTimings t;
-  t.prompt_tokens = prompt_tokens;
+  // What was fed: a prompt stopped part way counts its spans read, not its
+  // length.
+  t.prompt_tokens = after.prefill_tokens - before.prefill_tokens;
   t.prompt_s = after.prefill_s - before.prefill_s;
   t.first_token_s = first_token_s_;
   t.tokens = tally.tokens;

@@ -62,8 +62,8 @@ class GenerationTimer {
   void Watch(GenParams* params);
   // In the token callback: notes the first token's time.
   void Token();
-  RunTimings Finish(const Stats& before, const Stats& after, const TokenTally& tally,
-                    uint64_t prompt_tokens) const;
+  // Prompt tokens are the ones the engine fed (Stats::prefill_tokens).
+  RunTimings Finish(const Stats& before, const Stats& after, const TokenTally& tally) const;
   double first_token_s() const { return first_token_s_; }
 
  private:

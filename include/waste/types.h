@@ -78,7 +78,7 @@ struct Stats {
   double sec_io = 0;                 // time blocked waiting for expert reads
   double prefill_s = 0;
   double decode_s = 0;
-  uint64_t prefill_tokens = 0;
+  uint64_t prefill_tokens = 0;        // prompt tokens Generate fed (a stopped prompt: its spans fed)
   uint64_t evictions = 0;
   uint64_t prefetched = 0;
   uint64_t spec_reads = 0;

@@ -122,10 +122,11 @@ struct SessionCore {
   // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
   Status Feed(std::span<const int> ids, bool want_logits);
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
-  // Feed(ids, true) in prompt chunks, calling `progress` (if set) after each;
+  // Feed(ids, true) in prompt spans, calling `progress` (if set) after each;
   // a false return stops feeding and sets *cancelled (what was fed stays).
+  // *fed: the prompt tokens fed, also when it stops or fails part way.
   Status FeedPrompt(std::span<const int> ids, const std::function<bool(int, int)>& progress,
-                    bool* cancelled);
+                    bool* cancelled, size_t* fed);
   // NaN/Inf logits (bad scales, overflowing activations) end the call with
   // an error, never come out as token 0 or a printed "nan".
   Status CheckLogits() const;

@@ -110,10 +110,16 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
 // Feed(ids, true) in the spans Forward::Run would use (so the result is
 // bit-identical), asking `progress` after each span whether to go on.
 Status SessionCore::FeedPrompt(std::span<const int> ids,
-                               const std::function<bool(int, int)>& progress, bool* cancelled) {
-  if (!progress) return Feed(ids, true);
+                               const std::function<bool(int, int)>& progress, bool* cancelled,
+                               size_t* fed) {
+  *fed = 0;
+  if (!progress) {
+    WASTE_TRY(Feed(ids, true));
+    *fed = ids.size();
+    return Status::Ok();
+  }
   const size_t span = Forward::kMaxSpan;
-  size_t done = 0;
+  size_t& done = *fed;
   while (done < ids.size()) {
     // A pending token rides at the front of the first span.
     const size_t room = done == 0 && pending >= 0 ? span - 1 : span;
@@ -250,10 +256,12 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
 
     auto t0 = Clock::now();
     bool cancelled = false;
-    Status fed = s.FeedPrompt(prompt, params.on_prefill, &cancelled);
+    size_t fed_tokens = 0;
+    Status fed = s.FeedPrompt(prompt, params.on_prefill, &cancelled, &fed_tokens);
     {
+      // Only what was fed counts as prefilled (a stop or failure part way).
       std::lock_guard<std::mutex> acct(s.model->acct_mu);
-      s.Account(Seconds(t0, Clock::now()), prompt.size(), 0, 0);
+      s.Account(Seconds(t0, Clock::now()), fed_tokens, 0, 0);
     }
     WASTE_TRY(fed);
     if (cancelled) return FinishReason::kCancelled;

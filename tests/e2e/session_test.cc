@@ -231,10 +231,13 @@ TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
     long_prompt.insert(long_prompt.end(), prompt_b_.begin(), prompt_b_.end());
   }
   GenParams stop = p;
-  stop.on_prefill = [](int done, int) { return done < static_cast<int>(kPrefillSpanTokens); };
+  stop.on_prefill = [](int, int) { return false; };  // stop after the first span
+  const uint64_t prefilled = a->stats().prefill_tokens;
   auto stopped = a->Generate(long_prompt, stop, collect);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(*stopped, FinishReason::kCancelled);
+  // Only the span fed counts as prefilled (the pending token rode in it).
+  EXPECT_EQ(a->stats().prefill_tokens - prefilled, kPrefillSpanTokens - 1);
   EXPECT_GT(a->position(), mark);
   ASSERT_TRUE(a->RewindToMark().ok());
   EXPECT_EQ(a->position(), mark);
