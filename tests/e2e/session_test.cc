@@ -55,6 +55,18 @@ class SessionTest : public ::testing::Test {
     }
     return out;
   }
+  // The tokens Generate(prompt, p) delivers; `finish` (optional) gets why it stopped.
+  static std::vector<int> Reply(Session& s, const std::vector<int>& prompt, const GenParams& p,
+                                FinishReason* finish = nullptr) {
+    std::vector<int> tokens;
+    auto r = s.Generate(prompt, p, [&](const TokenEvent& e) {
+      tokens.push_back(e.token);
+      return true;
+    });
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    if (r && finish != nullptr) *finish = *r;
+    return tokens;
+  }
   static bool SameBits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   }
@@ -178,23 +190,14 @@ TEST_F(SessionTest, SnapshotAfterGenerateFeedsThePendingToken) {
   auto a = New(*m);
   GenParams p;
   p.max_tokens = 4;
-  std::vector<int> tokens;
-  auto collect = [&](const TokenEvent& e) {
-    tokens.push_back(e.token);
-    return true;
-  };
-  ASSERT_TRUE(a->Generate(prompt_a_, p, collect).has_value());
+  EXPECT_EQ(Reply(*a, prompt_a_, p).size(), 4u);
   auto snap = a->Snapshot();
   ASSERT_TRUE(snap.has_value());
   EXPECT_EQ(snap->position(), static_cast<int>(prompt_a_.size() + 4));
   std::vector<int> next = {5, 6};
-  tokens.clear();
-  ASSERT_TRUE(a->Generate(next, p, collect).has_value());
-  const std::vector<int> first = tokens;
+  const std::vector<int> first = Reply(*a, next, p);
   ASSERT_TRUE(a->Restore(*snap).ok());
-  tokens.clear();
-  ASSERT_TRUE(a->Generate(next, p, collect).has_value());
-  EXPECT_EQ(tokens, first);
+  EXPECT_EQ(Reply(*a, next, p), first);
 }
 
 // A rewind mark takes a session back to where it was, bit for bit: set
@@ -211,18 +214,7 @@ TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
   ASSERT_TRUE(a && b);
   GenParams p;
   p.max_tokens = 4;
-  std::vector<int> tokens;
-  auto collect = [&](const TokenEvent& e) {
-    tokens.push_back(e.token);
-    return true;
-  };
-  auto reply = [&](Session& s, const std::vector<int>& prompt) {
-    tokens.clear();
-    auto r = s.Generate(prompt, p, collect);
-    EXPECT_TRUE(r.has_value()) << r.error().ToString();
-    return tokens;
-  };
-  EXPECT_EQ(reply(*a, prompt_a_), reply(*b, prompt_a_));
+  EXPECT_EQ(Reply(*a, prompt_a_, p), Reply(*b, prompt_a_, p));
   const int mark = a->position();
   ASSERT_TRUE(a->SetMark().ok());
 
@@ -233,17 +225,17 @@ TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
   GenParams stop = p;
   stop.on_prefill = [](int, int) { return false; };  // stop after the first span
   const uint64_t prefilled = a->stats().prefill_tokens;
-  auto stopped = a->Generate(long_prompt, stop, collect);
-  ASSERT_TRUE(stopped.has_value());
-  EXPECT_EQ(*stopped, FinishReason::kCancelled);
+  FinishReason stopped = FinishReason::kLength;
+  EXPECT_TRUE(Reply(*a, long_prompt, stop, &stopped).empty());
+  EXPECT_EQ(stopped, FinishReason::kCancelled);
   // Only the span fed counts as prefilled (the pending token rode in it).
   EXPECT_EQ(a->stats().prefill_tokens - prefilled, kPrefillSpanTokens - 1);
   EXPECT_GT(a->position(), mark);
   ASSERT_TRUE(a->RewindToMark().ok());
   EXPECT_EQ(a->position(), mark);
 
-  const std::vector<int> expected = reply(*b, prompt_b_);
-  EXPECT_EQ(reply(*a, prompt_b_), expected);
+  const std::vector<int> expected = Reply(*b, prompt_b_, p);
+  EXPECT_EQ(Reply(*a, prompt_b_, p), expected);
   const std::vector<int> probe = {3, 1, 4, 1, 5};
   auto from_a = Steps(*a, probe), from_b = Steps(*b, probe);
   ASSERT_EQ(from_a.size(), probe.size());
@@ -253,7 +245,7 @@ TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
   // The mark stays: back again after calls that completed.
   ASSERT_TRUE(a->RewindToMark().ok());
   EXPECT_EQ(a->position(), mark);
-  EXPECT_EQ(reply(*a, prompt_b_), expected);
+  EXPECT_EQ(Reply(*a, prompt_b_, p), expected);
 
   // The plan counted a mark per session; a marked session uses its share.
   auto plain = PlanMemory(FixtureDir(kSet) + "/container", kCtx, 2);
