@@ -86,10 +86,10 @@ std::string FileFailure(const std::string& path, const Status& s, bool loading) 
 
 // Per-session counters behind /stats (zeroed by /reset).
 struct SessionCounters {
-  uint64_t replies = 0;
-  RunTimings total;  // summed over the replies; load and first token stay unset
-  void Add(const RunTimings& t) {
-    ++replies;
+  uint64_t replies = 0;  // exchanges kept (a message taken back is work, not a reply)
+  RunTimings total;  // summed over every call; load and first token stay unset
+  void Add(const RunTimings& t, bool kept) {
+    if (kept) ++replies;
     total.prompt_tokens += t.prompt_tokens;
     total.prompt_s += t.prompt_s;
     total.tokens += t.tokens;
@@ -339,7 +339,7 @@ int ChatCommand(const Options& o) {
       turns.push_back(std::move(exchange));
     }
     const RunTimings timings = timer.Finish(before, after, tally);
-    counters.Add(timings);
+    counters.Add(timings, !taken_back);
 
     const bool cancelled = Interrupted();
     if (cancelled) {

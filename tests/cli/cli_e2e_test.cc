@@ -505,6 +505,7 @@ TEST_F(CliE2E, ChatTakesBackAMessageWhoseCallFailed) {
   EXPECT_TRUE(Contains(r.err, "expert ")) << Describe(r);  // the failure names the record
   EXPECT_TRUE(Contains(r.err, "that message was not kept")) << Describe(r);
   EXPECT_TRUE(Contains(r.out, "context   0 / 4096 tokens (0% full), 0 turns")) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "session   0 replies")) << Describe(r);
 }
 
 TEST_F(CliE2E, CtrlCAtThePromptLeaves) {
