@@ -36,6 +36,16 @@ class FixtureTest : public ::testing::TestWithParam<const char*> {
     return e ? std::move(*e) : nullptr;
   }
   std::vector<int> Prompt() { return Ids(ReadJson(FixtureDir(set_) + "/prompt_ids.json")); }
+  // The reference's long prompt (extra/long_prompt.json), repeated and cut
+  // to `n` tokens when n > 0.
+  std::vector<int> LongPrompt(size_t n = 0) {
+    const std::vector<int> once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
+    if (n == 0) return once;
+    std::vector<int> prompt;
+    while (prompt.size() < n) prompt.insert(prompt.end(), once.begin(), once.end());
+    prompt.resize(n);
+    return prompt;
+  }
   std::string set_;
 };
 
@@ -119,9 +129,7 @@ void ExpectChunksMatchOneAtATime(const std::string& set, const std::vector<int>&
 // position must agree with the one-token path (itself checked against the
 // reference position by position above) within the same tolerance.
 TEST_P(FixtureTest, PromptAcrossChunkBoundaryMatchesOneAtATime) {
-  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
-  std::vector<int> prompt = once;
-  prompt.insert(prompt.end(), once.begin(), once.end());
+  const std::vector<int> prompt = LongPrompt(2 * LongPrompt().size());
   ASSERT_GT(prompt.size(), static_cast<size_t>(kPrefillChunkTokens));
   ExpectChunksMatchOneAtATime(set_, prompt, 0, Config{});
 }
@@ -133,10 +141,7 @@ TEST_P(FixtureTest, PromptAcrossChunkBoundaryMatchesOneAtATime) {
 // the softmax flat; tests/unit/mla_chunk_test.cc pins the block arithmetic
 // with peaky scores.)
 TEST_P(FixtureTest, LongContextChunksMatchOneAtATime) {
-  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
-  std::vector<int> prompt;
-  while (prompt.size() < 1100) prompt.insert(prompt.end(), once.begin(), once.end());
-  prompt.resize(1100);
+  const std::vector<int> prompt = LongPrompt(1100);
   Config cfg;
   cfg.ctx_tokens = 2048;
   ExpectChunksMatchOneAtATime(set_, prompt, 5, cfg);
@@ -146,24 +151,20 @@ TEST_P(FixtureTest, LongContextChunksMatchOneAtATime) {
 // span, experts shared by its chunks); the logits must be exactly those of
 // the same prompt fed one chunk per call.
 TEST_P(FixtureTest, SpansAreBitIdenticalToOneChunkPerCall) {
-  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
-  std::vector<int> prompt;
-  while (prompt.size() < 1100) prompt.insert(prompt.end(), once.begin(), once.end());
-  prompt.resize(1100);
+  const std::vector<int> prompt = LongPrompt(1100);
   ASSERT_GT(prompt.size(), static_cast<size_t>(2 * kPrefillSpanTokens));
   Config cfg;
   cfg.ctx_tokens = 2048;
-  const std::string container = FixtureDir(set_) + "/container";
-  auto spans = Engine::Open(container, cfg);
-  ASSERT_TRUE(spans.has_value()) << spans.error().ToString();
-  auto got = (*spans)->Eval(prompt);
+  auto spans = Open(cfg);
+  ASSERT_TRUE(spans);
+  auto got = spans->Eval(prompt);
   ASSERT_TRUE(got.has_value()) << got.error().ToString();
-  auto chunks = Engine::Open(container, cfg);
-  ASSERT_TRUE(chunks.has_value()) << chunks.error().ToString();
+  auto chunks = Open(cfg);
+  ASSERT_TRUE(chunks);
   std::vector<float> want;
   for (size_t at = 0; at < prompt.size(); at += kPrefillChunkTokens) {
     const size_t n = std::min<size_t>(kPrefillChunkTokens, prompt.size() - at);
-    auto l = (*chunks)->Eval(std::span<const int>(prompt.data() + at, n));
+    auto l = chunks->Eval(std::span<const int>(prompt.data() + at, n));
     ASSERT_TRUE(l.has_value()) << l.error().ToString();
     want.assign(l->begin(), l->end());
   }
@@ -175,15 +176,12 @@ TEST_P(FixtureTest, SpansAreBitIdenticalToOneChunkPerCall) {
 // 1100), (1100, 1100); returning false after the first stops there, with
 // the first span fed and nothing generated.
 TEST_P(FixtureTest, PrefillProgressComesAfterEachSpanAndStopsThere) {
-  auto once = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
-  std::vector<int> prompt;
-  while (prompt.size() < 1100) prompt.insert(prompt.end(), once.begin(), once.end());
-  prompt.resize(1100);
+  const std::vector<int> prompt = LongPrompt(1100);
   Config cfg;
   cfg.ctx_tokens = 2048;
   for (bool stop : {false, true}) {
-    auto e = Engine::Open(FixtureDir(set_) + "/container", cfg);
-    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    auto e = Open(cfg);
+    ASSERT_TRUE(e);
     std::vector<int> done;
     GenParams p;
     p.max_tokens = 1;
@@ -193,12 +191,12 @@ TEST_P(FixtureTest, PrefillProgressComesAfterEachSpanAndStopsThere) {
       return !stop;
     };
     int generated = 0;
-    auto r = (*e)->Generate(prompt, p, [&](const TokenEvent&) { return ++generated > 0; });
+    auto r = e->Generate(prompt, p, [&](const TokenEvent&) { return ++generated > 0; });
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     if (stop) {
       EXPECT_EQ(*r, FinishReason::kCancelled);
       EXPECT_EQ(done, std::vector<int>{kPrefillSpanTokens});
-      EXPECT_EQ((*e)->position(), kPrefillSpanTokens);
+      EXPECT_EQ(e->position(), kPrefillSpanTokens);
       EXPECT_EQ(generated, 0);
     } else {
       EXPECT_EQ(done, (std::vector<int>{kPrefillSpanTokens, 2 * kPrefillSpanTokens, 1100}));
@@ -210,7 +208,7 @@ TEST_P(FixtureTest, PrefillProgressComesAfterEachSpanAndStopsThere) {
 TEST_P(FixtureTest, LongPromptOneAtATime) {
   auto e = Open();
   ASSERT_TRUE(e);
-  auto prompt = Ids(ReadJson(FixtureDir(set_) + "/extra/long_prompt.json")["prompt_ids"]);
+  auto prompt = LongPrompt();
   auto want = ReadF32(FixtureDir(set_) + "/extra/long_logits_seq_all.f32");
   size_t v = want.size() / prompt.size();
   for (size_t t = 0; t < prompt.size(); ++t) {
