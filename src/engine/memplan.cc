@@ -186,7 +186,6 @@ Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, uint32_t ctx
 }
 
 Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config& config) noexcept {
-  const bool vision = config.vision;
   Result<MemPlan> plan = PlanMemory(container_dir, config.ctx_tokens, config.max_sessions);
   if (!plan) return plan;
   if (config.max_snapshots > 0) {
@@ -208,7 +207,7 @@ Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config
     plan->marks_included = true;
   }
   // Vision memory is taken from the budget like any scratch (docs/VISION.md).
-  if (vision && plan->vision_bytes > 0) {
+  if (config.vision && plan->vision_bytes > 0) {
     plan->scratch_bytes += plan->vision_bytes;
     plan->floor_bytes += plan->vision_bytes;
     plan->recommended_bytes += plan->vision_bytes;

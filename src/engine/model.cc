@@ -186,8 +186,9 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
 
 uint64_t ModelCore::SessionCharge(uint32_t ctx) const {
   const ModelConfig& cfg = container->config();
+  // A mark's size does not depend on the context (the plan's own figure).
   return StateBytes(cfg, ctx) + EstimateScratchBytes(cfg, ctx) +
-         (config.rewind_marks ? RecurrentStateBytes(cfg) : 0);
+         (plan.marks_included ? plan.mark_bytes : 0);
 }
 
 void ModelCore::FillCacheStats(Stats* s) const {
