@@ -30,7 +30,8 @@ std::string Size(uint64_t bytes) {
 
 }  // namespace
 
-uint64_t RecurrentStateBytes(const ModelConfig& c) {
+// The KDA recurrent state and conv rings alone: what a rewind mark copies.
+static uint64_t RecurrentStateBytes(const ModelConfig& c) {
   const uint64_t n_kda = static_cast<uint64_t>(c.n_kda_layers());
   const uint64_t hk = static_cast<uint64_t>(c.kda.heads), dk = static_cast<uint64_t>(c.kda.head_dim);
   const uint64_t taps = c.kda.conv_k > 0 ? static_cast<uint64_t>(c.kda.conv_k - 1) : 0;

@@ -21,7 +21,4 @@ uint64_t EstimateScratchBytes(const ModelConfig& cfg, uint32_t ctx);
 // KDA recurrent state and conv rings plus MLA latent KV at `ctx` positions.
 uint64_t StateBytes(const ModelConfig& cfg, uint32_t ctx);
 
-// The KDA recurrent state and conv rings alone: what a rewind mark copies.
-uint64_t RecurrentStateBytes(const ModelConfig& cfg);
-
 }  // namespace waste
