@@ -313,6 +313,29 @@ TEST_F(SessionTest, TwoSessionsRaiseTheFloorByOneSession) {
   EXPECT_EQ(two->state_bytes, 2 * one->state_bytes);
 }
 
+// Config::max_snapshots keeps room for snapshots a host holds: one
+// session's state each (what a snapshot holds at most), no scratch, in the
+// state and the floor, outside the session reserve.
+TEST_F(SessionTest, SnapshotRoomIsOneStateEachOutsideTheSessionReserve) {
+  Config cfg;
+  cfg.ctx_tokens = 256;
+  auto plain = PlanMemoryForOpen(FixtureDir(kSet) + "/container", cfg);
+  cfg.max_snapshots = 2;
+  auto room = PlanMemoryForOpen(FixtureDir(kSet) + "/container", cfg);
+  ASSERT_TRUE(plain.has_value() && room.has_value());
+  EXPECT_EQ(room->snapshots, 2u);
+  EXPECT_EQ(room->snapshot_bytes, 2 * plain->state_bytes);
+  EXPECT_EQ(room->state_bytes, 3 * plain->state_bytes);
+  EXPECT_EQ(room->scratch_bytes, plain->scratch_bytes);
+  EXPECT_EQ(room->floor_bytes, plain->floor_bytes + 2 * plain->state_bytes);
+  auto m = Open(1, 256);  // max_snapshots 0
+  cfg.max_sessions = 1;
+  auto with_room = Model::Open(FixtureDir(kSet) + "/container", cfg);
+  ASSERT_TRUE(m && with_room.has_value());
+  EXPECT_EQ((*with_room)->memory_used().session_reserve_bytes,
+            m->memory_used().session_reserve_bytes);
+}
+
 // Generate says why it stopped: stop token, stop string (also across two
 // pieces), length, full context (with its detail), cancellation.
 TEST_F(SessionTest, GenerateReportsWhyItStopped) {
