@@ -78,8 +78,15 @@ std::string GlobalHelp() try {
   CLI::App app(Banner(), "waste");
   app.require_subcommand(1);
   for (const CommandDoc& d : kDocs) app.add_subcommand(CommandName(d.command), d.summary);
-  // `serve` parses its own options (cli/cmd_serve.cc).
+  // These three parse their own options (cli/cmd_serve.cc, cmd_convert.cc,
+  // cmd_verify.cc); `waste help NAME` runs `waste NAME --help`.
   app.add_subcommand("serve", "OpenAI-compatible HTTP server: waste serve MODEL [--port N]");
+  app.add_subcommand("convert",
+                     "published checkpoint (safetensors, Hugging Face layout) to a container: "
+                     "waste convert SRC OUT");
+  app.add_subcommand("verify",
+                     "check a container's records and trunk (with --source: against the "
+                     "checkpoint)");
   app.footer(
       "Options and positionals may follow the command in any order; --opt=value and -n8 work, "
       "`--` ends the options, prompt words are joined. Each command refuses options it does "

@@ -31,13 +31,26 @@ constexpr Entry kTable[] = {
     {Command::kVersion, VersionCommand},
 };
 
+// Commands that parse their own options with CLI11 in their own files
+// (their option sets are large and not shared); `args` starts at the name.
+bool IsSelfParsed(const std::string& name) {
+  return name == "convert" || name == "verify" || name == "serve";
+}
+
+int RunSelfParsed(const std::vector<std::string>& args) {
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "convert") return ConvertMain(rest);
+  if (args[0] == "verify") return VerifyMain(rest);
+  return ServeMain(args);
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "convert" || args[0] == "verify")) {
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    return args[0] == "convert" ? ConvertMain(rest) : VerifyMain(rest);
+  if (!args.empty() && IsSelfParsed(args[0])) return RunSelfParsed(args);
+  // `waste help convert` is `waste convert --help`.
+  if (args.size() == 2 && args[0] == "help" && IsSelfParsed(args[1])) {
+    return RunSelfParsed({args[1], "--help"});
   }
-  if (!args.empty() && args[0] == "serve") return ServeMain(args);
   ParseOutcome parsed = ParseCommandLine(args);
   switch (parsed.kind) {
     case ParseOutcome::Kind::kHelp: {

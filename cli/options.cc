@@ -335,6 +335,8 @@ ParseOutcome Help(Options options) {
 std::vector<std::string> CommandNames() {
   std::vector<std::string> names;
   for (Command c : AllCommands()) names.push_back(CommandName(c));
+  // Parsed in their own files (cli/main.cc), but a typo of one is still a typo.
+  for (const char* own : {"convert", "verify", "serve"}) names.push_back(own);
   return names;
 }
 

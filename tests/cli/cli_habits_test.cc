@@ -90,6 +90,29 @@ TEST_F(CliHabits, DidYouMeanVersionAndHelp) {
   EXPECT_FALSE(Contains(help.out, "--system")) << Describe(help);  // bench does not use it
 }
 
+// convert, verify and serve parse their own options (cli/main.cc); the
+// global help, `waste help NAME` and the typo hint must still know them.
+TEST_F(CliHabits, EveryCommandIsInTheHelpAndHasItsOwn) {
+  const ProcessResult all = Waste({"--help"});
+  ASSERT_EQ(all.exit_code, 0) << Describe(all);
+  for (const char* name : {"run", "chat", "eval", "perplexity", "tokenize", "detokenize", "bench",
+                           "plan", "info", "version", "help", "serve", "convert", "verify"}) {
+    EXPECT_TRUE(Contains(all.out, std::string("\n  ") + name + " ")) << name << "\n" << all.out;
+  }
+  const struct {
+    const char* name;
+    const char* option;
+  } own[] = {{"convert", "--expert-format"}, {"verify", "--source"}, {"serve", "--port"}};
+  for (const auto& c : own) {
+    const ProcessResult h = Waste({"help", c.name});
+    EXPECT_EQ(h.exit_code, 0) << Describe(h);
+    EXPECT_TRUE(Contains(h.out, c.option)) << c.name << ": " << Describe(h);
+  }
+  const ProcessResult typo = Waste({"conver", "a", "b"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_TRUE(Contains(typo.err, "did you mean 'convert'?")) << Describe(typo);
+}
+
 TEST_F(CliHabits, OptionsACommandDoesNotUseAreRefused) {
   const ProcessResult r = Waste({"chat", kDemo, "--file", "x.txt"});
   EXPECT_EQ(r.exit_code, 2);
