@@ -17,6 +17,7 @@
 #include "prompt_plan.h"
 #include "engine_setup.h"
 #include "images.h"
+#include "chat_history.h"
 #include "generation.h"
 #include "host.h"
 #include "line_reader.h"
@@ -138,11 +139,11 @@ int ChatCommand(const Options& o) {
     Say("/help lists the commands; /exit or Ctrl-D leaves, Ctrl-C stops a reply");
   }
 
-  std::vector<int> system_ids;
+  ChatHistory history;
   if (const std::vector<PromptSegment> system = BuildChatSystemTurn(tmpl, o.system);
       !system.empty()) {
-    if (!TokenizeSegments(*engine, system, o, &system_ids)) return 1;
-    Result<std::span<const float>> logits = engine->Eval(system_ids);
+    if (!TokenizeSegments(*engine, system, o, &history.system_ids)) return 1;
+    Result<std::span<const float>> logits = engine->Eval(history.system_ids);
     if (!logits.has_value()) {
       ReportFailure("system prompt", logits.error(), DetailOf(logits.error(), *engine), o);
       return 1;
@@ -156,8 +157,10 @@ int ChatCommand(const Options& o) {
   LineReader reader;
   SessionCounters counters;
   bool timings_on = !o.quiet;
-  std::deque<std::vector<int>> turns;  // ids of each exchange still in the context
-  size_t dropped = 0;
+  // The session holds less than `history` says (a re-read failed): the
+  // next message re-reads first.
+  bool stale = false;
+  std::string loaded_from;  // a /load's conversation, which cannot be re-read
   const bool escape = StreamIsTerminal(1);
 
   // Images wait here until the next message is sent (--image: the first).
@@ -181,16 +184,15 @@ int ChatCommand(const Options& o) {
       if (cmd == "/help") {
         SayHelp();
       } else if (cmd == "/reset") {
-        engine->ResetState();
-        engine->ClearImages();
         images.clear();
-        turns.clear();
-        dropped = 0;
+        history.turns.clear();
+        history.dropped = 0;
+        loaded_from.clear();
         counters = SessionCounters{};
-        if (!system_ids.empty()) (void)engine->Eval(system_ids);
+        stale = !history.ReRead(*engine).ok();  // the system prompt again
         Say("(conversation and statistics cleared)");
       } else if (cmd == "/stats") {
-        PrintStats(*engine, o, counters, turns.size(), dropped);
+        PrintStats(*engine, o, counters, history.turns.size(), history.dropped);
       } else if (cmd == "/timings") {
         timings_on = !timings_on;
         Say(timings_on ? "(statistics after each reply: on)" : "(statistics after each reply: off)");
@@ -213,7 +215,9 @@ int ChatCommand(const Options& o) {
         }
         Status s = engine->LoadState(arg, /*any_container=*/force);
         if (s.ok()) {
-          turns.clear();  // the loaded state's turns are not ours to drop
+          history.turns.clear();  // the loaded state's turns are not ours to drop
+          loaded_from = arg;
+          stale = false;
           Say("(loaded " + arg + " — continuing that conversation)");
         } else {
           std::string why = FileFailure(arg, s, true);
@@ -246,58 +250,57 @@ int ChatCommand(const Options& o) {
     }
     if (line.rfind("//", 0) == 0) line.erase(0, 1);
 
-    // Attached images are encoded now; a failure drops them and the line.
-    const std::vector<std::string> blocks = MediaBlocksFor(images);
-    const bool images_ok = AttachImages(*engine, images, o);
+    // Attached images are read and measured now (their rows count in the
+    // length check) but encoded only after a re-read, which queues the kept
+    // turns' own images. A failure drops them and the line.
+    std::vector<HeldImage> shown;
+    const bool held = HoldImages(*engine, images, &shown);
     images.clear();
-    if (!images_ok) {
-      engine->ClearImages();
-      continue;
-    }
-    const PromptPlan turn = BuildChatTurn(tmpl, blocks, line);
+    if (!held) continue;
+    const PromptPlan turn = BuildChatTurn(tmpl, MediaBlocksFor(shown), line);
     std::vector<int> ids;
     if (!TokenizeSegments(*engine, turn.segments, o, &ids)) continue;
-    if (!ExpandImagePads(*engine, &ids, "chat")) {
-      engine->ClearImages();
-      continue;
-    }
+    uint64_t message_tokens = ids.size();
+    for (const HeldImage& h : shown) message_tokens += uint64_t(h.rows) - 1;  // a pad -> its rows
 
     // A full context: drop the oldest turns until the new one fits with
     // room for a reply (half the context, at most -n), then re-read.
     const uint64_t reply_room = std::min<uint64_t>(o.n_tokens, o.ctx / 2) + 1;
-    if (uint64_t(engine->position()) + ids.size() + reply_room > o.ctx) {
-      if (system_ids.size() + ids.size() + 1 > o.ctx) {
+    const uint64_t held_now = stale ? history.Tokens() : uint64_t(engine->position());
+    const bool full = held_now + message_tokens + reply_room > o.ctx;
+    if (full || stale) {
+      if (history.system_ids.size() + message_tokens + 1 > o.ctx) {
         std::fprintf(stderr, "waste: %s\n",
-                     ContextTooSmall(system_ids.size() + ids.size(), o.ctx, 0).c_str());
+                     ContextTooSmall(history.system_ids.size() + message_tokens, o.ctx, 0).c_str());
         continue;
       }
-      uint64_t kept = system_ids.size() + ids.size() + reply_room;
-      for (const std::vector<int>& t : turns) kept += t.size();
-      size_t drop_now = 0;
-      while (!turns.empty() && kept > o.ctx) {
-        kept -= turns.front().size();
-        turns.pop_front();
-        ++drop_now;
+      const size_t drop_now = full ? history.DropOldestToFit(message_tokens + reply_room, o.ctx) : 0;
+      if (const Status reread = history.ReRead(*engine); !reread.ok()) {
+        stale = true;
+        ReportFailure("context", reread, DetailOf(reread, *engine), o);
+        std::fprintf(stderr, "waste: that message was not kept; the next one re-reads the "
+                             "conversation again (/reset starts over)\n");
+        continue;
       }
-      dropped += drop_now;
-      engine->ResetState();
-      std::vector<int> history = system_ids;
-      for (const std::vector<int>& t : turns) history.insert(history.end(), t.begin(), t.end());
-      if (!history.empty()) {
-        Result<std::span<const float>> re = engine->Eval(history);
-        if (!re.has_value()) {
-          ReportFailure("context", re.error(), DetailOf(re.error(), *engine), o);
-          continue;
-        }
+      stale = false;
+      if (full) {
+        const std::string also_loaded =
+            loaded_from.empty() ? "" : "the conversation loaded from " + loaded_from + " and ";
+        std::fprintf(stderr,
+                     "waste: the context (--ctx %u) was full: dropped %sthe %zu oldest turn%s "
+                     "and re-read the rest; /reset starts over\n",
+                     o.ctx, also_loaded.c_str(), drop_now, drop_now == 1 ? "" : "s");
+        loaded_from.clear();
       }
-      std::fprintf(stderr,
-                   "waste: the context (--ctx %u) was full: dropped the %zu oldest turn%s "
-                   "and re-read the rest; /reset starts over\n",
-                   o.ctx, drop_now, drop_now == 1 ? "" : "s");
+    }
+    if (!AttachHeldImages(*engine, shown, /*announce=*/!o.quiet) ||
+        !ExpandImagePads(*engine, &ids, "chat")) {
+      engine->ClearImages();
+      continue;
     }
 
-    // What the session holds and what `turns` records must stay the same
-    // (a full context re-reads `turns`): a message whose reply never began
+    // What the session holds and what `history` records must stay the same
+    // (a full context re-reads it): a message whose reply never began
     // (Ctrl-C during its prompt) or whose call failed is taken back whole.
     if (const Status marked = engine->SetMark(); !marked.ok()) {
       ReportFailure("chat", marked, marked.message(), o);
@@ -335,19 +338,28 @@ int ChatCommand(const Options& o) {
       if (const Status back = engine->RewindToMark(); !back.ok()) {
         ReportFailure("chat", back, back.message(), o);
       }
+      engine->ClearImages();  // a call stopped before its pads leaves them queued
+      for (const HeldImage& h : shown) images.push_back(h.name);  // for the message sent again
     } else {
-      turns.push_back(std::move(exchange));
+      history.turns.push_back({std::move(exchange), std::move(shown)});
     }
+    const std::string images_kept =
+        !taken_back || images.empty() ? ""
+        : images.size() == 1          ? "; its image stays attached to the next message"
+                                      : "; its " + std::to_string(images.size()) +
+                                            " images stay attached to the next message";
     const RunTimings timings = timer.Finish(before, after, tally);
     counters.Add(timings, !taken_back);
 
     const bool cancelled = Interrupted();
     if (cancelled) {
-      WriteOut(taken_back ? "\n(stopped before the reply: message not kept)" : "\n(stopped)");
+      WriteOut(taken_back ? "\n(stopped before the reply: message not kept" + images_kept + ")"
+                          : "\n(stopped)");
     } else if (failed) {
       WriteOut("\n");
       ReportFailure("generate", status, failure_detail, o);
-      std::fprintf(stderr, "waste: that message was not kept (the conversation is as before it)\n");
+      std::fprintf(stderr, "waste: that message was not kept (the conversation is as before it)%s\n",
+                   images_kept.c_str());
     } else if (status.ok() && !engine->error_detail().empty()) {
       std::fprintf(stderr,
                    "\nwaste: the context (--ctx %u) is full: the reply was cut; your next "

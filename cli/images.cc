@@ -33,6 +33,49 @@ std::vector<std::string> MediaBlocksFor(const std::vector<std::string>& paths) {
   return blocks;
 }
 
+bool HoldImages(const Engine& engine, const std::vector<std::string>& paths,
+                std::vector<HeldImage>* held) {
+  held->clear();
+  for (const std::string& path : paths) {
+    HeldImage h{path, {}, {}, 0};
+    Result<std::vector<uint8_t>> bytes = ReadImageFile(path);
+    Result<ImageDimensions> size =
+        bytes.has_value() ? ProbeImageBytes(*bytes, path) : Result<ImageDimensions>(bytes.error());
+    Result<int> rows = size.has_value() ? engine.ImageTokens(*size) : Result<int>(size.error());
+    if (!rows.has_value()) {
+      const std::string& m = rows.error().message();
+      std::fprintf(stderr, "%s\n",
+                   (m.find(path) != std::string::npos ? "waste: " + m : path + ": " + m).c_str());
+      return false;
+    }
+    h.bytes = std::move(bytes).value();
+    h.size = *size;
+    h.rows = *rows;
+    held->push_back(std::move(h));
+  }
+  return true;
+}
+
+bool AttachHeldImages(Engine& engine, const std::vector<HeldImage>& held, bool announce) {
+  for (const HeldImage& h : held) {
+    Result<int> n = engine.AddImageBytes(h.bytes, h.name);
+    if (!n.has_value()) {
+      const std::string& m = n.error().message();
+      std::fprintf(stderr, "%s\n",
+                   (m.find(h.name) != std::string::npos ? "waste: " + m : h.name + ": " + m).c_str());
+      return false;
+    }
+    if (announce) std::fprintf(stderr, "[%s: %d image tokens]\n", h.name.c_str(), *n);
+  }
+  return true;
+}
+
+std::vector<std::string> MediaBlocksFor(const std::vector<HeldImage>& held) {
+  std::vector<std::string> blocks;
+  for (const HeldImage& h : held) blocks.push_back(MediaBlock(h.size.width, h.size.height));
+  return blocks;
+}
+
 bool ExpandImagePads(Engine& engine, std::vector<int>* ids, const std::string& what) {
   if (engine.queued_images() == 0) return true;
   Result<std::vector<int>> expanded = engine.ExpandImagePads(*ids);

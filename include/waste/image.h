@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "waste/status.h"
 
@@ -25,6 +26,12 @@ Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept;
 // messages.
 Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
                                         std::string_view name) noexcept;
+
+// A file's bytes for AddImageBytes, read whole; kIo naming the file when it
+// cannot be read or is larger than any accepted image. A host that must
+// show the same image again later (chat re-reading its conversation after
+// a full context) keeps these instead of the path, which may change.
+Result<std::vector<uint8_t>> ReadImageFile(const std::string& path) noexcept;
 
 // Images waiting in one context for the prompt that shows them.
 inline constexpr int kMaxQueuedImages = 32;

@@ -17,6 +17,15 @@ Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept {
   }
 }
 
+Result<std::vector<uint8_t>> ReadImageFile(const std::string& path) noexcept {
+  try {
+    WASTE_ASSIGN_OR_RETURN(std::string bytes, vision::ReadImageFile(path));
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  } catch (const std::exception& e) {
+    return StatusFromException(e, Errc::kIo, e.what());
+  }
+}
+
 Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
                                         std::string_view name) noexcept {
   try {

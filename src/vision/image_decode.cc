@@ -30,6 +30,12 @@ Status TooLarge(std::span<const uint8_t> bytes, std::string_view name) {
   return Status::Ok();
 }
 
+std::span<const uint8_t> AsBytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace
+
 Result<std::string> ReadImageFile(const std::string& path) {
   Result<platform::File> f = platform::File::Open(path);
   if (!f) return IoError(fmt::format("cannot read {}: {}", path, f.error().message()));
@@ -44,12 +50,6 @@ Result<std::string> ReadImageFile(const std::string& path) {
   }
   return bytes;
 }
-
-std::span<const uint8_t> AsBytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
-}  // namespace
 
 Result<ImageSize> ProbeImage(std::span<const uint8_t> bytes, std::string_view name) {
   WASTE_TRY(TooLarge(bytes, name));

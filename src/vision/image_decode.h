@@ -45,6 +45,9 @@ struct RgbImage {
 Result<ImageSize> ProbeImage(std::span<const uint8_t> bytes, std::string_view name);
 Result<RgbImage> DecodeImage(std::span<const uint8_t> bytes, std::string_view name);
 
+// A file's bytes, read whole after the size check (kIo naming the file).
+Result<std::string> ReadImageFile(const std::string& path);
+
 // The same from a file (read whole, after a size check).
 Result<ImageSize> ProbeImageFile(const std::string& path);
 Result<RgbImage> DecodeImageFile(const std::string& path);

@@ -146,6 +146,70 @@ TEST(VisionCli, GeneratedVisionContainer) {
 }
 
 
+// chat keeps a message's images with it: a turn kept across a full
+// context is re-read with its image (ChatHistoryTest checks the state),
+// and a message that is taken back leaves its images attached for the one
+// sent again.
+TEST(VisionCli, ChatKeepsImagesWithTheirMessages) {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "k3v";
+  auto g = test::Subprocess::Spawn({WASTE_GEN_BINARY, dir, "--preset", "k3-tiny", "--tokenizer",
+                                    "--seed", "7", "--vision", "32,2,48,64,2,4,6,36", "-q"});
+  ASSERT_TRUE(g);
+  g->CloseStdin();
+  ASSERT_TRUE(g->Wait(120));
+  ASSERT_EQ(g->result().exit_code, 0) << g->result().err;
+  const std::string img = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgba.png";
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+
+  // A 96-token context: the third message drops the first turn and
+  // re-reads the second, image and all (encoded again, not announced).
+  auto c = test::Subprocess::Spawn(
+      {WASTE_CLI_BINARY, "chat", dir, "--image", img, "--ctx", "96", "-n", "8"},
+      {"WASTE_THREADS=2"});
+  ASSERT_TRUE(c);
+  c->Write("a\n/image " + img + "\nb\nmore words here please, and some more words to make it "
+           "longer\n/stats\n");
+  c->CloseStdin();
+  ASSERT_TRUE(c->Wait(120));
+  EXPECT_EQ(c->result().exit_code, 0) << c->result().err;
+  EXPECT_NE(c->result().err.find("was full: dropped the 1 oldest turn"), std::string::npos)
+      << c->result().err;
+  EXPECT_EQ(count(c->result().err, "1 image tokens]"), 2u) << c->result().err;
+  EXPECT_NE(c->result().out.find(", 2 turns, 1 oldest dropped"), std::string::npos)
+      << c->result().out;
+
+  // Every expert record of layer 1 damaged: each call fails, the message
+  // is taken back and its image goes with the next one.
+  {
+    const std::string bank = dir + "/experts-L1.bin";
+    std::ifstream in(bank, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    ASSERT_EQ(bytes.size() % 16, 0u);
+    for (size_t r = 0; r < bytes.size(); r += bytes.size() / 16) bytes[r] = static_cast<char>(~bytes[r]);
+    std::ofstream(bank, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto d = test::Subprocess::Spawn({WASTE_CLI_BINARY, "chat", dir, "--image", img, "-n", "2"},
+                                   {"WASTE_THREADS=2"});
+  ASSERT_TRUE(d);
+  d->Write("first\nagain\n/stats\n");
+  d->CloseStdin();
+  ASSERT_TRUE(d->Wait(120));
+  EXPECT_EQ(d->result().exit_code, 0) << d->result().err;
+  EXPECT_EQ(count(d->result().err, "that message was not kept (the conversation is as before "
+                                   "it); its image stays attached to the next message"),
+            2u)
+      << d->result().err;
+  EXPECT_EQ(count(d->result().err, "1 image tokens]"), 2u) << d->result().err;
+  EXPECT_NE(d->result().out.find(", 0 turns"), std::string::npos) << d->result().out;
+}
+
 // The tower on the suite's own containers against the independent numpy
 // model (tools/oracle/vision_oracle.py): Q != D, head dims other than the
 // public set's, position grids larger and smaller than the image grid and
