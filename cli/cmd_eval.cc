@@ -47,6 +47,9 @@ bool WriteLogits(const std::string& path, std::span<const float> logits) {
 }  // namespace
 
 int EvalCommand(const Options& o) {
+  // MODEL first: `waste run "some words"` names no container, and that,
+  // not a missing prompt, is what to say.
+  if (!CheckContainerPath(o)) return 1;
   std::string prompt;
   if (o.ids_given) {
     if (o.ids.empty()) return UsageFailure(o, "no prompt");

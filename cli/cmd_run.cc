@@ -28,6 +28,9 @@ namespace waste::cli {
 
 int RunCommand(const Options& o) {
   // Everything that can fail cheaply happens before the model is opened.
+  // MODEL first: `waste run "some words"` names no container, and that,
+  // not a missing prompt, is what to say.
+  if (!CheckContainerPath(o)) return 1;
   std::string prompt;
   if (o.ids_given) {
     if (o.ids.empty()) {

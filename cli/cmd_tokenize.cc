@@ -14,6 +14,9 @@
 namespace waste::cli {
 
 int TokenizeCommand(const Options& o) {
+  // MODEL first: `waste run "some words"` names no container, and that,
+  // not a missing prompt, is what to say.
+  if (!CheckContainerPath(o)) return 1;
   PromptText p;
   if (o.has_argument() && o.argument().empty()) {
     p.ok = true;  // `tokenize MODEL ""`: no text, no ids
@@ -48,6 +51,9 @@ int TokenizeCommand(const Options& o) {
 }
 
 int DetokenizeCommand(const Options& o) {
+  // MODEL first: `waste run "some words"` names no container, and that,
+  // not a missing prompt, is what to say.
+  if (!CheckContainerPath(o)) return 1;
   std::vector<int> ids = o.ids;
   if (!o.ids_given) {
     PromptText p = ReadPrompt(o, "nothing to read");

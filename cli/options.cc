@@ -607,8 +607,12 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
   if (o.command == Command::kHelp) {
     // `waste help [COMMAND]`
     if (args.size() == 1) return Help(Options{});
+    if (args.size() > 2) {
+      return UsageError("help takes one command name (waste help COMMAND), not '" + args[2] + "'",
+                        Options{});
+    }
     std::optional<Command> about = CommandFromName(args[1]);
-    if (!about || args.size() > 2) {
+    if (!about) {
       std::string close = Closest(args[1], CommandNames());
       return UsageError("help: unknown command '" + args[1] + "'" +
                             (close.empty() ? "" : "; did you mean '" + close + "'?"),

@@ -133,6 +133,8 @@ TEST(CliGrammar, VersionAndHelpCommand) {
   EXPECT_EQ(h.kind, ParseOutcome::Kind::kHelp);
   EXPECT_EQ(h.options.command, Command::kChat);
   EXPECT_EQ(ErrorOf({"help", "chta"}), "help: unknown command 'chta'; did you mean 'chat'?");
+  EXPECT_EQ(ErrorOf({"help", "run", "extra"}),
+            "help takes one command name (waste help COMMAND), not 'extra'");
 }
 
 TEST(CliGrammar, DidYouMean) {
