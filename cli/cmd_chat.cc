@@ -124,6 +124,9 @@ int ChatCommand(const Options& o) {
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
+  if (!engine->info().has_tokenizer) {  // every message would fail
+    return Failure(o, "unsupported", "chat: " + NoTokenizer(o));
+  }
   PrintOpenNotes(*engine, o, /*budget_note=*/false);
 
   if (!o.quiet) {

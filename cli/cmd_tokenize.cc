@@ -1,6 +1,7 @@
 // tokenize: text -> ids in markup mode (specials recognised; --plain turns
 // that off). detokenize: ids -> raw bytes. Both read their input by the
-// prompt rules of ENGINE.md §1.4 before opening the model.
+// prompt rules of ENGINE.md §1.4, then open the container's tokenizer only
+// (waste/tokenizer.h: manifest and tokenizer files, not the weights).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,6 +13,20 @@
 #include "waste/waste.h"
 
 namespace waste::cli {
+namespace {
+
+// The container's tokenizer; on failure says why (a container without one:
+// "tokenize: DIR has no tokenizer (...)") and returns null.
+std::unique_ptr<ContainerTokenizer> OpenTokenizer(const Options& o, const std::string& what) {
+  Result<std::unique_ptr<ContainerTokenizer>> t = ContainerTokenizer::Open(o.model());
+  if (!t.has_value()) {
+    ReportFailure(what, t.error(), t.error().message(), o);
+    return nullptr;
+  }
+  return std::move(t).value();
+}
+
+}  // namespace
 
 int TokenizeCommand(const Options& o) {
   // MODEL first: `waste run "some words"` names no container, and that,
@@ -25,13 +40,11 @@ int TokenizeCommand(const Options& o) {
     if (!p.ok) return UsageFailure(o, p.error);
   }
 
-  std::unique_ptr<Engine> engine = OpenEngine(o);
-  if (!engine) return 1;
-  Result<std::vector<int>> ids =
-      p.text.empty() && engine->info().has_tokenizer ? Result<std::vector<int>>(std::vector<int>())
-                                                     : engine->Tokenize(p.text, /*markup=*/!o.plain, /*add_bos=*/false);
+  std::unique_ptr<ContainerTokenizer> tokenizer = OpenTokenizer(o, "tokenize");
+  if (!tokenizer) return 1;
+  Result<std::vector<int>> ids = tokenizer->Tokenize(p.text, /*markup=*/!o.plain, /*add_bos=*/false);
   if (!ids.has_value()) {
-    ReportFailure("tokenize", ids.error(), DetailOf(ids.error(), *engine), o);
+    ReportFailure("tokenize", ids.error(), ids.error().message(), o);
     return 1;
   }
   if (o.json) {
@@ -65,15 +78,18 @@ int DetokenizeCommand(const Options& o) {
   }
   if (ids.empty()) return UsageFailure(o, "nothing to read");
 
-  std::unique_ptr<Engine> engine = OpenEngine(o);
-  if (!engine) return 1;
-  const int vocab = engine->info().vocab;
+  std::unique_ptr<ContainerTokenizer> tokenizer = OpenTokenizer(o, "detokenize");
+  if (!tokenizer) return 1;
+  const int vocab = tokenizer->vocab_size();
   for (int id : ids) {
-    if (vocab > 0 && id >= vocab) return UsageFailure(o, "invalid token id: " + std::to_string(id));
+    if (id >= vocab) {
+      return UsageFailure(o, "invalid token id: " + std::to_string(id) + " (this model's ids are 0.." +
+                                 std::to_string(vocab - 1) + ")");
+    }
   }
-  Result<std::string> text = engine->Detokenize(ids);
+  Result<std::string> text = tokenizer->Detokenize(ids);
   if (!text.has_value()) {
-    ReportFailure("detokenize", text.error(), DetailOf(text.error(), *engine), o);
+    ReportFailure("detokenize", text.error(), text.error().message(), o);
     return 1;
   }
   if (o.json) {

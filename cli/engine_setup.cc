@@ -106,9 +106,8 @@ void ReportFailure(const std::string& what, const Status& status, const std::str
          "` to see the floor)");
     return;
   }
-  if (what == "tokenize" && code == Errc::kUnsupported) {
-    Line(what + ": " + o.model() + " has no tokenizer (no tokenizer.json); give token ids with "
-         "--ids \"1 2 3\" instead of text");
+  if ((what == "tokenize" || what == "detokenize") && code == Errc::kUnsupported) {
+    Line(what + ": " + NoTokenizer(o));
     return;
   }
   if (status.failed_expert()) {  // one expert record could not be read or was damaged
@@ -134,6 +133,15 @@ void ReportFailure(const std::string& what, const Status& status, const std::str
 std::string DetailOf(const Status& status, const Engine& engine) {
   if (!status.message().empty()) return status.message();
   return engine.error_detail();
+}
+
+std::string NoTokenizer(const Options& o) {
+  const bool takes_ids =
+      o.command == Command::kRun || o.command == Command::kEval || o.command == Command::kBench;
+  return o.model() + " has no tokenizer (no tokenizer.model or tiktoken.model)" +
+         (takes_ids ? "; give token ids with --ids \"1 2 3\" instead of text"
+                    : ": waste " + o.command_name +
+                          " needs text; run, eval and bench take token ids with --ids");
 }
 
 bool CheckContainerPath(const Options& o) {
@@ -215,6 +223,12 @@ std::vector<std::string> StopFor(const Options& o, const PromptPlan& plan) {
   if (o.stop_given) return o.stops;
   if (plan.default_stop.empty()) return {};
   return {plan.default_stop};
+}
+
+int Failure(const Options& o, const std::string& code, const std::string& message) {
+  FailureReport report(o.json, code);
+  Line(message);
+  return 1;
 }
 
 int UsageFailure(const Options& o, const std::string& message) {

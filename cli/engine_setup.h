@@ -22,6 +22,10 @@ Config ConfigFromOptions(const Options& options);
 // ("not a waste container: PATH (no manifest.json)", "PATH is a file; ...").
 bool CheckContainerPath(const Options& options);
 
+// "DIR has no tokenizer (...)" and what to do instead: --ids where the
+// command takes ids, else that the command needs text.
+std::string NoTokenizer(const Options& options);
+
 // Opens MODEL. On failure prints the messages and returns nullptr (exit 1).
 // Prints the over-budget warning (§4.3) unless -q.
 std::unique_ptr<Engine> OpenEngine(const Options& options);
@@ -57,6 +61,9 @@ void PrintJsonError(const std::string& code, const std::string& message);
 // Usage error of a command after parsing (no prompt, bad ids): prints the
 // message and the usage hint; returns 2.
 int UsageFailure(const Options& options, const std::string& message);
+// Any other failure of the command (exit 1): `message` on stderr, or with
+// --json the {"error": {"code": CODE, ...}} object on stdout.
+int Failure(const Options& options, const std::string& code, const std::string& message);
 
 // "the prompt is N tokens but the context holds M ...: raise --ctx".
 std::string ContextTooSmall(uint64_t prompt_tokens, uint32_t ctx, int position);

@@ -10,8 +10,9 @@
 
 namespace waste::cli {
 
-bool ReadFileText(const std::string& path, std::string* out, std::string* error) {
-  Result<std::string> text = ReadRegularFile(path, kMaxPromptFileBytes, "prompt file");
+bool ReadFileText(const std::string& path, std::string* out, std::string* error,
+                  const std::string& what) {
+  Result<std::string> text = ReadRegularFile(path, kMaxPromptFileBytes, what);
   if (!text) {
     *error = text.error().message();
     return false;

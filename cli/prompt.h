@@ -22,7 +22,9 @@ PromptText ReadPrompt(const Options& options, const std::string& empty_error);
 
 // Reads a whole regular file (waste/files.h: no directory, FIFO or device,
 // at most kMaxPromptFileBytes); false with `error` set when it cannot.
-bool ReadFileText(const std::string& path, std::string* out, std::string* error);
+// `what` names the file in the message ("prompt file PATH: ...").
+bool ReadFileText(const std::string& path, std::string* out, std::string* error,
+                  const std::string& what = "prompt file");
 // Stdin to EOF, at most kMaxPromptFileBytes; false with `error` set.
 bool ReadStdinText(std::string* out, std::string* error);
 void StripTrailingNewlines(std::string* text);

@@ -61,6 +61,8 @@ class WASTE_EXPORT Engine {
   // Feeds `ids` at the current position; returns the last position's logits
   // (valid until the next call). Prompt must fit: ctx - position >= n.
   Result<std::span<const float>> Eval(std::span<const int> ids) noexcept;
+  // Eval that also scores every next token (Session::Score).
+  Result<std::vector<double>> Score(std::span<const int> ids, int next = -1) noexcept;
   // Prefill + sampling loop (ENGINE.md §7.2): why it stopped, or the
   // error (Session::Generate).
   Result<FinishReason> Generate(std::span<const int> prompt, const GenParams& params,

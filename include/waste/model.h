@@ -157,6 +157,16 @@ class WASTE_EXPORT Session {
   // (valid until this session's next call). Prompt must fit:
   // ctx - position >= n.
   Result<std::span<const float>> Eval(std::span<const int> ids) noexcept;
+  // Eval that also scores: entry i is log p(ids[i+1] | everything before
+  // it), in nats, for i < ids.size() - 1 (perplexity, evaluation). Each
+  // position's logits are those Eval would return had the call ended
+  // there, from the same prompt pass (one lm_head per position), so
+  // scoring n tokens costs a prompt of n tokens, not n decode steps. The
+  // state advances as with Eval. With `next` >= 0 (the id that follows
+  // `ids`, not fed), one more entry: log p(next | ... ids) — so a long text
+  // scored in several calls loses no position; calls split at multiples of
+  // 512 tokens give the scores of one call bit for bit.
+  Result<std::vector<double>> Score(std::span<const int> ids, int next = -1) noexcept;
   // Prefill + sampling loop (ENGINE.md §7.2). Errors (bad ids, no room for
   // the prompt, I/O) come back as Status; every normal end, cancellation
   // included, as its FinishReason.

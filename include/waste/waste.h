@@ -11,6 +11,7 @@
 #include "waste/model.h"
 #include "waste/status.h"
 #include "waste/text.h"
+#include "waste/tokenizer.h"
 #include "waste/version.h"
 
 

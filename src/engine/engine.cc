@@ -52,6 +52,10 @@ Result<std::span<const float>> Engine::Eval(std::span<const int> ids) noexcept {
   return session_->Eval(ids);
 }
 
+Result<std::vector<double>> Engine::Score(std::span<const int> ids, int next) noexcept {
+  return session_->Score(ids, next);
+}
+
 Result<FinishReason> Engine::Generate(std::span<const int> prompt, const GenParams& params,
                                       const TokenCallback& on_token) noexcept {
   return session_->Generate(prompt, params, on_token);

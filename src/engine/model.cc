@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/container_tokenizer_internal.h"
 #include "engine/memplan_internal.h"
 #include "engine/model_core.h"
 #include "engine/model_info.h"
@@ -146,21 +147,7 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   co.huge_pages = o.huge_pages;
   WASTE_ASSIGN_OR_RETURN(m->cache, ExpertCache::Create(*m->container, layout, co));
 
-  auto tok = Tokenizer::Load(dir);
-  if (tok) {
-    // Every rank and special id must be a row of the embedding: refused at
-    // open rather than when a prompt first hits one.
-    if (tok->vocab_size() > cfg.vocab) {
-      return FormatError(fmt::format(
-          "{}: the tokenizer uses ids up to {} but the model's vocab_size is {} (tokenizer.model "
-          "ranks and specials.json ids must be below it)",
-          dir, tok->vocab_size() - 1, cfg.vocab));
-    }
-    m->tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
-    if (cfg.eos_token_id > 0) m->tokenizer->set_eos_id(cfg.eos_token_id);
-  } else if (tok.error().code() != Errc::kUnsupported) {
-    return tok.error();
-  }
+  WASTE_ASSIGN_OR_RETURN(m->tokenizer, LoadModelTokenizer(dir, cfg));
 
   m->info = DescribeModel(*m->container);
   m->info.has_tokenizer = m->tokenizer != nullptr;

@@ -120,7 +120,10 @@ struct SessionCore {
   Status CheckIds(std::span<const int> ids) const;
   std::string ContextFull() const;
   // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
-  Status Feed(std::span<const int> ids, bool want_logits);
+  // With `scores`: also the log-probability of each next id within `ids`
+  // (Forward::RunScored; the pending token's own row is not scored).
+  Status Feed(std::span<const int> ids, bool want_logits, std::vector<double>* scores = nullptr,
+              int next_after = -1);
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
   // Feed(ids, true) in prompt spans, calling `progress` (if set) after each;
   // a false return stops feeding and sets *cancelled (what was fed stays).

@@ -87,7 +87,8 @@ std::string SessionCore::ContextFull() const {
       ctx, state->pos() + (pending >= 0 ? 1 : 0));
 }
 
-Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
+Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
+                         std::vector<double>* scores, int next_after) {
   std::vector<int> all;
   std::span<const int> run = ids;
   if (pending >= 0) {
@@ -97,7 +98,13 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits) {
     run = all;
   }
   if (run.empty()) return Status::Ok();
-  Status st = forward->Run(*model->ops, run, want_logits);
+  const size_t scored_before = scores != nullptr ? scores->size() : 0;
+  Status st = scores != nullptr ? forward->RunScored(*model->ops, run, want_logits, scores, next_after)
+                                : forward->Run(*model->ops, run, want_logits);
+  // The pending token's row predicts ids[0], which is not the caller's to score.
+  if (st.ok() && scores != nullptr && pending >= 0 && scores->size() > scored_before) {
+    scores->erase(scores->begin() + static_cast<std::ptrdiff_t>(scored_before));
+  }
   pending = -1;
   if (st.ok() && want_logits) st = CheckLogits();
   if (!st.ok()) {
@@ -200,6 +207,31 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
     return std::span<const float>(s.forward->logits());
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during eval");
+  } catch (const std::exception& e) {
+    return StatusFromException(e, Errc::kIo, e.what());
+  }
+}
+
+Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) noexcept {
+  SessionCore& s = *core_;
+  s.ClearDetail();
+  try {
+    if (ids.empty()) return ArgError("empty prompt");
+    WASTE_TRY(s.CheckIds(ids));
+    if (next >= 0) WASTE_TRY(s.CheckIds(std::span<const int>(&next, 1)));
+    std::lock_guard<std::mutex> run(s.model->run_mu);
+    ImageCall images(*s.model);
+    int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
+    if (s.state->room() < need) {
+      s.detail = s.ContextFull();
+      return ArgError(s.detail);
+    }
+    std::vector<double> scores;
+    scores.reserve(ids.size());
+    WASTE_TRY(s.Feed(ids, true, &scores, next));
+    return scores;
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed during score");
   } catch (const std::exception& e) {
     return StatusFromException(e, Errc::kIo, e.what());
   }

@@ -1,6 +1,7 @@
 #include "model/forward.h"
 
 #include <cmath>
+#include <string>
 #include <cstring>
 
 #include "model/chunks.h"
@@ -49,7 +50,42 @@ Status Forward::Run(const Ops& ops, std::span<const int> tokens, bool want_logit
   return Status::Ok();
 }
 
-Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits) {
+Status Forward::RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
+                          std::vector<double>* scores, int next_after) {
+  size_t done = 0;
+  while (done < tokens.size()) {
+    size_t n = std::min(kMaxSpan, tokens.size() - done);
+    bool last = done + n == tokens.size();
+    int next[kMaxSpan];
+    for (size_t t = 0; t < n; ++t) {
+      next[t] = done + t + 1 < tokens.size() ? tokens[done + t + 1] : next_after;
+    }
+    WASTE_TRY(RunSpan(ops, tokens.data() + done, n, want_logits && last, next, scores));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Result<double> Forward::ScoreRow(const Ops& ops, size_t t, int target, int position) {
+  const size_t h = static_cast<size_t>(cfg_.hidden);
+  RmsNorm(stream_.row(t), w_.final_norm, cfg_.rms_eps, h, xn_.data());
+  ops.MatVec(*w_.lm_head, xn_.data(), logits_.data());
+  double max = -INFINITY;
+  for (float v : logits_) {
+    if (!std::isfinite(v)) {
+      return FormatError("the logits at position " + std::to_string(position) +
+                         " are not finite: a weight, scale or expert record holds NaN/Inf or "
+                         "the activations overflowed; try --verify");
+    }
+    max = std::max(max, double(v));
+  }
+  double sum = 0;
+  for (float v : logits_) sum += std::exp(double(v) - max);
+  return double(logits_[static_cast<size_t>(target)]) - max - std::log(sum);
+}
+
+Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
+                        const int* next, std::vector<double>* scores) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   stream_.Begin();
@@ -118,6 +154,15 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
   stream_.Finish(n - 1, w_);
   const float* last = stream_.row(n - 1);
   std::memcpy(last_hidden_.data(), last, h * sizeof(float));
+  if (scores != nullptr) {
+    ScopedPhase phase(ops.profiler(), Phase::kLmHead);
+    for (size_t t = 0; t < n; ++t) {
+      if (t + 1 < n) stream_.Finish(t, w_);  // row n-1 is finished above
+      if (next[t] < 0) continue;
+      WASTE_ASSIGN_OR_RETURN(double lp, ScoreRow(ops, t, next[t], pos0 + static_cast<int>(t)));
+      scores->push_back(lp);
+    }
+  }
   if (want_logits) {
     ScopedPhase phase(ops.profiler(), Phase::kLmHead);
     RmsNorm(last, w_.final_norm, cfg_.rms_eps, h, xn_.data());

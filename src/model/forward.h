@@ -53,6 +53,15 @@ class Forward {
   // Feeds `tokens` (ids already validated) at state.pos(); advances the
   // position. With want_logits, logits() holds the last token's logits.
   Status Run(const Ops& ops, std::span<const int> tokens, bool want_logits);
+  // Run, and for every token but the last, the log-probability (nats) the
+  // model gives the token after it: scores[i] = log p(tokens[i+1] | ...).
+  // Each position's logits are the ones Run computes for the last token
+  // when the call ends there (same hidden row, same lm_head kernel), one
+  // lm_head matvec per position. kFormat when a position's logits are not
+  // finite.
+  // `next_after` >= 0: the id after the last token, scored too.
+  Status RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
+                   std::vector<double>* scores, int next_after = -1);
 
   const std::vector<float>& logits() const { return logits_; }
   const std::vector<float>& last_hidden() const { return last_hidden_; }
@@ -69,7 +78,12 @@ class Forward {
 
  private:
   // n <= kMaxSpan tokens at state.pos(), in chunks of kMaxChunk from the first.
-  Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits);
+  // With `next` (the ids after each of the n tokens, n of them, -1 = none
+  // to score), appends the scores of the positions that have one.
+  Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
+                 const int* next = nullptr, std::vector<double>* scores = nullptr);
+  // Norm, lm_head and log-softmax of row t at `target` (uses logits_).
+  Result<double> ScoreRow(const Ops& ops, size_t t, int target, int position);
 
   const Container& container_;
   const ModelConfig& cfg_;

@@ -189,8 +189,9 @@ Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
-    return IoError(name + " is " + kind + ", not a regular file");
+                                              : "a special file";
+    // "NAME: a directory, ...": reads on after "cannot read NAME".
+    return IoError(name + ": " + kind + ", not a regular file");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);

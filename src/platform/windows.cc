@@ -324,7 +324,7 @@ Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
   }
   if (::GetFileType(h) != FILE_TYPE_DISK) {
     ::CloseHandle(h);
-    return IoError(name + " is not a regular file");
+    return IoError(name + ": not a regular file");
   }
   LARGE_INTEGER size;
   if (!::GetFileSizeEx(h, &size) || static_cast<uint64_t>(size.QuadPart) > max_bytes) {

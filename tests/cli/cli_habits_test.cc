@@ -113,6 +113,36 @@ TEST_F(CliHabits, EveryCommandIsInTheHelpAndHasItsOwn) {
   EXPECT_TRUE(Contains(typo.err, "did you mean 'convert'?")) << Describe(typo);
 }
 
+// perplexity: a text that fits is one pass; a longer one is scored in
+// half-overlapping windows, every token once; the figures are close (the
+// windows give each token at least half a window of context).
+TEST_F(CliHabits, PerplexityScoresEveryTokenOnceInWindowsOrOnePass) {
+  const std::string text = dir_ / "text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 40; ++i) f << "And it came to pass in those days that the people went up. ";
+  }
+  const ProcessResult one = Waste({"perplexity", kDemo, text, "-c", "4096", "--json"});
+  ASSERT_EQ(one.exit_code, 0) << Describe(one);
+  const json a = OneObject(one);
+  const ProcessResult win = Waste({"perplexity", kDemo, text, "-c", "64", "--json"});
+  ASSERT_EQ(win.exit_code, 0) << Describe(win);
+  const json b = OneObject(win);
+  EXPECT_EQ(a["windows"], 1);
+  EXPECT_EQ(a["scored"].get<int>(), a["tokens"].get<int>() - 1);
+  EXPECT_EQ(b["scored"], a["scored"]);
+  EXPECT_EQ(b["window_tokens"], 64);
+  // ceil((tokens - 64) / 32) + 1 windows of 64, starting every 32 tokens
+  const int tokens = b["tokens"].get<int>();
+  EXPECT_EQ(b["windows"].get<int>(), (tokens - 64 + 31) / 32 + 1);
+  EXPECT_GT(b["perplexity"].get<double>(), 1.0);
+  EXPECT_TRUE(b["complete"].get<bool>());
+  const ProcessResult missing = Waste({"perplexity", kDemo, dir_ / "nope.txt", "--json"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(Contains(OneObject(missing)["error"]["message"].get<std::string>(), "nope.txt"))
+      << Describe(missing);
+}
+
 TEST_F(CliHabits, OptionsACommandDoesNotUseAreRefused) {
   const ProcessResult r = Waste({"chat", kDemo, "--file", "x.txt"});
   EXPECT_EQ(r.exit_code, 2);

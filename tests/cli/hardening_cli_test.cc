@@ -56,7 +56,7 @@ TEST_F(HardeningCli, PromptFileThatIsADirectoryOrADeviceIsRefused) {
     ProcessResult r = Waste(args);
     EXPECT_EQ(r.term_signal, 0) << Describe(r);  // was SIGABRT (uncaught ios_base::failure)
     EXPECT_NE(r.exit_code, 0) << Describe(r);
-    EXPECT_TRUE(Has(r.err, "is a directory")) << Describe(r);
+    EXPECT_TRUE(Has(r.err, ": a directory, not a regular file")) << Describe(r);
   }
   ProcessResult z = Waste({"run", model_, "--raw", "-n", "2", "--file", "/dev/zero"}, {}, 20);
   EXPECT_FALSE(z.timed_out) << Describe(z);  // used to read forever

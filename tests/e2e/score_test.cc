@@ -1,0 +1,143 @@
+// Session::Score (include/waste/model.h): the log-probability of every next
+// token from one prompt pass. Pinned against Eval: where a call ending at
+// position p would be chunked exactly as the scoring call's first p rows
+// (p a multiple of the 128-token chunk), the score at p-1 equals the
+// log-softmax of Eval's logits bit for bit; every family, AttnRes (K3)
+// included, since each row must be finished on its own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "waste/model.h"
+
+namespace waste {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The same arithmetic as Forward::ScoreRow (max, then the sum in double in
+// index order), so equal logits give equal scores.
+double LogSoftmaxAt(std::span<const float> logits, int target) {
+  double max = -INFINITY;
+  for (float v : logits) max = std::max(max, double(v));
+  double sum = 0;
+  for (float v : logits) sum += std::exp(double(v) - max);
+  return double(logits[static_cast<size_t>(target)]) - max - std::log(sum);
+}
+
+class ScoreTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("waste_score_" + std::string(GetParam()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    const std::string gen = std::string(WASTE_GEN_BINARY) + " " + dir_.string() + " --preset " +
+                            GetParam() + " --seed 5 -q > /dev/null";
+    ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
+    Config cfg;
+    cfg.ctx_tokens = 1024;
+    cfg.max_sessions = 2;
+    auto m = Model::Open(dir_.string(), cfg);
+    ASSERT_TRUE(m.has_value()) << m.error().ToString();
+    model_ = std::move(*m);
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> id(0, model_->info().vocab - 1);
+    for (int i = 0; i < 600; ++i) ids_.push_back(id(rng));
+  }
+  void TearDown() override {
+    model_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::unique_ptr<Session> New() {
+    auto s = model_->NewSession();
+    EXPECT_TRUE(s.has_value()) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Model> model_;
+  std::vector<int> ids_;
+};
+
+TEST_P(ScoreTest, EqualsEvalWhereTheChunksAgree) {
+  std::unique_ptr<Session> scorer = New();
+  ASSERT_TRUE(scorer);
+  auto scores = scorer->Score(ids_);
+  ASSERT_TRUE(scores.has_value()) << scores.error().ToString();
+  ASSERT_EQ(scores->size(), ids_.size() - 1);
+  EXPECT_EQ(scorer->position(), static_cast<int>(ids_.size()));
+  for (double s : *scores) {
+    ASSERT_TRUE(std::isfinite(s));
+    ASSERT_LE(s, 0.0);
+  }
+  // 128, 256: inside the first 512-token span; 512: the whole span.
+  for (size_t p : {size_t{128}, size_t{256}, size_t{512}}) {
+    std::unique_ptr<Session> s = New();
+    ASSERT_TRUE(s);
+    auto logits = s->Eval(std::span<const int>(ids_.data(), p));
+    ASSERT_TRUE(logits.has_value()) << logits.error().ToString();
+    EXPECT_EQ((*scores)[p - 1], LogSoftmaxAt(*logits, ids_[p])) << "position " << p - 1;
+  }
+  // Elsewhere the chunks differ (a call ending at 100 is one 100-token
+  // chunk): within prompt-processing tolerance.
+  std::unique_ptr<Session> s = New();
+  auto logits = s->Eval(std::span<const int>(ids_.data(), 100));
+  ASSERT_TRUE(logits.has_value());
+  EXPECT_NEAR((*scores)[99], LogSoftmaxAt(*logits, ids_[100]), 1e-3);
+}
+
+TEST_P(ScoreTest, CallsSplitAtSpansScoreAsOneCall) {
+  std::unique_ptr<Session> one = New(), split = New();
+  ASSERT_TRUE(one && split);
+  auto whole = one->Score(ids_);
+  ASSERT_TRUE(whole.has_value()) << whole.error().ToString();
+  auto first = split->Score(std::span<const int>(ids_.data(), 512), ids_[512]);
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  EXPECT_EQ(first->size(), 512u);  // the last one scores ids_[512], not fed
+  EXPECT_EQ(split->position(), 512);
+  auto rest = split->Score(std::span<const int>(ids_.data() + 512, ids_.size() - 512));
+  ASSERT_TRUE(rest.has_value()) << rest.error().ToString();
+  first->insert(first->end(), rest->begin(), rest->end());
+  EXPECT_EQ(*first, *whole);
+}
+
+TEST_P(ScoreTest, AfterGenerateThePendingTokenIsFedNotScored) {
+  std::unique_ptr<Session> s = New();
+  ASSERT_TRUE(s);
+  GenParams p;
+  p.max_tokens = 3;
+  auto r = s->Generate(std::span<const int>(ids_.data(), 8), p, [](const TokenEvent&) { return true; });
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const int before = s->position();  // counts the last token emitted, not fed yet
+  auto scores = s->Score(std::span<const int>(ids_.data() + 8, 20));
+  ASSERT_TRUE(scores.has_value()) << scores.error().ToString();
+  EXPECT_EQ(scores->size(), 19u);
+  EXPECT_EQ(s->position(), before + 20);
+}
+
+TEST_P(ScoreTest, RefusesWhatEvalRefuses) {
+  std::unique_ptr<Session> s = New();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->Score({}).error().code(), Errc::kArg);
+  const std::vector<int> bad = {1, model_->info().vocab};
+  EXPECT_EQ(s->Score(bad).error().code(), Errc::kArg);
+  std::vector<int> too_long(1025, 1);
+  EXPECT_EQ(s->Score(too_long).error().code(), Errc::kArg);
+  EXPECT_EQ(s->position(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ScoreTest,
+                         ::testing::Values("tiny", "k3-tiny", "deepseek-v3-tiny"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) c = (c == '-') ? '_' : c;
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace waste
