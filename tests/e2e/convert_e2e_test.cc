@@ -869,5 +869,169 @@ TEST(ConvertE2E, EngineReadsRuleChosenFormatsAsTheOracleDoes) {
 }
 #endif
 
+// --- What convert refuses, and how they say it -----------------
+
+// Every entry under `dir` with its bytes: what "nothing in it was touched"
+// compares.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string rel = std::filesystem::relative(e.path(), dir).string();
+    files[rel] = e.is_directory() ? "<dir>" : Slurp(e.path().string());
+  }
+  return files;
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A mistyped OUT must never mix a container into unrelated files, nor
+// overwrite the checkpoint's own tokenizer.model and chat template.
+TEST(ConvertE2E, RefusesAnOutThatIsNotEmptyAndNotAConversionTouchingNothing) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  const std::string out = dir / "photos";
+  std::filesystem::create_directories(out + "/2024");
+  std::ofstream(out + "/notes.txt") << "keep me";
+  std::ofstream(out + "/draft.tmp.1") << "named like a temporary, still not the converter's";
+  std::map<std::string, std::string> before = Snapshot(out);
+  auto r = ConvertNow(src, out, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), out + " is not empty and not a conversion in progress"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(out), before);
+  // A convert.json of someone else's: not taken for resume state.
+  std::ofstream(out + "/convert.json") << R"({"input": "a.png", "output": "a.jpg"})";
+  before = Snapshot(out);
+  r = ConvertNow(src, out, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is not waste convert's resume state"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(out), before);
+  // A container this converter did not write.
+  const std::string other = dir / "other";
+  std::filesystem::create_directories(other);
+  std::ofstream(other + "/manifest.json") << "{}";
+  r = ConvertNow(src, other, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "holds a container that this converter did not write"));
+  EXPECT_EQ(Snapshot(other).size(), 1u);
+  // A file.
+  std::ofstream(dir / "file") << "x";
+  r = ConvertNow(src, dir / "file", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is a file, not a directory")) << r.error().message();
+  EXPECT_EQ(Slurp(dir / "file"), "x");
+  // The checkpoint itself, under another spelling of its path.
+  before = Snapshot(src);
+  r = ConvertNow(src, src + "/.", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is the checkpoint directory itself"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(src), before);
+#ifdef WASTE_CLI_BINARY
+  before = Snapshot(out);
+  test::ProcessResult p =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--threads", "1"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(
+      Has(p.err, "waste convert: " + out + " is not empty and not a conversion in progress"))
+      << p.err;
+  EXPECT_EQ(Snapshot(out), before);
+#endif
+}
+
+// What a conversion leaves behind is recognised as one: a first run killed
+// before its state was published, a subset run, a folder inside SRC.
+TEST(ConvertE2E, ResumesIntoItsOwnDirectoriesOnly) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string early = dir / "early";
+  std::filesystem::create_directories(early + "/parts");
+  std::ofstream(early + "/convert.json.tmp.4242.0") << "{\"vers";
+  auto r = ConvertNow(src, early, 2, {2});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(early + "/convert.json.tmp.4242.0"));
+  const std::string inside = src + "/waste";
+  ASSERT_TRUE(ConvertNow(src, inside, 2, {2}));
+  auto rest = ConvertNow(src, inside, 2);
+  ASSERT_TRUE(rest) << rest.error().message();
+  EXPECT_TRUE(rest->complete);
+  for (const ConvertLayerReport& l : rest->layers) EXPECT_EQ(l.cached, l.layer == 2) << l.layer;
+  ExpectSound(inside, src, 0.23);
+}
+
+TEST(ConvertE2E, ASourceThatIsNoCheckpointIsNamed) {
+  TempDir dir;
+  auto r = ConvertNow(dir / "nonexist", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "no such directory: " + (dir / "nonexist"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  std::filesystem::create_directories(dir / "container");
+  std::ofstream(dir / "container/manifest.json") << "{}";
+  r = ConvertNow(dir / "container", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(
+      r.error().message(),
+      (dir / "container") + " is a waste container already (manifest.json), not a checkpoint");
+  std::filesystem::create_directories(dir / "empty");
+  r = ConvertNow(dir / "empty", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(
+      Has(r.error().message(), "neither model.safetensors.index.json nor model.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+#ifdef WASTE_CLI_BINARY
+  test::ProcessResult p =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", dir / "nonexist", dir / "out"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "waste convert: no such directory: " + (dir / "nonexist"))) << p.err;
+#endif
+}
+
+#ifdef WASTE_CLI_BINARY
+// A value that is wrong in itself is a usage error (exit 2) naming the
+// option and the value, found before anything is read or created.
+TEST(ConvertE2E, CliOptionValuesThatMakeNoSenseAreUsageErrors) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string out = dir / "out";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--train-vectors", "0"}, "--train-vectors: 0 is not a vector count"},
+      {{"--tensor-format", "x=q2"},
+       "--tensor-format: \"x=q2\": the format must be f32, q8g or q4g"},
+      {{"--tensor-format", "foo"}, "--tensor-format: \"foo\" is not PART=FORMAT"},
+      {{"--tensor-format", "=q8g"}, "--tensor-format: \"=q8g\" has an empty PART"},
+      {{"--threads", "-1"}, "--threads: -1 is not a thread count"},
+      {{"--layers", "3-1"}, "--layers: \"3-1\" is a reversed range (write 1-3)"},
+      {{"--layers", "1-2-3"}, "--layers: \"1-2-3\" is not a layer number or range"},
+      {{"--layers", "2x"}, "--layers: \"2x\" is not a layer number or range"},
+      {{"--layers", "1,,2"}, "--layers: \"\" is not a layer number or range"},
+      {{"--expert-format", "vq9"}, "--expert-format"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {WASTE_CLI_BINARY, "convert", src, out};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    test::ProcessResult p = test::RunProcess(args);
+    EXPECT_EQ(p.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << p.err;
+    EXPECT_TRUE(Has(p.err, c.says)) << p.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args[0] << " " << c.args[1];
+  }
+  // Well-formed ranges still mean what they say (and --threads 0 is every CPU).
+  test::ProcessResult ok =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--layers", "2-3,1-1", "--threads",
+                        "0", "--train-vectors", "4096"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const nlohmann::json state = nlohmann::json::parse(Slurp(out + "/convert.json"));
+  EXPECT_EQ(state["layers"].size(), 3u);
+  EXPECT_EQ(state["settings"]["train_vectors"], 4096);
+}
+
+#endif
+
 }  // namespace
 }  // namespace waste
