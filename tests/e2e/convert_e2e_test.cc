@@ -869,7 +869,7 @@ TEST(ConvertE2E, EngineReadsRuleChosenFormatsAsTheOracleDoes) {
 }
 #endif
 
-// --- What convert refuses, and how they say it -----------------
+// --- What convert and verify refuse, and how they say it -----------------
 
 // Every entry under `dir` with its bytes: what "nothing in it was touched"
 // compares.
@@ -986,6 +986,11 @@ TEST(ConvertE2E, ASourceThatIsNoCheckpointIsNamed) {
       test::RunProcess({WASTE_CLI_BINARY, "convert", dir / "nonexist", dir / "out"});
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_TRUE(Has(p.err, "waste convert: no such directory: " + (dir / "nonexist"))) << p.err;
+  p = test::RunProcess(
+      {WASTE_CLI_BINARY, "verify", dir / "container", "--source", dir / "container"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "is a waste container already (manifest.json), not a checkpoint"))
+      << p.err;
 #endif
 }
 
@@ -1021,6 +1026,9 @@ TEST(ConvertE2E, CliOptionValuesThatMakeNoSenseAreUsageErrors) {
     EXPECT_TRUE(Has(p.err, c.says)) << p.err;
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args[0] << " " << c.args[1];
   }
+  test::ProcessResult v = test::RunProcess({WASTE_CLI_BINARY, "verify", out, "--threads", "-1"});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_TRUE(Has(v.err, "--threads: -1 is not a thread count")) << v.err;
   // Well-formed ranges still mean what they say (and --threads 0 is every CPU).
   test::ProcessResult ok =
       test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--layers", "2-3,1-1", "--threads",
@@ -1031,6 +1039,108 @@ TEST(ConvertE2E, CliOptionValuesThatMakeNoSenseAreUsageErrors) {
   EXPECT_EQ(state["settings"]["train_vectors"], 4096);
 }
 
+TEST(ConvertE2E, CliVerifyNamesAPathThatIsNoContainer) {
+  TempDir dir;
+  const std::string missing = dir / "nonexist";
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {WASTE_CLI_BINARY, "verify", missing};
+    if (json) args.push_back("--json");
+    test::ProcessResult p = test::RunProcess(args);
+    EXPECT_EQ(p.exit_code, 1);
+    EXPECT_EQ(p.err, "waste verify: no such directory: " + missing + "\n");
+    EXPECT_EQ(p.out, "");  // not "NOT sound — 0 records"
+  }
+  std::filesystem::create_directories(dir / "plain");
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "verify", dir / "plain"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.err,
+            "waste verify: not a waste container: " + (dir / "plain") + " (no manifest.json)\n");
+  VerifyOptions o;
+  o.container_dir = missing;
+  Result<VerifyReport> r = Verify(o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "no such directory: " + missing);
+}
+
+// Problems and errors are listed by layer, then expert, as numbers (2
+// before 10), counted in words that agree with the count; --json is one
+// line like every other command's.
+TEST(ConvertE2E, VerifyListsProblemsInNumericOrderAndJsonOnOneLine) {
+  TempDir dir;
+  const std::string src =
+      MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false, R"({"num_experts": 12})");
+  const std::string out = dir / "out";
+  ASSERT_TRUE(ConvertNow(src, out, 2));
+  uint64_t record_bytes = 0;
+  {
+    auto c = Container::Open(out);
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_EQ((*c)->bank(1).experts, 12);
+    record_bytes = static_cast<uint64_t>((*c)->bank(1).record_bytes);
+  }
+  auto damage = [&](int layer, int expert) {
+    std::fstream f(out + "/experts-L" + std::to_string(layer) + ".bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(expert * record_bytes + 200));
+    f.put('\x11');
+  };
+  damage(3, 0);
+  damage(1, 11);
+  damage(1, 2);
+  damage(1, 10);
+  const std::vector<std::string> want = {"expert 2 of layer 1", "expert 10 of layer 1",
+                                         "expert 11 of layer 1", "expert 0 of layer 3"};
+  VerifyOptions o;
+  o.container_dir = out;
+  o.threads = 2;
+  Result<VerifyReport> r = Verify(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->problems.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(Has(r->problems[i], want[i])) << i << ": " << r->problems[i];
+
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "verify", out, "--threads", "2"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "layer 1: 12 records read, 3 problems\n")) << p.err;
+  EXPECT_TRUE(Has(p.err, "layer 2: 12 records read, 0 problems\n")) << p.err;
+  EXPECT_TRUE(Has(p.err, "layer 3: 12 records read, 1 problem\n")) << p.err;
+  EXPECT_TRUE(Has(p.out, out + ": NOT sound (4 problems) — 36 records, ")) << p.out;
+  size_t at = 0;
+  for (const std::string& w : want) {
+    const size_t next = p.out.find(w, at);
+    ASSERT_NE(next, std::string::npos) << w << " in order in " << p.out;
+    at = next;
+  }
+
+  p = test::RunProcess(
+      {WASTE_CLI_BINARY, "verify", out, "--json", "--source", src, "--all", "--threads", "2"});
+  EXPECT_EQ(p.exit_code, 1);
+  ASSERT_FALSE(p.out.empty());
+  EXPECT_EQ(p.out.find('\n'), p.out.size() - 1) << p.out.substr(0, 200);
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  for (const char* key :
+       {"sound", "problems", "records_checked", "trunk_tensors_checked", "expert_median_error",
+        "expert_max_error", "trunk_max_error", "rotation_block", "errors"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["problems"].get<std::vector<std::string>>(), r->problems);
+  // Expert errors by (layer, expert), gate/up/down within each; the trunk after.
+  std::vector<std::pair<int, int>> order;
+  for (const auto& e : j["errors"]) {
+    int layer = 0, expert = 0;
+    char kind[8];
+    if (std::sscanf(e["name"].get<std::string>().c_str(), "layer %d expert %d %7s", &layer, &expert,
+                    kind) == 3) {
+      order.emplace_back(layer, expert);
+    }
+  }
+  ASSERT_EQ(order.size(), (36u - 4u) * 3u);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+  EXPECT_EQ(order[3], std::make_pair(1, 1));  // expert 2 of layer 1 is damaged: no error
+  EXPECT_EQ(order[6], std::make_pair(1, 3));
+  EXPECT_EQ(order[3 * 9], std::make_pair(2, 0));          // 10 and 11 are damaged too
+  EXPECT_EQ(order[3 * 9 + 3 * 3], std::make_pair(2, 3));  // 3 after 2, not 10
+}
 #endif
 
 }  // namespace
