@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,28 +57,81 @@ void PrintProgress(const ConvertProgress& p, bool json, bool tty) {
   std::fflush(stderr);
 }
 
+// A layer number: decimal digits and nothing else (std::stoi would take
+// "2x" as 2 and "1-2-3" as the range 1-2).
+std::optional<int> LayerNumber(const std::string& s) {
+  if (s.empty() || s.size() > 6 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoi(s);
+}
+
+// "1,2,5-7" -> {1, 2, 5, 6, 7}; a malformed part or a reversed range sets
+// *error (naming the option and the part) instead of being read some other way.
 std::vector<int> ParseLayers(const std::string& s, std::string* error) {
   std::vector<int> out;
+  if (s.empty()) return out;
   size_t p = 0;
-  while (p <= s.size() && !s.empty()) {
-    size_t e = s.find(',', p);
-    std::string part = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
-    size_t dash = part.find('-');
-    try {
-      if (dash != std::string::npos) {
-        int a = std::stoi(part.substr(0, dash)), b = std::stoi(part.substr(dash + 1));
-        for (int l = a; l <= b; ++l) out.push_back(l);
-      } else {
-        out.push_back(std::stoi(part));
-      }
-    } catch (const std::exception&) {
-      *error = fmt::format("--layers: \"{}\" is not a layer number or range", part);
+  while (true) {
+    const size_t e = s.find(',', p);
+    const std::string part = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    const size_t dash = part.find('-');
+    const std::optional<int> a = LayerNumber(part.substr(0, dash));
+    const std::optional<int> b = dash == std::string::npos ? a : LayerNumber(part.substr(dash + 1));
+    if (!a || !b) {
+      *error = fmt::format("--layers: \"{}\" is not a layer number or range (e.g. 1,3-5)", part);
       return {};
     }
+    if (*a > *b) {
+      *error = fmt::format("--layers: \"{}\" is a reversed range (write {}-{})", part, *b, *a);
+      return {};
+    }
+    for (int l = *a; l <= *b; ++l) out.push_back(l);
     if (e == std::string::npos) break;
     p = e + 1;
   }
   return out;
+}
+
+// --tensor-format PART=FORMAT, checked as text here so that a malformed rule
+// is a usage error (exit 2) like every other bad option value; whether a
+// rule names a matrix of the checkpoint is the converter's to say.
+std::optional<TensorFormatRule> ParseFormatRule(const std::string& r, std::string* error) {
+  const size_t eq = r.rfind('=');
+  if (eq == std::string::npos) {
+    *error = fmt::format("--tensor-format: \"{}\" is not PART=FORMAT (e.g. shared_experts=q8g)", r);
+    return std::nullopt;
+  }
+  TensorFormatRule rule{r.substr(0, eq), r.substr(eq + 1)};
+  if (rule.pattern.empty()) {
+    *error = fmt::format("--tensor-format: \"{}\" has an empty PART (e.g. shared_experts=q8g)", r);
+    return std::nullopt;
+  }
+  if (rule.format != "f32" && rule.format != "q8g" && rule.format != "q4g") {
+    *error = fmt::format("--tensor-format: \"{}\": the format must be f32, q8g or q4g", r);
+    return std::nullopt;
+  }
+  return rule;
+}
+
+// Option values that are wrong in themselves, found before any file is
+// read; "" when all are fine.
+std::string CheckValues(const ConvertOptions& o) {
+  if (o.threads < 0) {
+    return fmt::format(
+        "--threads: {} is not a thread count (a positive number; 0 or none: every CPU)", o.threads);
+  }
+  if (o.train_vectors < 1) {
+    return fmt::format("--train-vectors: {} is not a vector count (1 or more; default 262144)",
+                       o.train_vectors);
+  }
+  return "";
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "waste convert: %s\n", message.c_str());
+  return 2;
 }
 
 }  // namespace
@@ -117,20 +172,16 @@ int ConvertMain(const std::vector<std::string>& args) {
   }
   if (o.reference_recipe && tv->count() == 0) o.train_vectors = 300000;  // the reference's T
   o.rotate_residual = !no_rotate;
-  for (const std::string& r : format_rules) {
-    const size_t eq = r.rfind('=');
-    if (eq == std::string::npos) {
-      std::fprintf(stderr, "--tensor-format: \"%s\" is not PART=FORMAT (e.g. shared_experts=q8g)\n", r.c_str());
-      return 2;
-    }
-    o.tensor_formats.push_back({r.substr(0, eq), r.substr(eq + 1)});
-  }
   std::string err;
-  o.layers = ParseLayers(layers, &err);
-  if (!err.empty()) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 2;
+  for (const std::string& r : format_rules) {
+    std::optional<TensorFormatRule> rule = ParseFormatRule(r, &err);
+    if (!rule) return UsageError(err);
+    o.tensor_formats.push_back(*rule);
   }
+  o.layers = ParseLayers(layers, &err);
+  if (!err.empty()) return UsageError(err);
+  err = CheckValues(o);
+  if (!err.empty()) return UsageError(err);
   const bool tty = !json && StderrIsTerminal();
   o.progress = [&](const ConvertProgress& p) { PrintProgress(p, json, tty); };
   Result<ConvertReport> r = Convert(o);

@@ -1,7 +1,9 @@
 // `waste verify CONTAINER [--source CKPT]`: a thin front end over
 // waste/convert.h. Exit status 0 when the container is sound, 1 when not
-// (or it cannot be read), 2 on a usage error.
+// (or it cannot be read, or is no container: as for `waste run`), 2 on a
+// usage error (a malformed option value).
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +13,13 @@
 #include "waste/convert.h"
 
 namespace waste::cli {
+namespace {
+
+std::string Count(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
 
 int VerifyMain(const std::vector<std::string>& args) {
   CLI::App app("Check a container: every record's header and crc32, every trunk tensor; with --source, "
@@ -28,6 +37,13 @@ int VerifyMain(const std::vector<std::string>& args) {
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (o.threads < 0) {
+    std::fprintf(stderr,
+                 "waste verify: --threads: %d is not a thread count (a positive number; 0 or none: "
+                 "every CPU)\n",
+                 o.threads);
+    return 2;
   }
   if (!json) o.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   Result<VerifyReport> r = Verify(o);
@@ -48,7 +64,7 @@ int VerifyMain(const std::vector<std::string>& args) {
                                 {"expert_max_error", rep.expert_max_error},
                                 {"trunk_max_error", rep.trunk_max_error},
                                 {"rotation_block", rep.rotation_block}, {"errors", errs}};
-    std::fprintf(stdout, "%s\n", j.dump(1).c_str());
+    std::fprintf(stdout, "%s\n", j.dump().c_str());  // one object per line, as every command prints
   } else {
     for (const VerifyTensorError& e : rep.errors) {
       if (all || e.outlier) {
@@ -56,9 +72,12 @@ int VerifyMain(const std::vector<std::string>& args) {
       }
     }
     for (const std::string& p : rep.problems) std::fprintf(stdout, "problem: %s\n", p.c_str());
-    std::fprintf(stdout, "%s: %s — %llu records, %llu trunk tensors", o.container_dir.c_str(),
-                 rep.sound ? "sound" : "NOT sound", static_cast<unsigned long long>(rep.records_checked),
-                 static_cast<unsigned long long>(rep.trunk_tensors_checked));
+    const std::string verdict =
+        rep.sound ? "sound"
+                  : "NOT sound (" + Count(rep.problems.size(), "problem", "problems") + ")";
+    std::fprintf(stdout, "%s: %s — %s, %s", o.container_dir.c_str(), verdict.c_str(),
+                 Count(rep.records_checked, "record", "records").c_str(),
+                 Count(rep.trunk_tensors_checked, "trunk tensor", "trunk tensors").c_str());
     if (!o.source_dir.empty()) {
       std::fprintf(stdout, "; expert error median %.2f%% max %.2f%%, trunk max %.2f%%",
                    100 * rep.expert_median_error, 100 * rep.expert_max_error, 100 * rep.trunk_max_error);

@@ -143,6 +143,70 @@ Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::Sour
   return Status::Ok();
 }
 
+// A file of a killed first run: the resume state's own temporary (written
+// before anything else) or the parts folder, created right after it.
+bool IsStartLeftover(const std::filesystem::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  if (name.starts_with("convert.json.tmp.")) return entry.is_regular_file();
+  std::error_code ec;
+  return name == "parts" && entry.is_directory() && std::filesystem::is_empty(entry.path(), ec);
+}
+
+// Whether convert.json is this converter's resume state (a user's file of
+// the same name must not be overwritten or taken for one).
+bool IsResumeState(const std::string& path) {
+  Result<std::string> text = platform::ReadWholeFile(path);
+  if (!text) return false;
+  const Json j = Json::parse(*text, nullptr, false);
+  return j.is_object() && j.contains("version") && j.contains("source") && j.contains("settings");
+}
+
+// OUT may be missing, empty, or a conversion by this converter (complete or
+// not: the resume case). Anything else is refused before a byte is written,
+// so a mistyped OUT never mixes a container into unrelated files, and OUT
+// may not be the checkpoint itself (its tokenizer.model and
+// chat_template.jinja would be overwritten). A folder inside SRC is
+// allowed: the converter reads only files at the top of SRC and the shards
+// the index names, none of which a container file is called.
+Status CheckOutDir(const std::string& out, const std::string& src) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return Status::Ok();
+  if (!fs::is_directory(out, ec)) {
+    return ArgError(fmt::format("{} is a file, not a directory", out));
+  }
+  if (fs::equivalent(out, src, ec)) {
+    return ArgError(
+        fmt::format("{} is the checkpoint directory itself; write the container to another "
+                    "directory",
+                    out));
+  }
+  const std::string state_path = JoinPath(out, "convert.json");
+  if (fs::exists(state_path, ec)) {
+    if (IsResumeState(state_path)) return Status::Ok();
+    return ArgError(
+        fmt::format("{} is not empty and not a conversion in progress ({} is not waste "
+                    "convert's resume state); nothing in it was touched",
+                    out, state_path));
+  }
+  if (fs::exists(JoinPath(out, "manifest.json"), ec)) {
+    return ArgError(
+        fmt::format("{} already holds a container that this converter did not write "
+                    "(manifest.json without convert.json); nothing in it was touched",
+                    out));
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
+    if (!IsStartLeftover(entry)) {
+      return ArgError(
+          fmt::format("{} is not empty and not a conversion in progress (no convert.json; it "
+                      "holds {}); nothing in it was touched: use an empty or new directory",
+                      out, entry.path().filename().string()));
+    }
+  }
+  if (ec) return IoError(fmt::format("list {}: {}", out, ec.message()));
+  return Status::Ok();
+}
+
 Result<ConvertReport> Run(const ConvertOptions& o) {
   const auto t0 = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -159,6 +223,7 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   if (refine_rounds < 0 || refine_rounds > 64) return ArgError("refinement rounds must be in [0, 64]");
   if (o.reference_recipe) refine_rounds = 0;
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<convert::Checkpoint> ckpt, convert::Checkpoint::Open(o.source_dir));
+  WASTE_TRY(CheckOutDir(o.out_dir, o.source_dir));
   WASTE_ASSIGN_OR_RETURN(convert::SourceModel model, convert::DescribeSource(*ckpt));
   report.family = std::string(model.family->key);
   WASTE_ASSIGN_OR_RETURN(Manifest head, ParseManifestConfig(HeadText(model, quant),
@@ -200,9 +265,6 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
   }
 
   // Resume state.
-  std::error_code ec;
-  std::filesystem::create_directories(JoinPath(o.out_dir, "parts"), ec);
-  if (ec) return IoError(fmt::format("create {}: {}", o.out_dir, ec.message()));
   WASTE_ASSIGN_OR_RETURN(Json fingerprint, SourceFingerprint(*ckpt));
   Json settings = {{"expert_format", o.expert_format}, {"seed", o.seed}, {"trunk8", o.trunk8},
                    {"train_vectors", o.train_vectors}, {"kmeans_iterations", o.kmeans_iterations},
@@ -245,9 +307,14 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
                                   "directory", o.out_dir));
     }
   }
-  if (platform::PathExists(JoinPath(o.out_dir, "manifest.json")) && !platform::PathExists(state_path)) {
-    return ArgError(fmt::format("{} already holds a container that this converter did not write", o.out_dir));
-  }
+  // OUT first, then the state, then parts/: a run killed in between leaves
+  // what CheckOutDir recognises as a conversion that has started.
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) return IoError(fmt::format("create {}: {}", o.out_dir, ec.message()));
+  WASTE_TRY(SaveState(o.out_dir, state));
+  std::filesystem::create_directories(JoinPath(o.out_dir, "parts"), ec);
+  if (ec) return IoError(fmt::format("create {}: {}", JoinPath(o.out_dir, "parts"), ec.message()));
   // Leftovers of a killed run: temporaries never become part of the container.
   for (const std::string& d : {o.out_dir, JoinPath(o.out_dir, "parts")}) {
     for (const auto& entry : std::filesystem::directory_iterator(d, ec)) {
@@ -257,7 +324,6 @@ Result<ConvertReport> Run(const ConvertOptions& o) {
       }
     }
   }
-  WASTE_TRY(SaveState(o.out_dir, state));
 
   const int threads =
       ResolveThreadCount(o.threads > 0 ? o.threads : ThreadsFromEnv(), platform::AllowedCpus());

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <exception>
-#include <stdexcept>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace waste::convert {
 namespace {
@@ -191,6 +192,28 @@ Result<std::map<std::string, std::string>> ParseSafetensorsIndex(std::string_vie
   return weight_map;
 }
 
+namespace {
+
+// Why `dir` holds no weights, in the words a user can act on: a mistyped
+// path and a container given where its checkpoint belongs are the usual
+// causes, and "neither index nor model.safetensors" names neither.
+Status NotACheckpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return IoError(fmt::format("no such directory: {}", dir));
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return IoError(
+        fmt::format("{} is a file; a checkpoint is a directory (config.json, safetensors)", dir));
+  }
+  if (std::filesystem::exists(Join(dir, "manifest.json"), ec)) {
+    return ArgError(
+        fmt::format("{} is a waste container already (manifest.json), not a checkpoint", dir));
+  }
+  return IoError(
+      fmt::format("{}: neither model.safetensors.index.json nor model.safetensors", dir));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   std::unique_ptr<Checkpoint> c(new Checkpoint());
   c->dir_ = dir;
@@ -208,8 +231,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   } else if (platform::PathExists(Join(dir, "model.safetensors"))) {
     shard_names.push_back("model.safetensors");
   } else {
-    return IoError(fmt::format("{}: neither model.safetensors.index.json nor model.safetensors",
-                               dir));
+    return NotACheckpoint(dir);
   }
   std::sort(shard_names.begin(), shard_names.end());
   for (size_t s = 0; s < shard_names.size(); ++s) {

@@ -10,8 +10,11 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -43,8 +46,57 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A problem with where it is, so the report lists them by layer, then
+// expert (then matrix kind), as numbers: "expert 2" before "expert 10".
+// Trunk problems come after every expert's, in the order found.
+struct Problem {
+  int layer = std::numeric_limits<int>::max();
+  int expert = -1;
+  int kind = -1;
+  std::string text;
+};
+
+std::vector<std::string> InOrder(std::vector<Problem> problems) {
+  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
+    return std::tie(a.layer, a.expert, a.kind) < std::tie(b.layer, b.expert, b.kind);
+  });
+  std::vector<std::string> out;
+  for (Problem& p : problems) out.push_back(std::move(p.text));
+  return out;
+}
+
+std::string Plural(size_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// A path that is no container at all is an error, not an unsound container:
+// the user mistyped it or named the checkpoint, and "NOT sound — 0 records"
+// would say neither.
+Status CheckContainerDir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return IoError(fmt::format("no such directory: {}", dir));
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return IoError(
+        fmt::format("{} is a file; a container is a directory (the folder holding "
+                    "manifest.json)",
+                    dir));
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "manifest.json", ec)) {
+    return FormatError(fmt::format("not a waste container: {} (no manifest.json)", dir));
+  }
+  return Status::Ok();
+}
+
 Result<VerifyReport> Run(const VerifyOptions& o) {
   VerifyReport rep;
+  WASTE_TRY(CheckContainerDir(o.container_dir));
+  // A source that is no checkpoint is named before the container is judged.
+  std::unique_ptr<convert::Checkpoint> ckpt;
+  convert::SourceModel src;
+  if (!o.source_dir.empty()) {
+    WASTE_ASSIGN_OR_RETURN(ckpt, convert::Checkpoint::Open(o.source_dir));
+    WASTE_ASSIGN_OR_RETURN(src, convert::DescribeSource(*ckpt));
+  }
   auto log = [&](const std::string& s) {
     if (o.log) o.log(s);
   };
@@ -62,12 +114,6 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
       ResolveThreadCount(o.threads > 0 ? o.threads : ThreadsFromEnv(), platform::AllowedCpus());
   WASTE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::Create(threads));
 
-  std::unique_ptr<convert::Checkpoint> ckpt;
-  convert::SourceModel src;
-  if (!o.source_dir.empty()) {
-    WASTE_ASSIGN_OR_RETURN(ckpt, convert::Checkpoint::Open(o.source_dir));
-    WASTE_ASSIGN_OR_RETURN(src, convert::DescribeSource(*ckpt));
-  }
   // A container written in a rotated residual basis is compared with its
   // source put into the same basis (manifest "residual_basis").
   convert::ResidualBasis basis;
@@ -101,7 +147,9 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     }
   }
   std::mutex mu;
-  std::map<std::string, double> expert_err[3];
+  // (layer, expert) -> error, per kind: ordered as numbers.
+  std::map<std::pair<int, int>, double> expert_err[3];
+  std::vector<Problem> problems;
 
   // Experts.
   static const char* kKind[3] = {"gate", "up", "down"};
@@ -109,7 +157,7 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     if (!c.is_moe_layer(l)) continue;
     const BankInfo& bank = c.bank(l);
     const platform::File& f = c.bank_file(l);
-    std::vector<std::string> problems;
+    size_t layer_problems = 0;
     pool->ParallelForDynamic(static_cast<size_t>(bank.experts), 1, [&](size_t b, size_t e_end) {
       std::vector<uint8_t> rec(static_cast<size_t>(bank.record_bytes));
       for (size_t e = b; e < e_end; ++e) {
@@ -118,7 +166,8 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
                                                 : Result<ExpertRecordView>(st);
         if (!view) {
           std::lock_guard<std::mutex> lock(mu);
-          problems.push_back(view.error().message());
+          problems.push_back({l, static_cast<int>(e), -1, view.error().message()});
+          ++layer_problems;
           continue;
         }
         if (!ckpt) continue;
@@ -131,7 +180,8 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
           }
           if (!w) {
             std::lock_guard<std::mutex> lock(mu);
-            problems.push_back(w.error().message());
+            problems.push_back({l, static_cast<int>(e), k, w.error().message()});
+            ++layer_problems;
             continue;
           }
           const int64_t rows = w->rows(), cols = w->cols();
@@ -147,15 +197,15 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
             }
           }
           std::lock_guard<std::mutex> lock(mu);
-          expert_err[k][fmt::format("layer {} expert {} {}", l, e, kKind[k])] =
+          expert_err[k][{l, static_cast<int>(e)}] =
               norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
         }
       }
     });
     rep.records_checked += static_cast<uint64_t>(bank.experts);
-    std::sort(problems.begin(), problems.end());
-    rep.problems.insert(rep.problems.end(), problems.begin(), problems.end());
-    log(fmt::format("layer {}: {} records read, {} problems", l, bank.experts, problems.size()));
+    log(fmt::format("layer {}: {} read, {}", l,
+                    Plural(static_cast<size_t>(bank.experts), "record", "records"),
+                    Plural(layer_problems, "problem", "problems")));
   }
 
   // Trunk: decode every entry from trunk.bin.
@@ -183,23 +233,25 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     }
     ++rep.trunk_tensors_checked;
     if (std::any_of(values.begin(), values.end(), [](float v) { return !std::isfinite(v); })) {
-      rep.problems.push_back(fmt::format("trunk tensor {}: values that are not finite", t.name));
+      problems.push_back(
+          {.text = fmt::format("trunk tensor {}: values that are not finite", t.name)});
       continue;
     }
     if (!ckpt) continue;
     auto it = target_to_source.find(t.name);
     if (it == target_to_source.end()) {
-      rep.problems.push_back(fmt::format("trunk tensor {}: no such tensor in the source", t.name));
+      problems.push_back(
+          {.text = fmt::format("trunk tensor {}: no such tensor in the source", t.name)});
       continue;
     }
     WASTE_ASSIGN_OR_RETURN(convert::F32Tensor w, convert::LoadF32(*ckpt, it->second, src.quant));
     if (w.values.size() != values.size()) {
-      rep.problems.push_back(fmt::format("trunk tensor {}: {} values, the source has {}", t.name,
-                                         values.size(), w.values.size()));
+      problems.push_back({.text = fmt::format("trunk tensor {}: {} values, the source has {}",
+                                              t.name, values.size(), w.values.size())});
       continue;
     }
     if (Status st = basis.ApplyToTrunk(t.name, &w); !st.ok()) {
-      rep.problems.push_back(st.message());
+      problems.push_back({.text = st.message()});
       continue;
     }
     double err = 0, norm = 0;
@@ -211,19 +263,28 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
     trunk_err[t.fmt].emplace_back(t.name, norm > 0 ? std::sqrt(err / norm) : std::sqrt(err));
   }
 
-  // Errors, outliers and limits.
+  // Errors, outliers and limits. Outliers are judged per kind; the list
+  // runs by layer, expert, kind.
   std::vector<double> all_expert;
+  double median[3];
   for (int k = 0; k < 3; ++k) {
     std::vector<double> v;
-    for (const auto& [n, e] : expert_err[k]) v.push_back(e);
-    const double med = Median(v);
-    for (const auto& [n, e] : expert_err[k]) {
-      const bool outlier = e > o.outlier_factor * med;
-      rep.errors.push_back({n, e, outlier});
-      all_expert.push_back(e);
-      if (e > ExpertLimit(cfg.quant)) {
-        rep.problems.push_back(fmt::format("{}: relative error {:.4f} above {:.2f}", n, e, ExpertLimit(cfg.quant)));
-      }
+    for (const auto& [where, e] : expert_err[k]) v.push_back(e);
+    median[k] = Median(v);
+    all_expert.insert(all_expert.end(), v.begin(), v.end());
+  }
+  std::map<std::tuple<int, int, int>, double> by_expert;
+  for (int k = 0; k < 3; ++k) {
+    for (const auto& [where, e] : expert_err[k]) by_expert[{where.first, where.second, k}] = e;
+  }
+  for (const auto& [where, e] : by_expert) {
+    const auto [l, x, k] = where;
+    const std::string n = fmt::format("layer {} expert {} {}", l, x, kKind[k]);
+    rep.errors.push_back({n, e, e > o.outlier_factor * median[k]});
+    if (e > ExpertLimit(cfg.quant)) {
+      problems.push_back(
+          {l, x, k,
+           fmt::format("{}: relative error {:.4f} above {:.2f}", n, e, ExpertLimit(cfg.quant))});
     }
   }
   rep.expert_median_error = Median(all_expert);
@@ -237,11 +298,13 @@ Result<VerifyReport> Run(const VerifyOptions& o) {
       rep.errors.push_back({n, e, outlier});
       rep.trunk_max_error = std::max(rep.trunk_max_error, e);
       if (e > TrunkLimit(fmt_code)) {
-        rep.problems.push_back(fmt::format("trunk tensor {} ({}): relative error {:.4f} above {:.2g}", n,
-                                           TensorFmtName(fmt_code), e, TrunkLimit(fmt_code)));
+        problems.push_back(
+            {.text = fmt::format("trunk tensor {} ({}): relative error {:.4f} above {:.2g}", n,
+                                 TensorFmtName(fmt_code), e, TrunkLimit(fmt_code))});
       }
     }
   }
+  rep.problems = InOrder(std::move(problems));
   rep.sound = rep.problems.empty();
   return rep;
 }

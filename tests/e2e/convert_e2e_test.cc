@@ -869,5 +869,279 @@ TEST(ConvertE2E, EngineReadsRuleChosenFormatsAsTheOracleDoes) {
 }
 #endif
 
+// --- What convert and verify refuse, and how they say it -----------------
+
+// Every entry under `dir` with its bytes: what "nothing in it was touched"
+// compares.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string rel = std::filesystem::relative(e.path(), dir).string();
+    files[rel] = e.is_directory() ? "<dir>" : Slurp(e.path().string());
+  }
+  return files;
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A mistyped OUT must never mix a container into unrelated files, nor
+// overwrite the checkpoint's own tokenizer.model and chat template.
+TEST(ConvertE2E, RefusesAnOutThatIsNotEmptyAndNotAConversionTouchingNothing) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, true);
+  const std::string out = dir / "photos";
+  std::filesystem::create_directories(out + "/2024");
+  std::ofstream(out + "/notes.txt") << "keep me";
+  std::ofstream(out + "/draft.tmp.1") << "named like a temporary, still not the converter's";
+  std::map<std::string, std::string> before = Snapshot(out);
+  auto r = ConvertNow(src, out, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), out + " is not empty and not a conversion in progress"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(out), before);
+  // A convert.json of someone else's: not taken for resume state.
+  std::ofstream(out + "/convert.json") << R"({"input": "a.png", "output": "a.jpg"})";
+  before = Snapshot(out);
+  r = ConvertNow(src, out, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is not waste convert's resume state"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(out), before);
+  // A container this converter did not write.
+  const std::string other = dir / "other";
+  std::filesystem::create_directories(other);
+  std::ofstream(other + "/manifest.json") << "{}";
+  r = ConvertNow(src, other, 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "holds a container that this converter did not write"));
+  EXPECT_EQ(Snapshot(other).size(), 1u);
+  // A file.
+  std::ofstream(dir / "file") << "x";
+  r = ConvertNow(src, dir / "file", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is a file, not a directory")) << r.error().message();
+  EXPECT_EQ(Slurp(dir / "file"), "x");
+  // The checkpoint itself, under another spelling of its path.
+  before = Snapshot(src);
+  r = ConvertNow(src, src + "/.", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(Has(r.error().message(), "is the checkpoint directory itself"))
+      << r.error().message();
+  EXPECT_EQ(Snapshot(src), before);
+#ifdef WASTE_CLI_BINARY
+  before = Snapshot(out);
+  test::ProcessResult p =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--threads", "1"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(
+      Has(p.err, "waste convert: " + out + " is not empty and not a conversion in progress"))
+      << p.err;
+  EXPECT_EQ(Snapshot(out), before);
+#endif
+}
+
+// What a conversion leaves behind is recognised as one: a first run killed
+// before its state was published, a subset run, a folder inside SRC.
+TEST(ConvertE2E, ResumesIntoItsOwnDirectoriesOnly) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string early = dir / "early";
+  std::filesystem::create_directories(early + "/parts");
+  std::ofstream(early + "/convert.json.tmp.4242.0") << "{\"vers";
+  auto r = ConvertNow(src, early, 2, {2});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(early + "/convert.json.tmp.4242.0"));
+  const std::string inside = src + "/waste";
+  ASSERT_TRUE(ConvertNow(src, inside, 2, {2}));
+  auto rest = ConvertNow(src, inside, 2);
+  ASSERT_TRUE(rest) << rest.error().message();
+  EXPECT_TRUE(rest->complete);
+  for (const ConvertLayerReport& l : rest->layers) EXPECT_EQ(l.cached, l.layer == 2) << l.layer;
+  ExpectSound(inside, src, 0.23);
+}
+
+TEST(ConvertE2E, ASourceThatIsNoCheckpointIsNamed) {
+  TempDir dir;
+  auto r = ConvertNow(dir / "nonexist", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "no such directory: " + (dir / "nonexist"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  std::filesystem::create_directories(dir / "container");
+  std::ofstream(dir / "container/manifest.json") << "{}";
+  r = ConvertNow(dir / "container", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(
+      r.error().message(),
+      (dir / "container") + " is a waste container already (manifest.json), not a checkpoint");
+  std::filesystem::create_directories(dir / "empty");
+  r = ConvertNow(dir / "empty", dir / "out", 2);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(
+      Has(r.error().message(), "neither model.safetensors.index.json nor model.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+#ifdef WASTE_CLI_BINARY
+  test::ProcessResult p =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", dir / "nonexist", dir / "out"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "waste convert: no such directory: " + (dir / "nonexist"))) << p.err;
+  p = test::RunProcess(
+      {WASTE_CLI_BINARY, "verify", dir / "container", "--source", dir / "container"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "is a waste container already (manifest.json), not a checkpoint"))
+      << p.err;
+#endif
+}
+
+#ifdef WASTE_CLI_BINARY
+// A value that is wrong in itself is a usage error (exit 2) naming the
+// option and the value, found before anything is read or created.
+TEST(ConvertE2E, CliOptionValuesThatMakeNoSenseAreUsageErrors) {
+  TempDir dir;
+  const std::string src = MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false);
+  const std::string out = dir / "out";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--train-vectors", "0"}, "--train-vectors: 0 is not a vector count"},
+      {{"--tensor-format", "x=q2"},
+       "--tensor-format: \"x=q2\": the format must be f32, q8g or q4g"},
+      {{"--tensor-format", "foo"}, "--tensor-format: \"foo\" is not PART=FORMAT"},
+      {{"--tensor-format", "=q8g"}, "--tensor-format: \"=q8g\" has an empty PART"},
+      {{"--threads", "-1"}, "--threads: -1 is not a thread count"},
+      {{"--layers", "3-1"}, "--layers: \"3-1\" is a reversed range (write 1-3)"},
+      {{"--layers", "1-2-3"}, "--layers: \"1-2-3\" is not a layer number or range"},
+      {{"--layers", "2x"}, "--layers: \"2x\" is not a layer number or range"},
+      {{"--layers", "1,,2"}, "--layers: \"\" is not a layer number or range"},
+      {{"--expert-format", "vq9"}, "--expert-format"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {WASTE_CLI_BINARY, "convert", src, out};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    test::ProcessResult p = test::RunProcess(args);
+    EXPECT_EQ(p.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << p.err;
+    EXPECT_TRUE(Has(p.err, c.says)) << p.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args[0] << " " << c.args[1];
+  }
+  test::ProcessResult v = test::RunProcess({WASTE_CLI_BINARY, "verify", out, "--threads", "-1"});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_TRUE(Has(v.err, "--threads: -1 is not a thread count")) << v.err;
+  // Well-formed ranges still mean what they say (and --threads 0 is every CPU).
+  test::ProcessResult ok =
+      test::RunProcess({WASTE_CLI_BINARY, "convert", src, out, "--layers", "2-3,1-1", "--threads",
+                        "0", "--train-vectors", "4096"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const nlohmann::json state = nlohmann::json::parse(Slurp(out + "/convert.json"));
+  EXPECT_EQ(state["layers"].size(), 3u);
+  EXPECT_EQ(state["settings"]["train_vectors"], 4096);
+}
+
+TEST(ConvertE2E, CliVerifyNamesAPathThatIsNoContainer) {
+  TempDir dir;
+  const std::string missing = dir / "nonexist";
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {WASTE_CLI_BINARY, "verify", missing};
+    if (json) args.push_back("--json");
+    test::ProcessResult p = test::RunProcess(args);
+    EXPECT_EQ(p.exit_code, 1);
+    EXPECT_EQ(p.err, "waste verify: no such directory: " + missing + "\n");
+    EXPECT_EQ(p.out, "");  // not "NOT sound — 0 records"
+  }
+  std::filesystem::create_directories(dir / "plain");
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "verify", dir / "plain"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.err,
+            "waste verify: not a waste container: " + (dir / "plain") + " (no manifest.json)\n");
+  VerifyOptions o;
+  o.container_dir = missing;
+  Result<VerifyReport> r = Verify(o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "no such directory: " + missing);
+}
+
+// Problems and errors are listed by layer, then expert, as numbers (2
+// before 10), counted in words that agree with the count; --json is one
+// line like every other command's.
+TEST(ConvertE2E, VerifyListsProblemsInNumericOrderAndJsonOnOneLine) {
+  TempDir dir;
+  const std::string src =
+      MakeCheckpoint(dir, "tiny", gen::CheckpointDType::kBf16, false, R"({"num_experts": 12})");
+  const std::string out = dir / "out";
+  ASSERT_TRUE(ConvertNow(src, out, 2));
+  uint64_t record_bytes = 0;
+  {
+    auto c = Container::Open(out);
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_EQ((*c)->bank(1).experts, 12);
+    record_bytes = static_cast<uint64_t>((*c)->bank(1).record_bytes);
+  }
+  auto damage = [&](int layer, int expert) {
+    std::fstream f(out + "/experts-L" + std::to_string(layer) + ".bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(expert * record_bytes + 200));
+    f.put('\x11');
+  };
+  damage(3, 0);
+  damage(1, 11);
+  damage(1, 2);
+  damage(1, 10);
+  const std::vector<std::string> want = {"expert 2 of layer 1", "expert 10 of layer 1",
+                                         "expert 11 of layer 1", "expert 0 of layer 3"};
+  VerifyOptions o;
+  o.container_dir = out;
+  o.threads = 2;
+  Result<VerifyReport> r = Verify(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->problems.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(Has(r->problems[i], want[i])) << i << ": " << r->problems[i];
+
+  test::ProcessResult p = test::RunProcess({WASTE_CLI_BINARY, "verify", out, "--threads", "2"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Has(p.err, "layer 1: 12 records read, 3 problems\n")) << p.err;
+  EXPECT_TRUE(Has(p.err, "layer 2: 12 records read, 0 problems\n")) << p.err;
+  EXPECT_TRUE(Has(p.err, "layer 3: 12 records read, 1 problem\n")) << p.err;
+  EXPECT_TRUE(Has(p.out, out + ": NOT sound (4 problems) — 36 records, ")) << p.out;
+  size_t at = 0;
+  for (const std::string& w : want) {
+    const size_t next = p.out.find(w, at);
+    ASSERT_NE(next, std::string::npos) << w << " in order in " << p.out;
+    at = next;
+  }
+
+  p = test::RunProcess(
+      {WASTE_CLI_BINARY, "verify", out, "--json", "--source", src, "--all", "--threads", "2"});
+  EXPECT_EQ(p.exit_code, 1);
+  ASSERT_FALSE(p.out.empty());
+  EXPECT_EQ(p.out.find('\n'), p.out.size() - 1) << p.out.substr(0, 200);
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  for (const char* key :
+       {"sound", "problems", "records_checked", "trunk_tensors_checked", "expert_median_error",
+        "expert_max_error", "trunk_max_error", "rotation_block", "errors"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["problems"].get<std::vector<std::string>>(), r->problems);
+  // Expert errors by (layer, expert), gate/up/down within each; the trunk after.
+  std::vector<std::pair<int, int>> order;
+  for (const auto& e : j["errors"]) {
+    int layer = 0, expert = 0;
+    char kind[8];
+    if (std::sscanf(e["name"].get<std::string>().c_str(), "layer %d expert %d %7s", &layer, &expert,
+                    kind) == 3) {
+      order.emplace_back(layer, expert);
+    }
+  }
+  ASSERT_EQ(order.size(), (36u - 4u) * 3u);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+  EXPECT_EQ(order[3], std::make_pair(1, 1));  // expert 2 of layer 1 is damaged: no error
+  EXPECT_EQ(order[6], std::make_pair(1, 3));
+  EXPECT_EQ(order[3 * 9], std::make_pair(2, 0));          // 10 and 11 are damaged too
+  EXPECT_EQ(order[3 * 9 + 3 * 3], std::make_pair(2, 3));  // 3 after 2, not 10
+}
+#endif
+
 }  // namespace
 }  // namespace waste
