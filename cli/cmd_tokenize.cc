@@ -59,7 +59,7 @@ int TokenizeCommand(const Options& o) {
     if (i > 0) line += ' ';
     line += std::to_string((*ids)[i]);
   }
-  std::printf("%s\n", line.c_str());
+  if (!ids->empty()) std::printf("%s\n", line.c_str());  // no ids, no line (docs/CLI.md)
   return 0;
 }
 

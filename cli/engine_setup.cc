@@ -221,8 +221,7 @@ std::optional<ChatTemplate> LoadTemplate(const Options& o, bool quiet) {
 
 std::vector<std::string> StopFor(const Options& o, const PromptPlan& plan) {
   if (o.stop_given) return o.stops;
-  if (plan.default_stop.empty()) return {};
-  return {plan.default_stop};
+  return plan.default_stops;
 }
 
 int Failure(const Options& o, const std::string& code, const std::string& message) {

@@ -30,7 +30,7 @@ PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view s
   Add(&plan.segments, SegmentMode::kPlain, prompt);
   Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
   Add(&plan.segments, SegmentMode::kMarkup, tmpl->open);
-  plan.default_stop = tmpl->assistant_suffix;
+  plan.default_stops = tmpl->ReplyStops();
   return plan;
 }
 
@@ -58,7 +58,7 @@ PromptPlan BuildChatTurn(const ChatTemplate* tmpl, std::span<const std::string> 
   Add(&plan.segments, SegmentMode::kMarkup, tmpl->user_suffix);
   Add(&plan.segments, SegmentMode::kMarkup,
       tmpl->open.empty() ? tmpl->assistant_prefix : tmpl->open);
-  plan.default_stop = tmpl->assistant_suffix;
+  plan.default_stops = tmpl->ReplyStops();
   return plan;
 }
 

@@ -18,9 +18,9 @@ struct PromptPlan {
   std::vector<PromptSegment> segments;
   // Untemplated prompts are echoed to stdout before the continuation.
   bool echo_prompt = false;
-  // The stop string to use when --stop was not given: the assistant suffix
-  // of a template in use, else empty (none).
-  std::string default_stop;
+  // The stop strings to use when --stop was not given: a template's
+  // ReplyStops() (its assistant suffix and the start of any turn), else none.
+  std::vector<std::string> default_stops;
 };
 
 // Empty segments are never produced. `media_blocks` are MediaBlock() texts.

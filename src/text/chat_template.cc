@@ -1,5 +1,6 @@
 // chat.json and the ENGINE.md §1.5 segment lists (include/waste/chat.h).
 // Needs no tokenizer: segment lists become ids in Engine::TokenizeSegments.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -77,6 +78,18 @@ Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& contai
   } catch (const std::exception&) {
     return OomError(container_dir + "/chat.json: out of memory");
   }
+}
+
+std::vector<std::string> ChatTemplate::ReplyStops() const {
+  std::vector<std::string> stops;
+  auto add = [&](const std::string& s) {
+    if (!s.empty() && std::find(stops.begin(), stops.end(), s) == stops.end()) stops.push_back(s);
+  };
+  add(assistant_suffix);
+  for (const std::string* header : {&user_prefix, &assistant_prefix, &system_prefix, &open}) {
+    add(*header);
+  }
+  return stops;
 }
 
 std::string MediaBlock(int width, int height) noexcept {

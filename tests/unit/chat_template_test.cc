@@ -114,6 +114,17 @@ TEST(ChatTemplateLoad, NoContainerIsNoTemplateAndErrorsNameTheFile) {
   EXPECT_NE(t.error().message().find("\"user\""), std::string::npos) << t.error().message();
 }
 
+TEST(PromptAssembly, AReplyEndsAtTheSuffixOrAnyTurnHeader) {
+  const ChatTemplate t = FixtureTemplate();
+  EXPECT_EQ(t.ReplyStops(),
+            (std::vector<std::string>{"<|end_of_msg|>", "<|open|>user<|sep|>",
+                                      "<|open|>assistant<|sep|>", "<|open|>system<|sep|>"}));
+  ChatTemplate plain;
+  plain.user_prefix = "User: ";
+  plain.open = "Assistant: ";
+  EXPECT_EQ(plain.ReplyStops(), (std::vector<std::string>{"User: ", "Assistant: "}));
+}
+
 TEST(PromptAssembly, TemplatedRun) {
   const ChatTemplate t = FixtureTemplate();
   const std::vector<std::string> media = {MediaBlock(640, 480)};
@@ -125,7 +136,8 @@ TEST(PromptAssembly, TemplatedRun) {
   };
   EXPECT_EQ(plan.segments, expected);
   EXPECT_FALSE(plan.echo_prompt);
-  EXPECT_EQ(plan.default_stop, "<|end_of_msg|>");
+  EXPECT_EQ(plan.default_stops, t.ReplyStops());
+  EXPECT_EQ(plan.default_stops.front(), "<|end_of_msg|>");
   // No system text: no system turn.
   EXPECT_EQ(BuildRunPrompt(&t, false, "", {}, "Hi").segments.size(), 4u);
 }
@@ -138,7 +150,7 @@ TEST(PromptAssembly, RawOrUntemplatedRunIsAllMarkupAndEchoed) {
     EXPECT_EQ(plan.segments,
               (std::vector<PromptSegment>{{M::kMarkup, media[0]}, {M::kMarkup, "p"}}));
     EXPECT_TRUE(plan.echo_prompt);
-    EXPECT_EQ(plan.default_stop, "");
+    EXPECT_TRUE(plan.default_stops.empty());
   }
   ChatTemplate system_only;
   system_only.system_prefix = "<|open|>";
@@ -158,7 +170,7 @@ TEST(PromptAssembly, ChatTurns) {
                                                        {M::kPlain, "line"},
                                                        {M::kMarkup, t.user_suffix},
                                                        {M::kMarkup, t.assistant_prefix}}));
-  EXPECT_EQ(turn.default_stop, "<|end_of_msg|>");
+  EXPECT_EQ(turn.default_stops, t.ReplyStops());
   EXPECT_FALSE(turn.echo_prompt);
   const PromptPlan bare = BuildChatTurn(nullptr, {}, "line");
   EXPECT_EQ(bare.segments, (std::vector<PromptSegment>{{M::kMarkup, "line"}}));
