@@ -21,7 +21,11 @@ namespace waste::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void OnSignal(int) { g_stop = true; }
+// The first Ctrl-C / SIGTERM asks for a prompt shutdown (the watcher thread
+// stops the server); a second one exits at once.
+extern "C" void OnSignal(int) {
+  if (g_stop.exchange(true)) std::_Exit(130);
+}
 
 bool IsLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -170,14 +174,18 @@ int ServeMain(const std::vector<std::string>& args) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   server::HttpServer* s = server->get();
-  std::thread watcher([s] {
-    while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::atomic<bool> served{false};
+  std::thread watcher([s, &served] {
+    while (!g_stop.load() && !served.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (served.load()) return;
+    std::fprintf(stderr, "stopping (Ctrl-C again to exit at once)\n");
     s->Stop();
   });
   Status st = s->Serve();
-  g_stop = true;
+  served = true;
   watcher.join();
-  std::fprintf(stderr, "stopping\n");
   server->reset();
   return st.ok() ? 0 : 1;
 }

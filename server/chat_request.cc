@@ -1,5 +1,6 @@
 #include "chat_request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "image_input.h"
@@ -73,16 +74,39 @@ std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out) {
                                         : static_cast<uint64_t>(s->get<int64_t>());
   }
   const Json* cap = nullptr;
+  const char* cap_name = "max_tokens";
   if (body.contains("max_completion_tokens")) {
     cap = Field(body, "max_completion_tokens");  // null: the default, max_tokens ignored
+    cap_name = "max_completion_tokens";
   } else {
     cap = Field(body, "max_tokens");
   }
   if (cap) {
     bool ok = IsInteger(*cap) && (cap->is_number_unsigned() ? cap->get<uint64_t>() > 0
                                                             : cap->get<int64_t>() > 0);
-    if (!ok) return BadRequest("'max_tokens' must be a positive integer", "max_tokens");
+    if (!ok) {
+      return BadRequest(std::string("'") + cap_name + "' must be a positive integer", cap_name);
+    }
     out->max_tokens = cap->get<uint64_t>();
+  }
+  std::optional<float> pen;
+  if (auto e = NumberIn(body, "presence_penalty", -2.0, 2.0, &pen)) return e;
+  out->presence_penalty = pen.value_or(0.0f);
+  pen.reset();
+  if (auto e = NumberIn(body, "frequency_penalty", -2.0, 2.0, &pen)) return e;
+  out->frequency_penalty = pen.value_or(0.0f);
+  if (const Json* bias = Field(body, "logit_bias")) {
+    const char* msg = "'logit_bias' must map token ids (as strings) to numbers from -100 to 100";
+    if (!bias->is_object()) return BadRequest(msg, "logit_bias");
+    for (auto it = bias->begin(); it != bias->end(); ++it) {
+      const std::string& key = it.key();
+      bool digits = !key.empty() && key.size() <= 9 &&
+                    std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || !IsNumber(it.value())) return BadRequest(msg, "logit_bias");
+      double v = it.value().get<double>();
+      if (!(v >= -100.0 && v <= 100.0)) return BadRequest(msg, "logit_bias");
+      out->logit_bias.emplace_back(std::stoi(key), static_cast<float>(v));
+    }
   }
   if (const Json* stop = Field(body, "stop")) {
     const char* msg = "'stop' must be a string or an array of strings";
@@ -96,6 +120,38 @@ std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out) {
     } else {
       return BadRequest(msg, "stop");
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat) {
+  auto refuse = [](const std::string& field, const std::string& what) {
+    return BadRequest("'" + field + "' is not supported by this server: " + what, field,
+                      "unsupported_parameter");
+  };
+  auto truthy = [](const Json& v) {
+    return !(v.is_boolean() && !v.get<bool>()) && !(v.is_number() && v.get<double>() == 0);
+  };
+  if (chat) {
+    if (const Json* v = Field(body, "logprobs"); v && truthy(*v)) {
+      return refuse("logprobs", "token log probabilities are not returned");
+    }
+    if (const Json* v = Field(body, "top_logprobs"); v && truthy(*v)) {
+      return refuse("top_logprobs", "token log probabilities are not returned");
+    }
+    return std::nullopt;
+  }
+  if (const Json* v = Field(body, "logprobs"); v && truthy(*v)) {
+    return refuse("logprobs", "token log probabilities are not returned");
+  }
+  if (const Json* v = Field(body, "echo"); v && truthy(*v)) {
+    return refuse("echo", "the prompt is not echoed");
+  }
+  if (const Json* v = Field(body, "suffix"); v && !(v->is_string() && v->get_ref<const std::string&>().empty())) {
+    return refuse("suffix", "insertion (text after the completion) is not supported");
+  }
+  if (const Json* v = Field(body, "best_of"); v && !(v->is_number() && v->get<double>() == 1.0)) {
+    return refuse("best_of", "one completion is generated per request");
   }
   return std::nullopt;
 }
@@ -141,7 +197,15 @@ std::optional<ApiError> ValidateMessages(const Json& body, bool vision) {
                         at + ".role");
     }
     auto content = m.find("content");
-    if (content != m.end() && !content->is_null()) {
+    bool has_content = content != m.end() && !content->is_null();
+    // An assistant turn may be empty (null content, as the reference
+    // accepted, or only tool_calls); every other role says something.
+    if (!has_content && *role != "assistant") {
+      return BadRequest(at + ".content is required for a '" + role->get<std::string>() +
+                            "' message",
+                        at + ".content");
+    }
+    if (has_content) {
       if (content->is_array()) {
         size_t j = 0;
         for (const Json& part : *content) {
@@ -185,6 +249,79 @@ std::optional<ApiError> ValidateMessages(const Json& body, bool vision) {
           return BadRequest(fat + ".arguments must be an object or a JSON string", fat + ".arguments");
         }
       }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ValidateToolOptions(const Json& body) {
+  std::vector<std::string> names;
+  if (const Json* tools = Field(body, "tools")) {
+    if (!tools->is_array()) return BadRequest("'tools' must be an array", "tools");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const Json& t = (*tools)[i];
+      std::string at = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object()) return BadRequest(at + " must be an object", at);
+      if (const Json* type = Field(t, "type"); type && *type != "function") {
+        return BadRequest(at + ".type must be 'function' (the only tool type supported)",
+                          at + ".type");
+      }
+      const Json* fn = Field(t, "function");
+      if (!fn || !fn->is_object()) {
+        return BadRequest(at + ".function must be an object with a 'name'", at + ".function");
+      }
+      const Json* name = Field(*fn, "name");
+      if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+        return BadRequest(at + ".function.name must be a non-empty string", at + ".function.name");
+      }
+      if (const Json* params = Field(*fn, "parameters"); params && !params->is_object()) {
+        return BadRequest(at + ".function.parameters must be an object (a JSON Schema)",
+                          at + ".function.parameters");
+      }
+      names.push_back(name->get<std::string>());
+    }
+  }
+  if (const Json* choice = Field(body, "tool_choice")) {
+    if (choice->is_string()) {
+      const std::string& c = choice->get_ref<const std::string&>();
+      if (c != "none" && c != "auto" && c != "required") {
+        return BadRequest("tool_choice '" + c +
+                              "' is not one of 'none', 'auto', 'required' or an object naming a "
+                              "function",
+                          "tool_choice");
+      }
+      if (c == "required" && names.empty()) {
+        return BadRequest("tool_choice 'required' needs at least one tool in 'tools'",
+                          "tool_choice");
+      }
+    } else if (choice->is_object()) {
+      const Json* type = Field(*choice, "type");
+      if (type && *type != "function") {
+        return BadRequest("tool_choice.type must be 'function'", "tool_choice");
+      }
+      const Json* fn = Field(*choice, "function");
+      const Json* name = fn && fn->is_object() ? Field(*fn, "name") : nullptr;
+      if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+        return BadRequest("tool_choice must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                          "tool_choice");
+      }
+      const std::string& n = name->get_ref<const std::string&>();
+      if (std::find(names.begin(), names.end(), n) == names.end()) {
+        return BadRequest("tool_choice names the function '" + n + "', which is not in 'tools'",
+                          "tool_choice");
+      }
+    } else {
+      return BadRequest("'tool_choice' must be a string or an object", "tool_choice");
+    }
+  }
+  if (const Json* rf = Field(body, "response_format")) {
+    if (!rf->is_object()) {
+      return BadRequest("'response_format' must be an object", "response_format");
+    }
+    const Json* type = Field(*rf, "type");
+    if (!type || (*type != "text" && *type != "json_object" && *type != "json_schema")) {
+      return BadRequest("response_format.type must be 'text', 'json_object' or 'json_schema'",
+                        "response_format.type");
     }
   }
   return std::nullopt;

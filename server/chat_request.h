@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api_error.h"
@@ -21,9 +22,18 @@ struct SamplingRequest {
   std::optional<uint64_t> seed;
   std::optional<uint64_t> max_tokens;  // requested cap, before the context clamp
   std::vector<std::string> stops;      // non-empty strings only
+  float presence_penalty = 0.0f;       // -2..2, OpenAI's range
+  float frequency_penalty = 0.0f;      // -2..2
+  std::vector<std::pair<int, float>> logit_bias;  // token id (not checked against the vocabulary here), -100..100
 };
 
 std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out);
+
+// OpenAI fields this server does not implement and must not silently
+// ignore: chat `logprobs: true` / `top_logprobs`; completions `logprobs`,
+// `echo: true`, `suffix`, `best_of` other than 1. 400 with the field as
+// `param` and code "unsupported_parameter".
+std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat);
 
 // `stream` must be a boolean when present.
 std::optional<ApiError> ParseStream(const Json& body, bool* stream, bool* include_usage);
@@ -32,6 +42,15 @@ std::optional<ApiError> ParseStream(const Json& body, bool* stream, bool* includ
 // array of typed parts or null, tool_calls only on assistants and well
 // formed. Image parts are refused (vision_disabled) unless `vision`.
 std::optional<ApiError> ValidateMessages(const Json& body, bool vision = false);
+
+// `tools`, `tool_choice` and `response_format` as OpenAI accepts them:
+// every tool an object with a `function` object that has a non-empty
+// `name` (`type`, when given, "function"); tool_choice "none", "auto",
+// "required" (which needs a tool) or {"type": "function", "function":
+// {"name": N}} naming a declared tool; response_format an object whose
+// type is text, json_object or json_schema. Both chat formats run it
+// before deciding what they can express.
+std::optional<ApiError> ValidateToolOptions(const Json& body);
 
 // Thinking resolution (reasoning_effort / thinking_effort / reasoning.effort
 // and `thinking`). `effort` is set for low/high/max.

@@ -195,9 +195,11 @@ Json ChatTurn::Message() const {
 }
 
 std::string ChatTurn::FinishReason(bool ran_to_max) const {
+  // Cut by max_tokens is "length" even inside a tool call (as OpenAI): the
+  // call is not complete, so it must not be reported as "tool_calls".
+  if (ran_to_max && !stopped_ && !parser_.done()) return "length";
   if (!parser_.calls().empty()) return "tool_calls";
-  if (stopped_ || parser_.done()) return "stop";
-  return ran_to_max ? "length" : "stop";
+  return "stop";
 }
 
 }  // namespace waste::server

@@ -6,19 +6,37 @@ EngineWorker::EngineWorker(Engine& engine, size_t max_waiting)
     : engine_(engine), max_waiting_(max_waiting), thread_([this] { Loop(); }) {}
 
 EngineWorker::~EngineWorker() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  Shutdown();
   thread_.join();
 }
 
-bool EngineWorker::Submit(Job job) {
+void EngineWorker::Shutdown() {
+  std::deque<std::pair<Job, Drop>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    dropped.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& [job, drop] : dropped) {
+    if (!drop) continue;
+    try {
+      drop();
+    } catch (...) {
+    }
+  }
+}
+
+bool EngineWorker::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
+bool EngineWorker::Submit(Job job, Drop drop) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || queue_.size() >= max_waiting_ + (busy_.load() ? 0 : 1)) return false;
-    queue_.push_back(std::move(job));
+    queue_.emplace_back(std::move(job), std::move(drop));
   }
   cv_.notify_one();
   return true;
@@ -35,8 +53,8 @@ void EngineWorker::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      job = std::move(queue_.front());
+      if (queue_.empty()) return;  // stopping (the queue was dropped)
+      job = std::move(queue_.front().first);
       queue_.pop_front();
       busy_ = true;
     }

@@ -2,7 +2,9 @@
 // tokenized on their own HTTP threads, then queued here and run strictly
 // first in, first out, one at a time (the engine has one conversation
 // state). A full queue refuses at once, so the HTTP layer can answer 503
-// with Retry-After instead of holding the connection.
+// with Retry-After instead of holding the connection. Shutdown() refuses
+// new jobs and drops the queued ones (each told so through its `drop`
+// callback), leaving only the running one, which its owner cancels.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "waste/waste.h"
 
@@ -20,6 +23,8 @@ namespace waste::server {
 class EngineWorker {
  public:
   using Job = std::function<void(Engine&)>;
+  // Called instead of the job when the worker shuts down before running it.
+  using Drop = std::function<void()>;
 
   // `max_waiting`: jobs that may wait behind the running one.
   EngineWorker(Engine& engine, size_t max_waiting);
@@ -27,8 +32,14 @@ class EngineWorker {
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
 
-  // False when the queue is full (the job is not run).
-  bool Submit(Job job);
+  // False when the queue is full or the worker is shutting down (the job
+  // is not run, `drop` is not called).
+  bool Submit(Job job, Drop drop = {});
+  // Refuses new jobs and calls the `drop` of every queued one (on this
+  // thread); the running job is left to finish. Idempotent; the
+  // destructor calls it, then waits for the running job.
+  void Shutdown();
+  bool stopping() const;
   size_t waiting() const;
   bool busy() const { return busy_.load(); }
 
@@ -39,7 +50,7 @@ class EngineWorker {
   size_t max_waiting_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;
+  std::deque<std::pair<Job, Drop>> queue_;
   bool stopping_ = false;
   std::atomic<bool> busy_{false};
   std::thread thread_;

@@ -88,6 +88,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     sink("data: [DONE]\n\n");
     return r;
   };
+  const Stats before = engine.model().stats();
   std::vector<int> ids;
   if (auto e = AttachImages(engine, chat, &ids)) return fail(*e);
   ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
@@ -104,7 +105,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
       return;
     }
     for (Json& d : deltas) {
-      if (!client_gone && !sink(SseEvent(DeltaChunk(header, d, nullptr)))) client_gone = true;
+      Json chunk = DeltaChunk(header, d, nullptr);
+      if (chat.include_usage) chunk = WithNullUsage(std::move(chunk));
+      if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
     }
     deltas.clear();
   };
@@ -150,30 +153,56 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   bool ran_to_max = st.ok() && delivered == chat.params.max_tokens;
   std::string finish = turn.FinishReason(ran_to_max);
   Json usage = UsageWithCache(r);
-  Json waste = WasteCounters(engine.model().stats(), r.total_ms);
+  Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
   if (!sink) {
     r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
     return r;
   }
   flush();
-  sink(SseEvent(DeltaChunk(header, Json::object(), finish)));
+  // OpenAI's ending: the finish chunk (ours also carries `waste`), and only
+  // with include_usage a chunk whose choices are [] carrying `usage`.
+  Json last = FinishChunk(header, finish, waste);
+  if (chat.include_usage) last = WithNullUsage(std::move(last));
+  sink(SseEvent(last));
   if (chat.include_usage) sink(SseEvent(UsageChunk(header, usage)));
-  sink(SseEvent(WasteChunk(header, waste)));
   sink("data: [DONE]\n\n");
   return r;
 }
 
 GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const PreparedCompletion& req,
                                   const ChatFormat& format, const ReplyHeader& header,
-                                  const std::atomic<bool>& cancel) {
+                                  const EventSink& sink, const std::atomic<bool>& cancel) {
   GenerateResult r;
   r.prompt_tokens = static_cast<int>(req.ids.size());
-  std::string text;
-  bool stop_hit = false;
-  int delivered = 0;
+  auto fail = [&](const ApiError& e) {
+    if (!sink) {
+      r.error = e;
+      return r;
+    }
+    sink("data: " + ErrorBody(e) + "\n\n");
+    sink("data: [DONE]\n\n");
+    return r;
+  };
+  const Stats before = engine.model().stats();
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
+  if (eos == format.stop_id) eos = -1;
   engine.ClearImages();
+  // The text is the reply parser's plain form: every piece is text until the
+  // format's stop token; the end-of-sequence piece is not text.
+  ChatTurn turn(ReplyParser(format.stop_id), req.stops, eos);
+  std::vector<Json> deltas;
+  bool client_gone = false;
+  auto flush = [&]() {
+    for (Json& d : deltas) {
+      auto text = d.find("content");
+      if (!sink || text == d.end() || text->get_ref<const std::string&>().empty()) continue;
+      Json chunk = TextChunk(header, text->get<std::string>(), nullptr);
+      if (req.include_usage) chunk = WithNullUsage(std::move(chunk));
+      if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
+    }
+    deltas.clear();
+  };
   // A client that leaves during prefill stops it within a span.
   auto gone = [&] {
     if (cancel.load()) r.cancelled = true;
@@ -183,46 +212,54 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   params.on_prefill = [&](int, int) { return !gone(); };
   Result<SessionPool::Run> run = pool.Prepare(req.ids, gone);
   if (!run && r.cancelled) return r;
-  if (!run) {
-    r.error = EngineFailure(run.error(), nullptr);
-    return r;
-  }
+  if (!run) return fail(EngineFailure(run.error(), nullptr));
   r.cached_tokens = run->cached_tokens;
+  int delivered = 0;
+  bool turn_stopped = false;
   Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
-    // The piece of a terminating stop or end-of-sequence token is not text.
-    bool terminator = ev.token == format.stop_id || ev.token == eos;
-    if (!terminator) text.append(ev.piece);
-    for (const std::string& s : req.stops) {
-      size_t at = text.find(s);
-      if (at != std::string::npos) {
-        text.resize(at);
-        stop_hit = true;
-      }
-    }
-    if (cancel.load()) {
+    bool more = turn.OnToken(ev.token, ev.piece, &deltas);
+    flush();
+    if (!more) turn_stopped = true;
+    if (cancel.load() || client_gone) {
       r.cancelled = true;
       return false;
     }
-    return !stop_hit;
+    return more;
   }));
   r.total_ms = MsSince(t0);
-  r.completion_tokens = delivered;
+  r.completion_tokens = turn.completion_tokens();
   if (r.cancelled) return r;
-  if (!st.ok() && !(st.code() == Errc::kCancelled && stop_hit)) {
-    r.error = EngineFailure(st, run->session);
+  if (!st.ok() && !(st.code() == Errc::kCancelled && turn_stopped)) {
+    return fail(EngineFailure(st, run->session));
+  }
+  turn.Finish(&deltas);
+  bool ran_to_max = st.ok() && delivered == req.params.max_tokens;
+  std::string finish = turn.FinishReason(ran_to_max);
+  Json usage = UsageWithCache(r);
+  Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
+  if (!sink) {
+    const Json message = turn.Message();
+    const Json& content = message["content"];
+    r.body = {{"id", header.id},
+              {"object", "text_completion"},
+              {"created", header.created},
+              {"model", header.model},
+              {"choices", Json::array({{{"index", 0},
+                                        {"text", content.is_string() ? content : Json("")},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", finish}}})},
+              {"usage", usage},
+              {"waste", waste}};
     return r;
   }
-  bool ran_to_max = st.ok() && delivered == req.params.max_tokens;
-  r.body = {{"id", header.id},
-            {"object", "text_completion"},
-            {"created", header.created},
-            {"model", header.model},
-            {"choices", Json::array({{{"index", 0},
-                                      {"text", SanitizeUtf8(text)},
-                                      {"logprobs", nullptr},
-                                      {"finish_reason", ran_to_max ? "length" : "stop"}}})},
-            {"usage", UsageWithCache(r)}};
+  flush();
+  Json last = TextChunk(header, "", finish);
+  last["waste"] = waste;
+  if (req.include_usage) last = WithNullUsage(std::move(last));
+  sink(SseEvent(last));
+  if (req.include_usage) sink(SseEvent(UsageChunk(header, usage, "text_completion")));
+  sink("data: [DONE]\n\n");
   return r;
 }
 

@@ -36,8 +36,12 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
                             const ChatFormat& format, const ReplyHeader& header,
                             const EventSink& sink, const std::atomic<bool>& cancel);
 
+// /v1/completions, blocking (`sink` null) or streamed as text_completion
+// chunks. The text goes through the same ChatTurn as a chat.json reply
+// (stop strings, whole UTF-8 characters), so the streamed texts always
+// concatenate to the blocking text.
 GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const PreparedCompletion& req,
                                   const ChatFormat& format, const ReplyHeader& header,
-                                  const std::atomic<bool>& cancel);
+                                  const EventSink& sink, const std::atomic<bool>& cancel);
 
 }  // namespace waste::server

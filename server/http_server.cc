@@ -2,9 +2,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <mutex>
 
@@ -42,6 +45,14 @@ struct EventChannel {
     }
     cv.notify_one();
     return true;
+  }
+  // Regardless of `cancel`: the server's own last words (shutting down).
+  void PushAlways(const std::string& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(e);
+    }
+    cv.notify_one();
   }
   void Finish() {
     {
@@ -83,6 +94,16 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   }
   return diff == 0 && !b.empty();
+}
+
+// "application/json", any case, parameters (charset) allowed.
+bool IsJsonContentType(const std::string& value) {
+  std::string type = value.substr(0, value.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  size_t a = type.find_first_not_of(" \t");
+  type = a == std::string::npos ? "" : type.substr(a);
+  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type == "application/json";
 }
 
 std::string NormalizePath(std::string path) {
@@ -193,6 +214,14 @@ struct HttpServer::Impl {
       Fail(res, {404, "not_found_error", "no route for POST " + req.path, std::nullopt, std::nullopt});
       return;
     }
+    // A JSON body only: a cross-origin page can post text/plain or a form
+    // without a preflight, never application/json.
+    if (!IsJsonContentType(req.get_header_value("Content-Type"))) {
+      res.set_header("Connection", "close");
+      return Fail(res, {415, "invalid_request_error",
+                        "Content-Type must be application/json", std::nullopt,
+                        "unsupported_media_type"});
+    }
     Json body;
     if (!ReadBody(req, res, &body)) return;
     if (path == "/v1/chat/completions") Chat(req, body, res);
@@ -202,6 +231,7 @@ struct HttpServer::Impl {
   }
 
   void Busy(httplib::Response& res) {
+    if (stopping.load()) return Fail(res, ShuttingDown());
     metrics.CountRejected();
     res.set_header("Retry-After", "1");
     Fail(res, {503, "server_busy", "the request queue is full; retry shortly", std::nullopt,
@@ -214,40 +244,109 @@ struct HttpServer::Impl {
     res.set_header("Connection", "close");
   }
 
+  // Shutdown (docs/SERVER.md, "Stopping"): queued requests are answered 503
+  // at once, the running generation stops at its next token (or prefill
+  // span) through its cancel flag, which a job registers while it runs.
+  std::atomic<bool> stopping{false};
+  std::mutex running_mu;
+  std::shared_ptr<std::atomic<bool>> running_cancel;
+
+  static ApiError ShuttingDown() {
+    return {503, "server_busy", "the server is shutting down", std::nullopt, "shutting_down"};
+  }
+  // On the engine thread, as a job starts: false when it must not run (its
+  // client left while it was queued, or the server is stopping).
+  bool Enter(std::shared_ptr<std::atomic<bool>> cancel) {
+    std::lock_guard<std::mutex> lock(running_mu);
+    running_cancel = cancel;
+    if (stopping.load()) *cancel = true;
+    return !cancel->load();
+  }
+  void Leave() {
+    std::lock_guard<std::mutex> lock(running_mu);
+    running_cancel.reset();
+  }
+  void Shutdown() {
+    stopping = true;
+    if (worker) worker->Shutdown();
+    std::lock_guard<std::mutex> lock(running_mu);
+    if (running_cancel) *running_cancel = true;
+  }
+
+  // A blocking reply: `run` generates on the engine thread while this
+  // connection's thread waits (AwaitBlocking).
+  using BlockingRun = std::function<GenerateResult(Engine&, const std::atomic<bool>&)>;
+  void Blocking(const httplib::Request& http_req, httplib::Response& res, BlockingRun run) {
+    auto done = std::make_shared<std::promise<GenerateResult>>();
+    auto future = done->get_future();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    bool queued = worker->Submit(
+        [this, run = std::move(run), done, cancel](Engine& e) {
+          GenerateResult r;
+          if (Enter(cancel)) {
+            r = run(e, *cancel);
+          } else {
+            r.cancelled = true;  // left while queued (or stopping): nothing to run
+          }
+          Leave();
+          metrics.CountGeneration(r, e.model().stats());
+          done->set_value(std::move(r));
+        },
+        [done] {
+          GenerateResult r;
+          r.error = ShuttingDown();
+          done->set_value(std::move(r));
+        });
+    if (!queued) return Busy(res);
+    GenerateResult r = AwaitBlocking(http_req, future, *cancel);
+    if (r.cancelled && stopping.load()) return Fail(res, ShuttingDown());
+    if (r.cancelled) return Abandoned(res);
+    if (r.error) return Fail(res, *r.error);
+    Reply(res, 200, r.body);
+  }
+
   void Chat(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
     auto chat = std::make_shared<PreparedChat>();
     if (auto e = PrepareChat(body, format, engine, limits, chat.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
     if (!chat->stream) {
-      auto done = std::make_shared<std::promise<GenerateResult>>();
-      auto future = done->get_future();
-      auto cancel = std::make_shared<std::atomic<bool>>(false);
-      bool queued = worker->Submit([this, chat, header, done, cancel](Engine& e) {
-        GenerateResult r;
-        if (cancel->load()) {
-          r.cancelled = true;  // left while queued: nothing to run
-        } else {
-          r = GenerateChat(e, *pool, *chat, format, header, nullptr, *cancel);
-        }
-        metrics.CountGeneration(r, e.model().stats());
-        done->set_value(std::move(r));
+      return Blocking(http_req, res, [this, chat, header](Engine& e, const std::atomic<bool>& cancel) {
+        return GenerateChat(e, *pool, *chat, format, header, nullptr, cancel);
       });
-      if (!queued) return Busy(res);
-      GenerateResult r = AwaitBlocking(http_req, future, *cancel);
-      if (r.cancelled) return Abandoned(res);
-      if (r.error) return Fail(res, *r.error);
-      return Reply(res, 200, r.body);
     }
-    auto channel = std::make_shared<EventChannel>();
-    bool queued = worker->Submit([this, chat, header, channel](Engine& e) {
-      if (!channel->cancel.load()) {
-        GenerateResult r = GenerateChat(
-            e, *pool, *chat, format, header, [&](const std::string& ev) { return channel->Push(ev); },
-            channel->cancel);
-        metrics.CountGeneration(r, e.model().stats());
-      }
-      channel->Finish();
+    Stream(res, [this, chat, header](Engine& e, const EventSink& sink,
+                                     const std::atomic<bool>& cancel) {
+      return GenerateChat(e, *pool, *chat, format, header, sink, cancel);
     });
+  }
+
+  // A streamed reply: `run` generates on the engine thread, pushing SSE
+  // events into a channel this connection's thread writes out.
+  using StreamRun = std::function<GenerateResult(Engine&, const EventSink&, const std::atomic<bool>&)>;
+  void Stream(httplib::Response& res, StreamRun run) {
+    auto channel = std::make_shared<EventChannel>();
+    auto last_words = [channel] {
+      channel->PushAlways("data: " + ErrorBody(ShuttingDown()) + "\n\n");
+      channel->PushAlways("data: [DONE]\n\n");
+    };
+    bool queued = worker->Submit(
+        [this, run = std::move(run), channel, last_words](Engine& e) {
+          std::shared_ptr<std::atomic<bool>> cancel(channel, &channel->cancel);
+          if (Enter(cancel)) {
+            GenerateResult r = run(e, [&](const std::string& ev) { return channel->Push(ev); },
+                                   channel->cancel);
+            metrics.CountGeneration(r, e.model().stats());
+            if (r.cancelled && stopping.load()) last_words();
+          } else if (stopping.load()) {
+            last_words();
+          }
+          Leave();
+          channel->Finish();
+        },
+        [channel, last_words] {
+          last_words();
+          channel->Finish();
+        });
     if (!queued) return Busy(res);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
@@ -285,24 +384,15 @@ struct HttpServer::Impl {
     auto req = std::make_shared<PreparedCompletion>();
     if (auto e = PrepareCompletion(body, format, engine, limits, req.get())) return Fail(res, *e);
     ReplyHeader header{NewResponseId("cmpl"), UnixNow(), options.model_id};
-    auto done = std::make_shared<std::promise<GenerateResult>>();
-    auto future = done->get_future();
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    bool queued = worker->Submit([this, req, header, done, cancel](Engine& e) {
-      GenerateResult r;
-      if (cancel->load()) {
-        r.cancelled = true;
-      } else {
-        r = GenerateCompletion(e, *pool, *req, format, header, *cancel);
-      }
-      metrics.CountGeneration(r, e.model().stats());
-      done->set_value(std::move(r));
+    if (req->stream) {
+      return Stream(res, [this, req, header](Engine& e, const EventSink& sink,
+                                             const std::atomic<bool>& cancel) {
+        return GenerateCompletion(e, *pool, *req, format, header, sink, cancel);
+      });
+    }
+    Blocking(http_req, res, [this, req, header](Engine& e, const std::atomic<bool>& cancel) {
+      return GenerateCompletion(e, *pool, *req, format, header, nullptr, cancel);
     });
-    if (!queued) return Busy(res);
-    GenerateResult r = AwaitBlocking(http_req, future, *cancel);
-    if (r.cancelled) return Abandoned(res);
-    if (r.error) return Fail(res, *r.error);
-    Reply(res, 200, r.body);
   }
 
   void Tokenize(const Json& body, httplib::Response& res) {
@@ -343,27 +433,46 @@ struct HttpServer::Impl {
     Reply(res, 200, {{"content", SanitizeUtf8(*text)}});
   }
 
+  // Before the body is read: a Content-Length that is not a decimal count
+  // (negative, say, which the HTTP library would read as 2^64 - n and
+  // answer 413) is a 400.
+  httplib::Server::HandlerResponse CheckContentLength(const httplib::Request& req,
+                                                      httplib::Response& res) {
+    if (!req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
+    std::string v = req.get_header_value("Content-Length");
+    bool digits = !v.empty() && v.size() <= 19 &&
+                  std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");
+    Fail(res, BadRequest("Content-Length must be a non-negative decimal integer", std::nullopt));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
   // Authentication runs before routing and before a POST body is read.
   httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res) {
     if (!options.cors_origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", options.cors_origin);
       if (req.method == "OPTIONS") {
         res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        // Echo what the browser asks for (the openai JS SDK sends
+        // x-stainless-* headers); the origin check is what guards.
+        std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? std::string("Authorization, Content-Type") : asked);
+        res.set_header("Vary", "Origin, Access-Control-Request-Headers");
         res.set_header("Access-Control-Max-Age", "600");
         res.status = 204;
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    if (options.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.method == "GET" && NormalizePath(req.path) == "/health") {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
+    bool open = options.api_key.empty() ||
+                (req.method == "GET" && NormalizePath(req.path) == "/health");
+    if (open) return CheckContentLength(req, res);
     std::string auth = req.get_header_value("Authorization");
     bool ok = auth.rfind("Bearer ", 0) == 0 && ConstantTimeEquals(auth.substr(7), options.api_key);
-    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    if (ok) return CheckContentLength(req, res);
     if (req.method == "POST") res.set_header("Connection", "close");
-    Fail(res, {401, "authentication_error", "invalid API key", std::nullopt, std::nullopt});
+    Fail(res, {401, "authentication_error", "invalid API key", std::nullopt, "invalid_api_key"});
     return httplib::Server::HandlerResponse::Handled;
   }
 
@@ -461,7 +570,9 @@ Status HttpServer::Serve() {
 }
 
 void HttpServer::Stop() {
-  if (impl_) impl_->http.stop();
+  if (!impl_) return;
+  impl_->Shutdown();
+  impl_->http.stop();
 }
 
 std::string HttpServer::FormatDescription() const {

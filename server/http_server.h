@@ -43,6 +43,10 @@ class HttpServer {
   Result<int> Bind();
   // Serves until Stop(); returns when the listener is closed.
   Status Serve();
+  // Shutdown: refuses new work (503), answers every queued request 503
+  // (a queued stream gets an error event), stops the running generation
+  // at its next token or prefill span (its client gets 503 or an error
+  // event), then closes the listener. Safe from any thread; idempotent.
   void Stop();
 
   // The chat format in use, e.g. "xtml (thinking on)" — for the banner.

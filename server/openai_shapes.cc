@@ -19,15 +19,18 @@ Json Usage(int prompt_tokens, int completion_tokens) {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-Json WasteCounters(const Stats& s, double ms) {
-  uint64_t all = s.experts_hit + s.experts_missed;
-  return {{"tokens_generated", s.tokens_generated},
-          {"experts_hit", s.experts_hit},
-          {"experts_missed", s.experts_missed},
-          {"expert_hit_rate", all ? Json(static_cast<double>(s.experts_hit) / static_cast<double>(all))
+Json WasteCounters(const Stats& before, const Stats& after, double ms) {
+  auto diff = [](uint64_t a, uint64_t b) { return b >= a ? b - a : 0; };
+  uint64_t hit = diff(before.experts_hit, after.experts_hit);
+  uint64_t missed = diff(before.experts_missed, after.experts_missed);
+  uint64_t all = hit + missed;
+  return {{"tokens_generated", diff(before.tokens_generated, after.tokens_generated)},
+          {"experts_hit", hit},
+          {"experts_missed", missed},
+          {"expert_hit_rate", all ? Json(static_cast<double>(hit) / static_cast<double>(all))
                                   : Json(nullptr)},
-          {"bytes_read", s.bytes_read},
-          {"direct_io", s.direct_io},
+          {"bytes_read", diff(before.bytes_read, after.bytes_read)},
+          {"direct_io", after.direct_io},
           {"ms", std::round(ms * 10.0) / 10.0}};
 }
 
@@ -56,14 +59,31 @@ Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reas
                                     {"finish_reason", finish_reason}}})}};
 }
 
-Json UsageChunk(const ReplyHeader& h, const Json& usage) {
-  return {{"id", h.id},          {"object", "chat.completion.chunk"}, {"created", h.created},
-          {"model", h.model},    {"choices", Json::array()},          {"usage", usage}};
+Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste) {
+  Json c = DeltaChunk(h, Json::object(), finish_reason);
+  c["waste"] = waste;
+  return c;
 }
 
-Json WasteChunk(const ReplyHeader& h, const Json& waste) {
-  return {{"id", h.id},          {"object", "chat.completion.chunk"}, {"created", h.created},
-          {"model", h.model},    {"choices", Json::array()},          {"waste", waste}};
+Json UsageChunk(const ReplyHeader& h, const Json& usage, const char* object) {
+  return {{"id", h.id},       {"object", object},         {"created", h.created},
+          {"model", h.model}, {"choices", Json::array()}, {"usage", usage}};
+}
+
+Json WithNullUsage(Json chunk) {
+  chunk["usage"] = nullptr;
+  return chunk;
+}
+
+Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason) {
+  return {{"id", h.id},
+          {"object", "text_completion"},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices", Json::array({{{"index", 0},
+                                    {"text", text},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", finish_reason}}})}};
 }
 
 std::string SseEvent(const Json& chunk) {

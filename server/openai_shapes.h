@@ -20,16 +20,27 @@ struct ReplyHeader {
 std::string NewResponseId(const std::string& prefix);
 
 Json Usage(int prompt_tokens, int completion_tokens);
-// Engine counters (cumulative since open) and this request's wall time.
-Json WasteCounters(const Stats& stats, double ms);
+// The `waste` object of a reply: this request's engine counters (`after`
+// minus `before`, the engine's cumulative Stats read around the request)
+// and its wall time in ms. docs/SERVER.md, "The waste object".
+Json WasteCounters(const Stats& before, const Stats& after, double ms);
 
 Json ChatCompletion(const ReplyHeader& h, const Json& message, const std::string& finish_reason,
                     const Json& usage, const Json& waste);
 // One chat.completion.chunk with a delta; `finish_reason` null or a string.
 Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reason);
-// choices: [] chunks: the usage chunk and the trailing waste chunk.
-Json UsageChunk(const ReplyHeader& h, const Json& usage);
-Json WasteChunk(const ReplyHeader& h, const Json& waste);
+// The last chunk with a choice: an empty delta, the finish_reason and the
+// request's `waste` object.
+Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste);
+// With stream_options.include_usage only: the chunk after the finish chunk
+// whose choices are [] and which carries `usage` (OpenAI's shape; every
+// other chunk of such a stream then has "usage": null, see WithNullUsage).
+// `object`: "chat.completion.chunk" or "text_completion".
+Json UsageChunk(const ReplyHeader& h, const Json& usage,
+                const char* object = "chat.completion.chunk");
+Json WithNullUsage(Json chunk);
+// One text_completion chunk of a streamed /v1/completions reply.
+Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason);
 // One server-sent event: "data: <json>\n\n".
 std::string SseEvent(const Json& chunk);
 

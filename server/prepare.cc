@@ -1,5 +1,7 @@
 #include "prepare.h"
 
+#include <random>
+
 #include "chat_request.h"
 #include "constraint.h"
 
@@ -12,16 +14,42 @@ int SingleId(const Engine& engine, const std::string& text) {
   return (*ids)[0];
 }
 
+// A seed for a sampled request that names none: random per request, as
+// `waste run` picks one (cli/generation.cc), never 0 (the engine's fixed
+// default). A seed the request names is used as given and repeats exactly.
+uint64_t RandomSeed() {
+  static thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^
+                                          std::random_device{}()};
+  uint64_t seed = rng();
+  return seed != 0 ? seed : 1;
+}
+
 void FillParams(const SamplingRequest& s, const ServeLimits& limits, size_t prompt_tokens,
                 GenParams* p) {
   p->temperature = s.temperature;
   if (s.top_p) p->top_p = *s.top_p;
   if (s.top_k) p->top_k = *s.top_k;
   if (s.seed) p->seed = *s.seed;
+  else if (s.temperature > 0) p->seed = RandomSeed();
   uint64_t cap = s.max_tokens.value_or(limits.default_max_tokens);
   uint64_t room = limits.ctx_max > prompt_tokens ? limits.ctx_max - prompt_tokens : 0;
   if (limits.ctx_max > 0) cap = std::min<uint64_t>(cap, std::max<uint64_t>(1, room));
   p->max_tokens = static_cast<int>(std::min<uint64_t>(cap, 0x7fffffff));
+  p->presence_penalty = s.presence_penalty;
+  p->frequency_penalty = s.frequency_penalty;
+  p->logit_bias = s.logit_bias;
+}
+
+std::optional<ApiError> CheckLogitBias(const SamplingRequest& s, const Engine& engine) {
+  for (const auto& [id, bias] : s.logit_bias) {
+    if (id >= engine.info().vocab) {
+      return BadRequest("logit_bias: token " + std::to_string(id) +
+                            " is not below the vocabulary size " +
+                            std::to_string(engine.info().vocab),
+                        "logit_bias");
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> ContextCheck(size_t n, const ServeLimits& limits) {
@@ -109,6 +137,8 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   if (auto e = ReplyGrammar(*out, format, &out->grammar, &out->grammar_triggers)) return e;
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
+  if (auto e = RefuseUnsupported(body, /*chat=*/true)) return e;
+  if (auto e = CheckLogitBias(s, engine)) return e;
   auto ids = engine.TokenizeSegments(out->prompt.segments, /*add_bos=*/false);
   if (!ids) return EngineError("tokenize", ids.error());
   out->ids = std::move(*ids);
@@ -146,8 +176,11 @@ std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& fo
     return BadRequest(msg, "prompt");
   }
   if (prompt.empty()) return BadRequest(msg, "prompt");
+  if (auto e = ParseStream(body, &out->stream, &out->include_usage)) return e;
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
+  if (auto e = RefuseUnsupported(body, /*chat=*/false)) return e;
+  if (auto e = CheckLogitBias(s, engine)) return e;
   std::vector<PromptSegment> segs{{SegmentMode::kPlain, prompt}};
   auto ids = engine.TokenizeSegments(segs, false);
   if (!ids) return EngineError("tokenize", ids.error());

@@ -68,6 +68,8 @@ struct PreparedCompletion {
   std::vector<int> ids;
   GenParams params;
   std::vector<std::string> stops;
+  bool stream = false;
+  bool include_usage = false;
 };
 
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,

@@ -27,8 +27,14 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
                             "format carries them (Kimi K3)",
                       "tools");
   }
-  if (present("tool_choice")) return BadRequest(why + "'tool_choice'", "tool_choice");
-  if (present("response_format")) return BadRequest(why + "'response_format'", "response_format");
+  if (auto e = ValidateToolOptions(body)) return e;
+  // tool_choice "none" and response_format text ask for nothing.
+  if (present("tool_choice") && body["tool_choice"] != "none") {
+    return BadRequest(why + "'tool_choice'", "tool_choice");
+  }
+  if (present("response_format") && body["response_format"]["type"] != "text") {
+    return BadRequest(why + "'response_format'", "response_format");
+  }
   bool thinking = false;
   std::string effort;
   if (auto e = ResolveThinking(body, false, &thinking, &effort)) return e;

@@ -234,6 +234,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
   std::string effort;
   if (auto e = ResolveThinking(body, default_thinking, &out->think_channel, &effort)) return e;
   bool thinking = out->think_channel;
+  if (auto e = ValidateToolOptions(body)) return e;
 
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null()) {

@@ -122,6 +122,7 @@ std::string NewCallId() {
 }
 
 std::string ParsedCall::ArgumentsString() const {
+  if (cut && json_block) return *json_block;
   if (json_block) {
     Json v;
     std::string err;
@@ -190,6 +191,7 @@ void ReplyParser::OpenElement(const std::string& raw) {
     const std::string* id = h.Get("id");
     call.id = id && !id->empty() ? *id : NewCallId();
     calls_.push_back(std::move(call));
+    call_open_ = true;
   } else if (h.name == "argument") {
     const std::string* key = h.Get("key");
     const std::string* type = h.Get("type");
@@ -222,6 +224,7 @@ void ReplyParser::CloseElement(const std::string& raw) {
   std::string name = ParseHeader(raw).name;
   if (name == "argument") CloseArgument();
   else if (name == "json") CloseJson();
+  else if (name == "call" || name == "tools") call_open_ = false;
   auto it = std::find(stack_.rbegin(), stack_.rend(), name);
   if (it != stack_.rend()) {
     stack_.erase(std::prev(it.base()), stack_.end());
@@ -241,6 +244,7 @@ void ReplyParser::Finish() {
   }
   if (json_active_) CloseJson();
   if (!arg_key_.empty()) CloseArgument();
+  if (call_open_ && !done_ && !calls_.empty()) calls_.back().cut = true;
 }
 
 }  // namespace waste::server

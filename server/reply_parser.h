@@ -29,7 +29,12 @@ struct ParsedCall {
   std::string name;
   Json arguments = Json::object();  // typed arguments, first-insertion order
   std::optional<std::string> json_block;
-  // The OpenAI `arguments` string: always valid JSON.
+  // Generation ended (without the end marker: the length limit) inside
+  // this call, before its element closed.
+  bool cut = false;
+  // The OpenAI `arguments` string: valid JSON, except for a call that was
+  // cut, which carries the <json> text generated so far (as OpenAI returns
+  // a call cut by max_tokens, with finish_reason "length").
   std::string ArgumentsString() const;
 };
 
@@ -67,6 +72,7 @@ class ReplyParser {
   bool pending_is_open_ = false;
   std::string arg_key_, arg_type_, arg_text_;
   bool json_active_ = false;
+  bool call_open_ = false;  // the last call's element has not closed
   std::string json_text_;
 };
 

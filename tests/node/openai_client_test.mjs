@@ -35,6 +35,55 @@ try {
   check(finish === "length" && usage?.completion_tokens === 12, "stream ends with finish_reason and usage");
   check(!text.includes("\uFFFD") || blockingText.includes("\uFFFD"), "no replacement characters from split pieces");
 
+  // The common loop reads chunk.choices[0] unguarded: without include_usage
+  // no chunk may have empty choices; the finish chunk carries `waste`.
+  const plain = await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 12, stream: true });
+  let plainText = "", plainChunks = 0, wasteTokens = null;
+  for await (const chunk of plain) {
+    const d = chunk.choices[0].delta;
+    plainText += (d.content ?? "") + (d.reasoning_content ?? "");
+    if (chunk.choices[0].finish_reason) wasteTokens = chunk.waste?.tokens_generated;
+    ++plainChunks;
+  }
+  check(plainText === blockingText, "stream without include_usage: choices[0] on every chunk");
+  check(wasteTokens === 12, "the finish chunk's waste counts this request's tokens");
+
+  // /v1/completions streamed: text chunks concatenate to the blocking text.
+  const cmpl = await client.completions.create({ model: "tiny", prompt: "Once upon a", max_tokens: 16 });
+  const cstream = await client.completions.create({
+    model: "tiny", prompt: "Once upon a", max_tokens: 16, stream: true,
+    stream_options: { include_usage: true } });
+  let ctext = "", cfinish = null, cusage = null;
+  for await (const chunk of cstream) {
+    if (chunk.choices.length) {
+      ctext += chunk.choices[0].text;
+      if (chunk.choices[0].finish_reason) cfinish = chunk.choices[0].finish_reason;
+    }
+    if (chunk.usage) cusage = chunk.usage;
+  }
+  check(ctext === cmpl.choices[0].text && cfinish === cmpl.choices[0].finish_reason,
+        "streamed completion equals the blocking one");
+  check(cusage?.completion_tokens === 16, "streamed completion reports usage");
+
+  // Sampling without a seed differs between requests; a seed repeats.
+  const sample = async (extra) => (await client.completions.create({
+    model: "tiny", prompt: "Once", max_tokens: 24, temperature: 1.0, ...extra })).choices[0].text;
+  const unseeded = new Set([await sample({}), await sample({}), await sample({})]);
+  check(unseeded.size > 1, "temperature 1 without seed varies");
+  check(await sample({ seed: 9 }) === await sample({ seed: 9 }), "the same seed repeats");
+
+  for (const [params, field] of [[{ logprobs: true }, "logprobs"],
+                                 [{ tool_choice: "bogus" }, "tool_choice"]]) {
+    try {
+      await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }],
+        max_tokens: 1, ...params });
+      check(false, `${field} is refused`);
+    } catch (e) {
+      check(e instanceof OpenAI.BadRequestError && e.param === field, `400 names ${field}`);
+    }
+  }
+
   // Tools: the client sends the call it got back and the tool's result.
   const tools = [{ type: "function", function: { name: "get_weather", description: "Weather",
     parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
@@ -91,6 +140,23 @@ try {
     check((await good.models.list()).data.length === 1, "the right key is accepted");
   } finally {
     await keyed.stop();
+  }
+  // Ctrl-C during a long generation: the request is answered 503 and the
+  // server exits 0 promptly (not after the 4000 tokens).
+  const busy = await startServer(waste, container);
+  try {
+    const c = new OpenAI({ baseURL: busy.url + "/v1", apiKey: "unused", maxRetries: 0 });
+    const long = c.completions.create({ model: "tiny", prompt: "x", max_tokens: 4000 })
+      .then(() => 200, e => e.status);
+    await new Promise(r => setTimeout(r, 150));
+    const t0 = Date.now();
+    const code = await busy.stop();
+    const took = Date.now() - t0;
+    const status = await long;
+    check(code === 0 && took < 3000, `SIGINT stops promptly with exit 0 (${took} ms, exit ${code})`);
+    check(status === 503 || status === 200, `the running request is answered (${status})`);
+  } finally {
+    await busy.stop();
   }
 } finally {
   await server.stop();

@@ -19,13 +19,15 @@ export async function startServer(waste, container, extraArgs = []) {
   });
   return {
     url,
+    // SIGINT, then the exit code (SIGKILL after 5 s: null).
     async stop() {
-      if (child.exitCode !== null) return;
-      const done = new Promise(r => child.on("exit", r));
+      if (child.exitCode !== null) return child.exitCode;
+      const done = new Promise(r => child.on("exit", code => r(code)));
       child.kill("SIGINT");
       const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await done;
+      const code = await done;
       clearTimeout(t);
+      return code;
     },
   };
 }

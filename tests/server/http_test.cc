@@ -37,7 +37,10 @@ class Running {
     port_ = port ? *port : -1;
     thread_ = std::thread([this] { (void)server_->Serve(); });
   }
-  ~Running() {
+  ~Running() { Stop(); }
+  // Stops the server (as Ctrl-C does) and waits for Serve() to return.
+  void Stop() {
+    if (!thread_.joinable()) return;
     server_->Stop();
     thread_.join();
   }
@@ -142,6 +145,8 @@ TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
     EXPECT_EQ(res->status, e["status"].get<int>());
     if (e["body"].is_object() && e["body"].contains("error")) {
       Json got = ParseBody(res->body);
+      // 401 carries OpenAI's code "invalid_api_key" (the reference: null).
+      if (e["status"] == 401) e["body"]["error"]["code"] = "invalid_api_key";
       for (const char* k : {"type", "param", "code"}) EXPECT_EQ(got["error"][k], e["body"]["error"][k]) << k;
     } else if (name == "real_chat_streaming") {
       std::vector<Json> events = ParseSse(res->body);
@@ -478,6 +483,258 @@ TEST_F(HttpTest, RequiredToolCallWithSeveralToolsFollowsEachSchema) {
     }
     EXPECT_EQ(reply["choices"][0]["finish_reason"], "tool_calls");
   }
+}
+
+// OpenAI's stream shape: without include_usage every chunk has a choice
+// (clients read chunk.choices[0] unguarded) and the finish chunk carries
+// the `waste` object; with include_usage the other chunks say
+// "usage": null and one chunk with choices [] carries usage, last before
+// [DONE]. The waste counters are this request's.
+TEST_F(HttpTest, ChatStreamEndsAsOpenAIDoes) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  for (bool include_usage : {false, true}) {
+    SCOPED_TRACE(include_usage);
+    for (int round = 0; round < 2; ++round) {
+      Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Hello"}}})},
+                  {"max_tokens", 7},
+                  {"thinking", false},
+                  {"stream", true}};
+      if (include_usage) req["stream_options"] = {{"include_usage", true}};
+      auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200);
+      std::vector<Json> events = ParseSse(r->body);
+      ASSERT_GE(events.size(), 3u);
+      EXPECT_EQ(events.back(), "[DONE]");
+      events.pop_back();
+      size_t with_choice = include_usage ? events.size() - 1 : events.size();
+      for (size_t i = 0; i < with_choice; ++i) {
+        ASSERT_EQ(events[i]["choices"].size(), 1u) << "event " << i;
+        EXPECT_EQ(events[i].contains("usage"), include_usage) << "event " << i;
+        if (include_usage) EXPECT_TRUE(events[i]["usage"].is_null());
+      }
+      const Json& fin = events[with_choice - 1];
+      EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+      ASSERT_TRUE(fin["waste"].is_object());
+      // Per request, not since the server started: both rounds say 7.
+      EXPECT_EQ(fin["waste"]["tokens_generated"], 7) << fin.dump();
+      if (include_usage) {
+        const Json& u = events.back();
+        EXPECT_TRUE(u["choices"].is_array() && u["choices"].empty());
+        EXPECT_EQ(u["usage"]["completion_tokens"], 7);
+        EXPECT_FALSE(u.contains("waste"));
+      }
+    }
+  }
+  // The blocking reply's waste object is per request too.
+  for (int round = 0; round < 2; ++round) {
+    auto r = c.Post("/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5})",
+                    "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(ParseBody(r->body)["waste"]["tokens_generated"], 5);
+  }
+}
+
+// /v1/completions with stream: text_completion chunks whose texts
+// concatenate to the blocking text, a finish chunk, [DONE]; include_usage
+// adds the usage chunk.
+TEST_F(HttpTest, CompletionsStream) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto blocking = c.Post("/v1/completions", R"({"prompt": "Once upon a", "max_tokens": 20})",
+                         "application/json");
+  ASSERT_TRUE(blocking);
+  ASSERT_EQ(blocking->status, 200);
+  Json want = ParseBody(blocking->body);
+  for (bool include_usage : {false, true}) {
+    SCOPED_TRACE(include_usage);
+    Json req = {{"prompt", "Once upon a"}, {"max_tokens", 20}, {"stream", true}};
+    if (include_usage) req["stream_options"] = {{"include_usage", true}};
+    auto r = c.Post("/v1/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    std::vector<Json> events = ParseSse(r->body);
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(events.back(), "[DONE]");
+    events.pop_back();
+    std::string text;
+    std::string finish;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const Json& ev = events[i];
+      EXPECT_EQ(ev["object"], "text_completion");
+      EXPECT_TRUE(ev["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+      if (include_usage && i + 1 == events.size()) {
+        EXPECT_TRUE(ev["choices"].empty());
+        EXPECT_EQ(ev["usage"], want["usage"]);
+        continue;
+      }
+      ASSERT_EQ(ev["choices"].size(), 1u);
+      text += ev["choices"][0]["text"].get<std::string>();
+      if (!ev["choices"][0]["finish_reason"].is_null()) {
+        finish = ev["choices"][0]["finish_reason"];
+        EXPECT_TRUE(ev["waste"].is_object());
+      }
+    }
+    EXPECT_EQ(text, want["choices"][0]["text"]);
+    EXPECT_EQ(finish, want["choices"][0]["finish_reason"]);
+  }
+}
+
+// Stop() (Ctrl-C) cancels the running generation at its next token and
+// answers it and every queued request 503 at once; it does not run the
+// queue. A queued stream gets an error event and [DONE].
+TEST_F(HttpTest, StopCancelsTheRunningGenerationAndAnswersTheQueue) {
+  ServeOptions o;
+  o.queue = 4;
+  auto s = std::make_unique<Running>(o);
+  int running_status = -1, queued_status = -1;
+  std::string running_body, stream_body;
+  const char* long_req = R"({"prompt": "x", "max_tokens": 4000})";
+  std::thread running([&] {
+    auto r = s->Client().Post("/v1/completions", long_req, "application/json");
+    if (r) running_status = r->status, running_body = r->body;
+  });
+  ASSERT_EQ(s->AwaitMetric("waste_engine_busy", 1), 1);
+  std::thread queued([&] {
+    auto r = s->Client().Post("/v1/completions", long_req, "application/json");
+    if (r) queued_status = r->status;
+  });
+  std::thread stream([&] {
+    auto r = s->Client().Post("/v1/chat/completions",
+                              R"({"messages": [{"role": "user", "content": "hi"}], "stream": true})",
+                              "application/json");
+    if (r) stream_body = r->body;
+  });
+  for (int i = 0; i < 400; ++i) {
+    auto m = s->Client().Get("/metrics");
+    if (m && m->body.find("\nwaste_queue_waiting 2") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  s->Stop();
+  double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  running.join();
+  queued.join();
+  stream.join();
+  EXPECT_LT(stop_s, 2.0);
+  EXPECT_EQ(running_status, 503) << running_body;
+  EXPECT_EQ(ParseBody(running_body)["error"]["code"], "shutting_down");
+  EXPECT_EQ(queued_status, 503);
+  EXPECT_NE(stream_body.find("shutting_down"), std::string::npos) << stream_body;
+  EXPECT_NE(stream_body.find("data: [DONE]"), std::string::npos) << stream_body;
+}
+
+// temperature > 0 without a seed samples differently per request; the same
+// seed repeats exactly.
+TEST_F(HttpTest, SamplingWithoutSeedVariesAndASeedRepeats) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto text = [&](const std::string& extra) {
+    auto r = c.Post("/v1/completions",
+                    R"({"prompt": "Once", "max_tokens": 24, "temperature": 1.0)" + extra + "}",
+                    "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    return r ? ParseBody(r->body)["choices"][0]["text"].get<std::string>() : std::string();
+  };
+  std::set<std::string> unseeded;
+  for (int i = 0; i < 4; ++i) unseeded.insert(text(""));
+  EXPECT_GT(unseeded.size(), 1u);
+  EXPECT_EQ(text(R"(, "seed": 5)"), text(R"(, "seed": 5)"));
+}
+
+// A forced tool call that max_tokens cuts off is "length", never a
+// complete-looking call with made-up arguments.
+TEST_F(HttpTest, ForcedToolCallCutByLengthIsLength) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  Json tools = Json::array({{{"type", "function"},
+                             {"function", {{"name", "get_weather"},
+                                           {"parameters", ParseBody(R"({"type": "object",
+                                              "properties": {"city": {"type": "string"}},
+                                              "required": ["city"]})")}}}}});
+  for (int max_tokens : {3, 6, 9}) {
+    SCOPED_TRACE(max_tokens);
+    Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
+                {"tools", tools},
+                {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                {"thinking", false},
+                {"max_tokens", max_tokens}};
+    auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    Json reply = ParseBody(r->body);
+    EXPECT_EQ(reply["usage"]["completion_tokens"], max_tokens) << r->body;
+    EXPECT_EQ(reply["choices"][0]["finish_reason"], "length") << r->body;
+  }
+}
+
+TEST_F(HttpTest, LogitBiasSteersTheReply) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto tok = c.Post("/tokenize", R"({"content": "A"})", "application/json");
+  ASSERT_TRUE(tok);
+  Json ids = ParseBody(tok->body)["tokens"];
+  ASSERT_EQ(ids.size(), 1u);
+  Json req = {{"prompt", "Once"}, {"max_tokens", 5},
+              {"logit_bias", {{std::to_string(ids[0].get<int>()), 100}}}};
+  auto r = c.Post("/v1/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(ParseBody(r->body)["choices"][0]["text"], "AAAAA");
+}
+
+// HTTP-level hardening: CORS preflights echo the headers asked for, POST
+// bodies must be JSON (415), a bad key says invalid_api_key, a negative
+// Content-Length is a 400.
+TEST_F(HttpTest, CorsContentTypeAuthAndContentLength) {
+  ServeOptions o;
+  o.cors_origin = "http://example.test";
+  Running s(o);
+  httplib::Client c = s.Client();
+  httplib::Request pre;
+  pre.method = "OPTIONS";
+  pre.path = "/v1/chat/completions";
+  pre.set_header("Origin", "http://example.test");
+  pre.set_header("Access-Control-Request-Method", "POST");
+  pre.set_header("Access-Control-Request-Headers", "authorization,content-type,x-stainless-os");
+  auto p = c.send(pre);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 204);
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Headers"),
+            "authorization,content-type,x-stainless-os");
+  const std::string body = R"({"prompt": "x", "max_tokens": 1})";
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded"}) {
+    auto r = c.Post("/v1/completions", body, type);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 415) << type;
+    EXPECT_EQ(ParseBody(r->body)["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(ParseBody(r->body)["error"]["code"], "unsupported_media_type");
+  }
+  httplib::MultipartFormDataItems form = {{"prompt", "x", "", ""}};
+  auto multipart = c.Post("/v1/completions", form);
+  ASSERT_TRUE(multipart);
+  EXPECT_EQ(multipart->status, 415);
+  auto ok = c.Post("/v1/completions", body, "Application/JSON; charset=utf-8");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+
+  // A raw request with a negative Content-Length.
+  httplib::Client raw = s.Client();
+  httplib::Headers h = {{"Content-Length", "-5"}};
+  auto neg = raw.Post("/v1/completions", h, "", "application/json");
+  ASSERT_TRUE(neg);
+  EXPECT_EQ(neg->status, 400);
+
+  ServeOptions k;
+  k.api_key = "sekret";
+  Running keyed(k);
+  auto unauth = keyed.Client().Get("/v1/models");
+  ASSERT_TRUE(unauth);
+  EXPECT_EQ(unauth->status, 401);
+  EXPECT_EQ(ParseBody(unauth->body)["error"]["code"], "invalid_api_key");
 }
 
 }  // namespace
