@@ -1,5 +1,6 @@
 #include "prepare.h"
 
+#include <algorithm>
 #include <random>
 
 #include "chat_request.h"
@@ -159,6 +160,17 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   FillParams(s, limits, prompt_tokens, &out->params);
   out->params.stop_tokens = {format.stop_id};
   out->stops = std::move(s.stops);
+  if (format.kind == ChatFormat::Kind::kChatJson) {
+    // A reply that starts another turn's header has ended (the model is
+    // inventing the next message): those headers stop it, hidden like any
+    // stop string. The suffix is already the stop token.
+    for (std::string& header : format.tmpl.ReplyStops()) {
+      if (header != format.tmpl.assistant_suffix &&
+          std::find(out->stops.begin(), out->stops.end(), header) == out->stops.end()) {
+        out->stops.push_back(std::move(header));
+      }
+    }
+  }
   return std::nullopt;
 }
 

@@ -146,6 +146,24 @@ TEST_F(RequestValidation, ChatJsonAcceptsWhatAsksForNothing) {
   EXPECT_EQ(e->param.value_or(""), "response_format.type");
 }
 
+// A chat.json reply ends at any turn header too (ChatTemplate::ReplyStops):
+// after the request's own stops, never duplicated; the suffix stays the
+// stop token. An XTML reply holds <|open|> tags and gets none of this.
+TEST_F(RequestValidation, ChatJsonRepliesStopAtTurnHeaders) {
+  PreparedChat p;
+  ASSERT_FALSE(Chat(ChatJson(),
+                    R"({"messages": [{"role": "user", "content": "hi"}],
+                        "stop": ["Amen", "<|im_user|>user<|im_middle|>"]})",
+                    &p));
+  EXPECT_EQ(p.stops, (std::vector<std::string>{"Amen", "<|im_user|>user<|im_middle|>",
+                                               "<|im_assistant|>assistant<|im_middle|>",
+                                               "<|im_system|>system<|im_middle|>"}));
+  EXPECT_EQ(p.params.stop_tokens, std::vector<int>{15});
+  PreparedChat x;
+  ASSERT_FALSE(Chat(Xtml(), R"({"messages": [{"role": "user", "content": "hi"}]})", &x));
+  EXPECT_TRUE(x.stops.empty());
+}
+
 TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
   const ChatFormat f = Xtml();
   const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
