@@ -743,6 +743,9 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
                           " takes MODEL only)",
                       o);
   }
+  if (o.raw && !o.system.empty()) {
+    return UsageError("--system needs the chat template, which --raw turns off", o);
+  }
   ParseOutcome out;
   out.options = std::move(o);
   return out;

@@ -52,6 +52,8 @@ std::string FormatGb(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(b
 
 std::string FormatSize(uint64_t bytes) {
   if (double(bytes) >= kGiB) return FormatGb(bytes);
+  // A small budget or cache is not "0 MiB" (the demo model's cache is 0.6).
+  if (bytes > 0 && double(bytes) < kMiB) return fmt::format("{:.0f} KiB", double(bytes) / 1024.0);
   return fmt::format("{:.0f} MiB", double(bytes) / kMiB);
 }
 
@@ -122,8 +124,8 @@ std::string BudgetNote(const MemoryUsage& used, uint64_t usable) {
   uint64_t total =
       used.trunk_bytes + used.state_bytes + used.scratch_bytes + used.expert_cache_bytes;
   std::string of = usable > 0 ? " of " + FormatGb(usable) : "";
-  return fmt::format("waste: no --budget, using {}{} (expert cache {})", FormatGb(total), of,
-                     FormatGb(used.expert_cache_bytes));
+  return fmt::format("waste: no --budget, using {}{} (expert cache {})", FormatSize(total), of,
+                     FormatSize(used.expert_cache_bytes));
 }
 
 std::string OverCapWarning(uint64_t allocated, uint64_t usable, const std::string& model) {
@@ -234,8 +236,11 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
 }
 
 std::string FormatParams(uint64_t params) {
-  if (double(params) >= 1e12) return fmt::format("{:.2f} T", double(params) / 1e12);
-  return fmt::format("{:.2f} B", double(params) / 1e9);
+  const double p = double(params);
+  if (p >= 1e12) return fmt::format("{:.2f} T", p / 1e12);
+  if (p >= 1e9) return fmt::format("{:.2f} B", p / 1e9);
+  if (p >= 1e6) return fmt::format("{:.2f} M", p / 1e6);
+  return fmt::format("{:.1f} K", p / 1e3);
 }
 
 std::string InfoText(const std::string& build_line, const ModelInfo& info, const MemoryUsage& used,

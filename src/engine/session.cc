@@ -244,6 +244,13 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
   try {
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
+    // A bias on an id the model does not have would be dropped silently.
+    for (const auto& [id, bias] : params.logit_bias) {
+      if (id < 0 || id >= s.model->info.vocab) {
+        return ArgError(fmt::format("logit_bias: token id {} is outside the vocabulary (0..{})", id,
+                                    s.model->info.vocab - 1));
+      }
+    }
     std::unique_lock<std::mutex> run(s.model->run_mu);
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);

@@ -143,6 +143,12 @@ TEST_F(CliHabits, PerplexityScoresEveryTokenOnceInWindowsOrOnePass) {
       << Describe(missing);
 }
 
+TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
+  const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "logit_bias: token id 99999 is outside the vocabulary")) << Describe(r);
+}
+
 TEST_F(CliHabits, OptionsACommandDoesNotUseAreRefused) {
   const ProcessResult r = Waste({"chat", kDemo, "--file", "x.txt"});
   EXPECT_EQ(r.exit_code, 2);

@@ -133,6 +133,8 @@ TEST(CliGrammar, VersionAndHelpCommand) {
   EXPECT_EQ(h.kind, ParseOutcome::Kind::kHelp);
   EXPECT_EQ(h.options.command, Command::kChat);
   EXPECT_EQ(ErrorOf({"help", "chta"}), "help: unknown command 'chta'; did you mean 'chat'?");
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--raw", "--system", "be brief"}),
+            "--system needs the chat template, which --raw turns off");
   EXPECT_EQ(ErrorOf({"help", "run", "extra"}),
             "help takes one command name (waste help COMMAND), not 'extra'");
 }
@@ -542,7 +544,9 @@ TEST(CliReport, Sizes) {
   EXPECT_EQ(FormatSize(10702040), "10 MiB");
   EXPECT_EQ(FormatSize(uint64_t{4} << 30), "4.00 GiB");
   EXPECT_EQ(FormatGb(uint64_t{3} << 29), "1.50 GiB");
-  EXPECT_EQ(FormatParams(1113764), "0.00 B");
+  EXPECT_EQ(FormatParams(1113764), "1.11 M");
+  EXPECT_EQ(FormatParams(48000000000ull), "48.00 B");
+  EXPECT_EQ(FormatSize(4096), "4 KiB");
   EXPECT_EQ(FormatParams(2780000000000ull), "2.78 T");
 }
 
@@ -620,10 +624,10 @@ TEST(CliReport, PlanTextMatchesTheReferenceLayout) {
   const char* expected_head =
       "memory plan for tiny.waste (ctx 4096)\n"
       "\n"
-      "  resident trunk               0 MiB\n"
-      "  KDA state + KV cache         1 MiB\n"
+      "  resident trunk             345 KiB\n"
+      "  KDA state + KV cache       702 KiB\n"
       "  scratch                      9 MiB\n"
-      "  minimum expert cache         0 MiB\n"
+      "  minimum expert cache        48 KiB\n"
       "  ---------------------------------\n"
       "  FLOOR                       10 MiB\n"
       "  recommended                 10 MiB   (floor + 3x a token's working set,\n"
@@ -678,9 +682,9 @@ TEST(CliReport, InfoShapes) {
                               used, "CPU", 2, true);
   EXPECT_NE(text.find("\n\n  arch          kimi-linear\n  layers        4\n"
                       "  experts       8 (top-2)\n  hidden        128\n"
-                      "  parameters    0.00 B total, 0.00 B active/token\n"
+                      "  parameters    1.11 M total, 638.6 K active/token\n"
                       "  quantization  experts VQ3R, trunk Q4G/Q8G/F32\n"
-                      "  expert cache  0 MiB\n"),
+                      "  expert cache  336 KiB\n"),
             std::string::npos)
       << text;
   std::string j = DumpJson(InfoJson("0.1.0", info, used, "CPU", 2, true));
