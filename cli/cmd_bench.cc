@@ -133,6 +133,16 @@ int BenchCommand(const Options& o) {
   const bool json = format == "json";
   std::vector<int> prompt;
   if (!BenchPrompt(*engine, o, &prompt)) return 1;
+  // A row must measure what its label says: the prompt and every token of
+  // -n have to fit (the engine would stop at a full context, and a "tg 5000"
+  // row would time 56 tokens).
+  if (prompt.size() + o.n_tokens > o.ctx) {
+    return UsageFailure(o, fmt::format("the prompt ({} tokens) and -n {} need {} positions but the "
+                                       "context holds {}: raise --ctx (e.g. --ctx {}) or lower -n "
+                                       "or -p",
+                                       prompt.size(), o.n_tokens, prompt.size() + o.n_tokens, o.ctx,
+                                       prompt.size() + o.n_tokens));
+  }
   if (format == "md") {
     std::printf("%s\n  expert cache %s, prompt %zu tokens, %u generated, %d repetition%s\n\n",
                 BuildInfo().c_str(), FormatSize(engine->memory_used().expert_cache_bytes).c_str(),

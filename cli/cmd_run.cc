@@ -72,6 +72,9 @@ int RunCommand(const Options& o) {
     return 1;
   }
   const bool echo = o.ids_given || plan.echo_prompt;
+  // Before the echo: a stderr line after it would land inside the text.
+  const uint64_t seed = ChooseSeed(o);
+  if (o.verbose && !o.json) std::fprintf(stderr, "waste: seed %llu\n", (unsigned long long)seed);
 
   // Raw continuation: the user sees their text, then what follows it.
   // -q keeps the model's text and drops everything else (echo included).
@@ -92,9 +95,7 @@ int RunCommand(const Options& o) {
   });
   TokenTally tally;
   std::vector<int> generated;
-  const uint64_t seed = ChooseSeed(o);
   GenParams params = ParamsFromOptions(o, seed);
-  if (o.verbose && !o.json) std::fprintf(stderr, "waste: seed %llu\n", (unsigned long long)seed);
   GenerationTimer timer(!o.quiet && !o.json && StderrIsTerminal());
   timer.Watch(&params);
   std::unique_ptr<BudgetedGrammar> constraint;

@@ -64,9 +64,9 @@ void AddOptions(CLI::App* sub, Command command, Sinks* sinks) {
     for (const std::string& s : spellings) names += (names.empty() ? "" : ",") + s;
     CLI::Option* opt;
     if (spec.value_name != nullptr) {
-      opt = sub->add_option(names, sinks->text, spec.help)->type_name(spec.value_name);
+      opt = sub->add_option(names, sinks->text, HelpFor(spec, command))->type_name(spec.value_name);
     } else {
-      opt = sub->add_flag(names, sinks->flag, spec.help);
+      opt = sub->add_flag(names, sinks->flag, HelpFor(spec, command));
     }
     opt->group("Options");
   }

@@ -391,11 +391,29 @@ std::string Closest(std::string_view word, const std::vector<std::string>& candi
   return best_d <= limit ? best : "";
 }
 
+std::string HelpFor(const OptionSpec& spec, Command command) {
+  const std::string help = spec.help;
+  const std::string own = "; " + std::string(CommandName(command)) + ": ";
+  if (size_t at = help.find(own); at != std::string::npos) {
+    const size_t from = at + own.size();
+    return help.substr(from, help.find("; ", from) == std::string::npos
+                                 ? std::string::npos
+                                 : help.find("; ", from) - from);
+  }
+  // The first text, without the other commands' parts.
+  for (Command c : AllCommands()) {
+    const std::string other = "; " + std::string(CommandName(c)) + ": ";
+    if (size_t at = help.find(other); at != std::string::npos) return help.substr(0, at);
+  }
+  return help;
+}
+
 const std::vector<OptionSpec>& OptionTable() {
   static const std::vector<OptionSpec> table = {
       {"--model", "-m", "DIR", "the container directory (instead of the first word)", kModel},
       {"--prompt", "-p", "TEXT",
-       "the prompt (instead of the words after MODEL); bench: prompt length in tokens",
+       "the prompt (instead of the words after MODEL); bench: prompt length in tokens "
+       "(= --prompt-tokens, llama-bench's -p)",
        kReadsPrompt | Bit(Command::kBench)},
       {"--file", "-f", "F", "read the prompt (ids for detokenize) from F; - = stdin",
        kReadsPrompt},
@@ -405,7 +423,7 @@ const std::vector<OptionSpec>& OptionTable() {
        "`waste plan`'s recommendation, at most 75% of usable RAM",
        kModel},
       {"--ctx", "-c,--ctx-size", "N", "context length in tokens (default 4096)", kModel},
-      {"-n", "--n-predict", "N", "tokens to generate (default 128; bench: 64)", kGenerates},
+      {"-n", "--n-predict", "N", "tokens to generate (default 128); bench: tokens to generate (default 64)", kGenerates},
       {"--temp", "--temperature", "F", "sampling temperature, 0 = greedy (default 0)",
        kGenerates},
       {"--top-p", nullptr, "F", "nucleus mass in (0, 1] (default 1 = off)", kGenerates},
@@ -445,7 +463,7 @@ const std::vector<OptionSpec>& OptionTable() {
        "print one JSON object on stdout and nothing else (errors too: {\"error\": ...})", kJson},
       {"--quiet", "-q", nullptr, "only the model's text: no echo, notes or statistics",
        kGenerates},
-      {"--verbose", "-v", nullptr, "also print the seed and the detailed timings", kGenerates},
+      {"--verbose", "-v", nullptr, "also print the seed (on stderr, before the text)", kGenerates},
       {"--learn", nullptr, nullptr, "save the expert hotlist (usage.waste) at the end",
        Bit(Command::kRun)},
       {"--verify", nullptr, nullptr, "check the crc32 of every expert record read", kOpens},

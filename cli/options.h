@@ -141,10 +141,14 @@ struct OptionSpec {
   const char* name;        // "--budget", "-n"
   const char* alias;       // other spellings, comma-separated ("-q"), else nullptr
   const char* value_name;  // "SIZE"; nullptr for a flag
+  // "TEXT" or "TEXT; bench: TEXT FOR BENCH; eval: ...": a command named
+  // after "; " sees its own text instead of the first (HelpFor).
   const char* help;
   unsigned used_by;  // Bit(Command) mask of commands that read it
 };
 const std::vector<OptionSpec>& OptionTable();
+// The help text of `spec` as `command` shows it (see OptionSpec::help).
+std::string HelpFor(const OptionSpec& spec, Command command);
 // Every spelling of `spec` (name first, then the aliases).
 std::vector<std::string> SpellingsOf(const OptionSpec& spec);
 

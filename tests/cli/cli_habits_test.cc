@@ -143,6 +143,17 @@ TEST_F(CliHabits, PerplexityScoresEveryTokenOnceInWindowsOrOnePass) {
       << Describe(missing);
 }
 
+TEST_F(CliHabits, BenchRefusesRowsThatWouldNotFitTheContext) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bench", kDemo, "-p", "100000", "-n", "2"},
+        std::vector<std::string>{"bench", kDemo, "-p", "8", "-n", "5000", "-c", "64"}}) {
+    const ProcessResult r = Waste(args);
+    EXPECT_EQ(r.exit_code, 2) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "raise --ctx")) << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << Describe(r);  // no table header before the refusal
+  }
+}
+
 TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
   const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);

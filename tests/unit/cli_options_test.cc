@@ -139,6 +139,29 @@ TEST(CliGrammar, VersionAndHelpCommand) {
             "help takes one command name (waste help COMMAND), not 'extra'");
 }
 
+// An option shared by several commands shows each command its own text.
+TEST(CliGrammar, HelpTextIsTheCommandsOwn) {
+  const OptionSpec* p = nullptr;
+  const OptionSpec* n = nullptr;
+  for (const OptionSpec& spec : OptionTable()) {
+    if (std::string(spec.name) == "--prompt") p = &spec;
+    if (std::string(spec.name) == "-n") n = &spec;
+  }
+  ASSERT_TRUE(p && n);
+  EXPECT_EQ(HelpFor(*p, Command::kRun), "the prompt (instead of the words after MODEL)");
+  EXPECT_EQ(HelpFor(*p, Command::kBench),
+            "prompt length in tokens (= --prompt-tokens, llama-bench's -p)");
+  EXPECT_EQ(HelpFor(*n, Command::kChat), "tokens to generate (default 128)");
+  EXPECT_EQ(HelpFor(*n, Command::kBench), "tokens to generate (default 64)");
+  for (Command c : {Command::kRun, Command::kChat, Command::kEval, Command::kBench}) {
+    for (const OptionSpec& spec : OptionTable()) {
+      const std::string h = HelpFor(spec, c);
+      EXPECT_EQ(h.find("; bench: "), std::string::npos) << spec.name;
+      EXPECT_EQ(h.find("; eval: "), std::string::npos) << spec.name;
+    }
+  }
+}
+
 TEST(CliGrammar, DidYouMean) {
   EXPECT_EQ(ErrorOf({"run", "m", "--tmep", "1"}), "unknown option --tmep; did you mean --temp?");
   EXPECT_EQ(ErrorOf({"run", "m", "--budgett", "1G"}),
