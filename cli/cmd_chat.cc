@@ -246,7 +246,7 @@ int ChatCommand(const Options& o) {
         }
         for (const char* alias : {"/quit", "/bye"}) names.push_back(alias);
         std::string close = Closest(cmd, names);
-        Say("(unknown command " + cmd + (close.empty() ? "" : "; did you mean " + close + "?") +
+        Say("(unknown command " + cmd + (close.empty() ? ";" : "; did you mean " + close + "?") +
             " /help lists them; start with // to send text beginning with /)");
       }
       continue;

@@ -1,8 +1,7 @@
 #include "grammar_option.h"
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
+
+#include "waste/files.h"
 
 namespace waste::cli {
 
@@ -11,14 +10,10 @@ Result<std::shared_ptr<const Grammar>> LoadGrammarOption(const Options& o) noexc
   const std::string& path = schema ? o.json_schema_file : o.grammar_file;
   if (path.empty()) return std::shared_ptr<const Grammar>();
   const std::string flag = schema ? "--json-schema " : "--grammar ";
-  std::string text;
-  try {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return IoError(flag + path + ": cannot read the file");
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  } catch (const std::exception& e) {
-    return IoError(flag + path + ": " + e.what());
-  }
+  // The one file-reading rule (waste/files.h): a regular file, size-capped.
+  Result<std::string> read = ReadRegularFile(path, kMaxPromptFileBytes, flag + "file");
+  if (!read) return IoError(read.error().message());
+  const std::string& text = *read;
   Result<std::shared_ptr<const Grammar>> g =
       schema ? Grammar::FromJsonSchema(text) : Grammar::Parse(text);
   // A grammar the user wrote is a bad argument, not a bad container.

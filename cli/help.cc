@@ -111,6 +111,9 @@ std::string CommandHelp(Command command) try {
   if (positionals.rfind("MODEL", 0) == 0) {
     sub->add_option("MODEL", model, "container directory")->type_name("");
   }
+  if (command == Command::kPerplexity) {
+    sub->add_option("FILE", argument, "the text to score; - = stdin")->type_name("");
+  }
   size_t open = positionals.find('[');
   if (open != std::string::npos) {
     std::string name = positionals.substr(open + 1, positionals.find(']') - open - 1);

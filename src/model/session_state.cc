@@ -1,6 +1,8 @@
 #include "model/session_state.h"
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -136,7 +138,24 @@ Status SessionState::Load(const std::string& path, bool any_container) {
   // A regular file no larger than this model's largest session: a device,
   // FIFO or huge sparse file is refused before it is read.
   auto data = platform::ReadRegularFile(path, MaxFileBytes(), "session file");
-  if (!data) return data.error();
+  if (!data) {
+    // Too large is most often a state saved with a longer context: its
+    // header says so, which tells the user what to do.
+    std::error_code ec;
+    if (bounded() && std::filesystem::is_regular_file(path, ec) &&
+        std::filesystem::file_size(path, ec) > MaxFileBytes()) {
+      Header h{};
+      std::ifstream f(path, std::ios::binary);
+      if (f.read(reinterpret_cast<char*>(&h), sizeof(h)) && h.magic == kStateMagic && h.pos > 0 &&
+          static_cast<uint32_t>(h.pos) > ctx_tokens_) {
+        return FormatError(fmt::format(
+            "session file {}: position {} does not fit a context of {} (it was saved with a "
+            "longer context: open with a context of {} or more)",
+            path, h.pos, ctx_tokens_, h.pos));
+      }
+    }
+    return data.error();
+  }
   return LoadFromBytes(*data, path, any_container);
 }
 

@@ -309,7 +309,8 @@ Status ReplaceFile(const std::string& path, const void* data, size_t n, std::str
   do {
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return ErrnoStatus("create", tmp, errno);
+  // Named by the file the caller asked for: the temporary name is ours.
+  if (fd < 0) return ErrnoStatus("cannot create", path, errno);
 
   auto fail = [&](const char* op, int err) {
     ::close(fd);

@@ -262,7 +262,8 @@ Status ReplaceFile(const std::string& path, const void* data, size_t n, std::str
   std::wstring wtmp = Widen(tmp);
   HANDLE h = ::CreateFileW(wtmp.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
                            FILE_ATTRIBUTE_NORMAL, nullptr);
-  if (h == INVALID_HANDLE_VALUE) return Win32Status("create", tmp, ::GetLastError());
+  // Named by the file the caller asked for: the temporary name is ours.
+  if (h == INVALID_HANDLE_VALUE) return Win32Status("cannot create", path, ::GetLastError());
   auto fail = [&](const char* step, DWORD err) {
     ::CloseHandle(h);
     ::DeleteFileW(wtmp.c_str());

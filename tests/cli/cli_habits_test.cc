@@ -154,6 +154,25 @@ TEST_F(CliHabits, BenchRefusesRowsThatWouldNotFitTheContext) {
   }
 }
 
+// A state saved with a longer context than the session has: the message
+// says so (it used to quote byte counts), and a failed save names the file
+// asked for, not the temporary one.
+TEST_F(CliHabits, ChatSaveAndLoadFailuresSayWhy) {
+  const std::string state = dir_ / "long.state";
+  const ProcessResult save =
+      Waste({"chat", kDemo, "--raw", "-q", "-n", "4"},
+            "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+            "fifteen sixteen seventeen eighteen nineteen twenty\n/save " + state +
+                "\n/save " + (dir_ / "no" / "such" / "dir").string() + "\n");
+  ASSERT_EQ(save.exit_code, 0) << Describe(save);
+  EXPECT_TRUE(Contains(save.out, "(saved to " + state + ")")) << Describe(save);
+  EXPECT_TRUE(Contains(save.out, "(save failed: cannot create " + (dir_ / "no" / "such" / "dir").string() + ": "))
+      << Describe(save);
+  const ProcessResult load = Waste({"chat", kDemo, "-q", "-c", "16"}, "/load " + state + "\n");
+  EXPECT_TRUE(Contains(load.out, "does not fit a context of 16 (it was saved with a longer context"))
+      << Describe(load);
+}
+
 TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
   const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
