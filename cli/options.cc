@@ -17,17 +17,20 @@
 namespace waste::cli {
 namespace {
 
+// Commands that open the model's weights (tokenize and detokenize read the
+// tokenizer files only, so the engine's options mean nothing to them).
 constexpr unsigned kOpens = Bit(Command::kRun) | Bit(Command::kChat) | Bit(Command::kEval) |
-                            Bit(Command::kPerplexity) |
-                            Bit(Command::kTokenize) | Bit(Command::kDetokenize) |
-                            Bit(Command::kBench) | Bit(Command::kInfo);
+                            Bit(Command::kPerplexity) | Bit(Command::kBench) | Bit(Command::kInfo);
 constexpr unsigned kGenerates = Bit(Command::kRun) | Bit(Command::kChat) | Bit(Command::kBench);
 constexpr unsigned kReadsPrompt =
     Bit(Command::kRun) | Bit(Command::kEval) | Bit(Command::kTokenize) | Bit(Command::kDetokenize);
 constexpr unsigned kJson = Bit(Command::kEval) | Bit(Command::kPerplexity) | Bit(Command::kTokenize) |
                            Bit(Command::kDetokenize) | Bit(Command::kPlan) | Bit(Command::kInfo) |
                            Bit(Command::kBench) | Bit(Command::kRun);
-constexpr unsigned kModel = kOpens | Bit(Command::kPlan);
+// Commands that name a container; kSizes: those a budget and a context size mean something to.
+constexpr unsigned kModel =
+    kOpens | Bit(Command::kPlan) | Bit(Command::kTokenize) | Bit(Command::kDetokenize);
+constexpr unsigned kSizes = kOpens | Bit(Command::kPlan);
 constexpr unsigned kRunChat = Bit(Command::kRun) | Bit(Command::kChat);
 // Commands whose second positional is text (or ids): words are joined.
 constexpr unsigned kTakesArgument = kReadsPrompt;
@@ -421,8 +424,8 @@ const std::vector<OptionSpec>& OptionTable() {
        "RAM budget for everything the engine allocates, with a unit: 512M, 1.5G, 4GiB, 1T "
        "(K/M/G/T and KiB/MiB/GiB/TiB are all binary); 0 or absent = the default: "
        "`waste plan`'s recommendation, at most 75% of usable RAM",
-       kModel},
-      {"--ctx", "-c,--ctx-size", "N", "context length in tokens (default 4096)", kModel},
+       kSizes},
+      {"--ctx", "-c,--ctx-size", "N", "context length in tokens (default 4096)", kSizes},
       {"-n", "--n-predict", "N", "tokens to generate (default 128); bench: tokens to generate (default 64)", kGenerates},
       {"--temp", "--temperature", "F", "sampling temperature, 0 = greedy (default 0)",
        kGenerates},
@@ -472,8 +475,9 @@ const std::vector<OptionSpec>& OptionTable() {
       {"--no-direct-io", nullptr, nullptr,
        "read experts through the page cache (default: bypass it)", kOpens},
       {"--usage", nullptr, "PATH", "hotlist file (default MODEL/usage.waste)", kOpens},
-       {"--cache", nullptr, "reuse-odds|lfru|lru",
-       "expert cache replacement policy (default reuse-odds; results are the same with any)",
+      {"--cache", nullptr, "NAME",
+       "expert cache replacement policy: reuse-odds (default), lfru or lru; results are the same "
+       "with any (WASTE_CACHE_POLICY also takes the experimental lfu-history)",
        kOpens},
       {"--grammar", nullptr, "FILE",
        "constrain the output to a GBNF grammar (docs/SERVER.md, constrained decoding)",

@@ -162,6 +162,20 @@ TEST(CliGrammar, HelpTextIsTheCommandsOwn) {
   }
 }
 
+// docs/CLI.md's "Every option" table names every option of the table.
+TEST(CliGrammar, EveryOptionIsInTheReference) {
+  std::ifstream f(std::string(WASTE_SOURCE_DIR) + "/docs/CLI.md");
+  ASSERT_TRUE(f) << "docs/CLI.md";
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t table = doc.find("## Every option");
+  ASSERT_NE(table, std::string::npos);
+  for (const OptionSpec& spec : OptionTable()) {
+    for (const std::string& s : SpellingsOf(spec)) {
+      EXPECT_NE(doc.find("`" + s + "`", table), std::string::npos) << s;
+    }
+  }
+}
+
 TEST(CliGrammar, DidYouMean) {
   EXPECT_EQ(ErrorOf({"run", "m", "--tmep", "1"}), "unknown option --tmep; did you mean --temp?");
   EXPECT_EQ(ErrorOf({"run", "m", "--budgett", "1G"}),
