@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "engine_setup.h"
 #include "http_server.h"
 #include "options.h"
 #include "waste/waste.h"
@@ -57,8 +58,9 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--model-id", so.model_id, "id reported by /v1/models (default: the directory name)");
   app.add_option("--api-key", so.api_key, "require Authorization: Bearer KEY (default $WASTE_API_KEY)");
   app.add_option("--budget", budget, "RAM ceiling (SIZE, as for run)");
-  app.add_option("--ctx", ctx, "context tokens (0 = 4096)");
-  app.add_option("--threads", threads, "compute threads (0 = engine default)");
+  // The spellings the other commands take (docs/CLI.md "Every option").
+  app.add_option("-c,--ctx,--ctx-size", ctx, "context tokens (0 = 4096)");
+  app.add_option("-t,--threads", threads, "compute threads (0 = engine default)");
   app.add_option("--cpus", cpus, "cpu list to run on");
   app.add_option("--cache", cache, "expert-cache policy: reuse-odds (default), lfru or lru")
       ->check(CLI::IsMember({"reuse-odds", "lfru", "lru"}));
@@ -89,12 +91,29 @@ int ServeMain(const std::vector<std::string>& args) {
   std::reverse(rest.begin(), rest.end());
   try {
     app.parse(rest);
+  } catch (const CLI::ExtrasError& e) {
+    // An unknown option gets the closest known one, as in the other commands.
+    std::vector<std::string> names;
+    for (const CLI::Option* opt : app.get_options()) {
+      for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    }
+    for (const std::string& word : rest) {
+      if (word.rfind("--", 0) != 0) continue;
+      const std::string name = word.substr(0, word.find('='));
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      const std::string close = Closest(name, names);
+      std::fprintf(stderr, "waste serve: unknown option %s%s (waste serve --help lists them)\n",
+                   name.c_str(), close.empty() ? "" : ("; did you mean " + close + "?").c_str());
+      return 2;
+    }
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (!std::filesystem::is_directory(model)) {
-    std::fprintf(stderr, "no such container: %s\n", model.c_str());
-    return 2;
+  {
+    Options where;
+    where.positionals = {model};
+    if (!CheckContainerPath(where)) return 1;  // the words `run` uses
   }
   auto size = ParseSize(budget);
   if (!size) {

@@ -102,8 +102,11 @@ void ReportFailure(const std::string& what, const Status& status, const std::str
   if (code == Errc::kRamBudget) {
     Line(what + ": " + text);
     if (!detail.empty()) Line("  " + detail);
-    Line("  (run `waste plan " + (o.positionals.empty() ? std::string("MODEL") : o.model()) +
-         "` to see the floor)");
+    if (o.command != Command::kPlan) {  // plan has just printed what it can
+      Line("  (run `waste plan " + (o.positionals.empty() ? std::string("MODEL") : o.model()) +
+           (o.ctx != 4096 ? " --ctx " + std::to_string(o.ctx) : std::string()) +
+           "` to see the floor)");
+    }
     return;
   }
   if ((what == "tokenize" || what == "detokenize") && code == Errc::kUnsupported) {

@@ -188,8 +188,21 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
     out += fmt::format("  budget {} is BELOW the floor — open would fail\n",
                        FormatSize(budget.budget));
   } else if (budget.given) {
-    out += fmt::format("  budget {} -> expert cache {}\n", FormatSize(budget.budget),
-                       FormatSize(budget.expert_cache));
+    // The engine never allocates slots beyond the records the container has.
+    const bool all = plan.all_experts_bytes > 0 && budget.expert_cache > plan.all_experts_bytes;
+    const uint64_t cache = all ? plan.all_experts_bytes : budget.expert_cache;
+    out += fmt::format("  budget {} -> expert cache {}{}\n", FormatSize(budget.budget),
+                       FormatSize(cache),
+                       all ? " (every expert the container holds; the rest is not allocated)" : "");
+    // What opening would allocate (the cache holds the floor's minimum).
+    const uint64_t allocated = plan.floor_bytes - plan.min_expert_cache + cache;
+    const uint64_t usable = plan.usable_ram_bytes;
+    if (usable > 0 && allocated > usable - usable / 4) {
+      out += fmt::format(
+          "  warning: that leaves under 25% of the usable {} to the OS; the expert cache may be "
+          "paged out, and throughput then collapses\n",
+          FormatGb(plan.usable_ram_bytes));
+    }
   } else {
     out += fmt::format("  default budget {} -> expert cache {}\n", FormatSize(budget.budget),
                        FormatSize(budget.expert_cache));

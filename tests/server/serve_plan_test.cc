@@ -79,6 +79,20 @@ testing::TempDir* ServePlan::tmp_ = nullptr;
 std::string ServePlan::dir_;
 bool ServePlan::generated_ = false;
 
+// serve takes the other commands' spellings (-c, -t), suggests the closest
+// option for a typo and names a missing container as run does.
+TEST_F(ServePlan, OptionsSpelledAsElsewhere) {
+  test::ProcessResult c = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "-c", "1024", "-t", "1"});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("(ctx 1024)"), std::string::npos) << c.out;
+  test::ProcessResult typo = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--prot", "9"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("unknown option --prot; did you mean --port?"), std::string::npos) << typo.err;
+  test::ProcessResult none = RunProgram({WASTE_CLI_BINARY, "serve", dir_ + "-missing"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no such directory: " + dir_ + "-missing"), std::string::npos) << none.err;
+}
+
 TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
   for (bool vision : {false, true}) {
     for (int parallel : {1, 3}) {

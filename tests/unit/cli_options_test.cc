@@ -682,6 +682,30 @@ TEST(CliReport, PlanTextMatchesTheReferenceLayout) {
             std::string::npos);
 }
 
+// A budget beyond every expert the container holds: the cache figure is
+// what opening allocates; a budget that leaves the OS under 25% warns.
+TEST(CliReport, PlanTextCapsTheCacheAndWarnsOverTheCap) {
+  MemPlan p = TinyPlan();
+  p.all_experts_bytes = 589824;
+  PlanBudget b;
+  b.given = true;
+  b.budget = uint64_t{2} << 40;
+  b.expert_cache = b.budget - p.floor_bytes + p.min_expert_cache;
+  std::string text = PlanText("tiny.waste", p, b);
+  EXPECT_NE(text.find("expert cache 576 KiB (every expert the container holds; the rest is not "
+                      "allocated)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("warning"), std::string::npos) << text;
+  p.all_experts_bytes = uint64_t{30} << 30;
+  b.budget = uint64_t{22} << 30;
+  b.expert_cache = b.budget - p.floor_bytes + p.min_expert_cache;
+  text = PlanText("tiny.waste", p, b);
+  EXPECT_NE(text.find("warning: that leaves under 25% of the usable 23.54 GiB to the OS"),
+            std::string::npos)
+      << text;
+}
+
 TEST(CliReport, PlanJsonKeysInReferenceOrder) {
   PlanBudget b;
   b.given = true;
