@@ -114,6 +114,7 @@ int EvalCommand(const Options& o) {
       row["id"] = id;
       row["logit"] = Round(logit(id), 1e4);
       row["prob"] = Round(prob(id), 1e6);
+      row["piece"] = DisplayPiece(engine->TokenPiece(id));  // as the text rows show it
       top.push_back(std::move(row));
     }
     Json j;

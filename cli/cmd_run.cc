@@ -127,7 +127,7 @@ int RunCommand(const Options& o) {
                             : Status::Ok();
 
   const bool cancelled = Interrupted();
-  if (constraint && !constraint->complete() && !cancelled && !o.json) {
+  if (constraint && !constraint->complete() && !cancelled && !o.json && !o.quiet) {
     std::fprintf(stderr, "waste: warning: the output does not complete the grammar (raise -n)\n");
   }
   const bool stopped_by_string = status.code() == Errc::kCancelled && stream.stopped();
@@ -137,7 +137,7 @@ int RunCommand(const Options& o) {
   }
   // Stopped on a full context: still a success.
   const bool context_full = status.ok() && !engine->error_detail().empty();
-  if (context_full && !o.json) {
+  if (context_full && !o.json && !o.quiet) {  // --json says "context" instead
     std::fprintf(stderr, "\nwaste: the context is full (--ctx %u; prompt %zu + %llu generated): "
                  "raise --ctx to go further\n",
                  o.ctx, ids.size(), static_cast<unsigned long long>(tally.tokens));

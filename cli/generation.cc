@@ -18,7 +18,12 @@ std::atomic<bool> g_exit_now{false};
 extern "C" void OnInterrupt(int sig) {
   // Some C libraries reset the handler to the default on delivery.
   std::signal(sig, OnInterrupt);
-  if (g_exit_now.load()) std::_Exit(128 + sig);
+  if (g_exit_now.load()) {
+    // Leaving from a prompt: end the line the shell prompt would follow
+    // (write(2) is async-signal-safe; stdio is not).
+    EndTerminalLineFromSignal();
+    std::_Exit(128 + sig);
+  }
   g_signal.store(sig);
 }
 

@@ -28,4 +28,10 @@ bool StreamIsTerminal(int fd) {
 
 bool StderrIsTerminal() { return StreamIsTerminal(2); }
 
+void EndTerminalLineFromSignal() {
+#ifdef WASTE_CLI_HAVE_UNISTD
+  if (::isatty(STDOUT_FILENO) == 1) (void)!::write(STDOUT_FILENO, "\n", 1);
+#endif
+}
+
 }  // namespace waste::cli

@@ -11,5 +11,8 @@ bool StdinIsTerminal();
 bool StderrIsTerminal();
 // fd 0, 1 or 2.
 bool StreamIsTerminal(int fd);
+// A newline on stdout when it is a terminal; async-signal-safe (write(2)),
+// for a signal handler that leaves from the chat prompt.
+void EndTerminalLineFromSignal();
 
 }  // namespace waste::cli

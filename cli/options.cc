@@ -618,7 +618,13 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args) {
   }
   std::optional<Command> command = CommandFromName(word);
   if (!command) {
-    std::string close = Closest(word, CommandNames());
+    std::string lower = word;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    // `waste RUN`: the edit distance of a case slip is the word's length.
+    const std::vector<std::string> names = CommandNames();
+    std::string close = std::find(names.begin(), names.end(), lower) != names.end()
+                            ? lower
+                            : Closest(word, names);
     return UsageError("unknown command '" + word + "'" +
                           (close.empty() ? "" : "; did you mean '" + close + "'?") +
                           " (try --help)",

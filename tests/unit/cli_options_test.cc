@@ -51,6 +51,7 @@ TEST(CliGrammar, GlobalHelp) {
 TEST(CliGrammar, UnknownCommand) {
   EXPECT_EQ(ErrorOf({"frobnicate", "m"}), "unknown command 'frobnicate' (try --help)");
   EXPECT_EQ(ErrorOf({"rnu", "m"}), "unknown command 'rnu'; did you mean 'run'? (try --help)");
+  EXPECT_EQ(ErrorOf({"RUN", "m"}), "unknown command 'RUN'; did you mean 'run'? (try --help)");
   EXPECT_EQ(ErrorOf({"--verison"}), "unknown command '--verison' (try --help)");
 }
 
