@@ -287,12 +287,16 @@ int ChatCommand(const Options& o) {
       }
       stale = false;
       if (full) {
-        const std::string also_loaded =
-            loaded_from.empty() ? "" : "the conversation loaded from " + loaded_from + " and ";
+        std::string what;
+        if (!loaded_from.empty()) what = "the conversation loaded from " + loaded_from;
+        if (drop_now > 0 || what.empty()) {
+          what += (what.empty() ? "" : " and ") + std::string("the ") + std::to_string(drop_now) +
+                  " oldest turn" + (drop_now == 1 ? "" : "s");
+        }
         std::fprintf(stderr,
-                     "waste: the context (--ctx %u) was full: dropped %sthe %zu oldest turn%s "
-                     "and re-read the rest; /reset starts over\n",
-                     o.ctx, also_loaded.c_str(), drop_now, drop_now == 1 ? "" : "s");
+                     "waste: the context (--ctx %u) was full: dropped %s and re-read the rest; "
+                     "/reset starts over\n",
+                     o.ctx, what.c_str());
         loaded_from.clear();
       }
     }

@@ -173,6 +173,24 @@ TEST_F(CliHabits, ChatSaveAndLoadFailuresSayWhy) {
       << Describe(load);
 }
 
+// A /load'ed state holds no text to re-read: a full context drops it and
+// says so (it used to say "dropped the 0 oldest turns").
+TEST_F(CliHabits, AFullContextDropsALoadedConversationAndSaysSo) {
+  const std::string state = dir_ / "loaded.state";
+  std::string words;
+  for (int i = 0; i < 4; ++i) words += "and the people went up to the city ";
+  const ProcessResult save =
+      Waste({"chat", kDemo, "--raw", "-q", "-n", "4"}, words + "\n/save " + state + "\n");
+  ASSERT_EQ(save.exit_code, 0) << Describe(save);
+  const ProcessResult r = Waste({"chat", kDemo, "--raw", "-n", "30", "-c", "160"},
+                                "/load " + state + "\nand Ruth said unto Naomi, whither thou "
+                                "goest I will go, and where thou lodgest I will lodge\n/stats\n");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "was full: dropped the conversation loaded from " + state +
+                                  " and re-read the rest"))
+      << Describe(r);
+}
+
 TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
   const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
