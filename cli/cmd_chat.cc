@@ -231,8 +231,13 @@ int ChatCommand(const Options& o) {
         }
       } else if (cmd == "/image") {
         if (!engine->has_vision()) {
-          Say("(" + arg + (o.images.empty() ? ": images need the model opened with --image)"
-                                            : ": this container has no vision tower)"));
+          // The plan knows, from manifest.json, whether there is a tower
+          // that --image at start would have loaded.
+          Result<MemPlan> plan = PlanMemory(o.model(), o.ctx);
+          const bool tower = plan.has_value() && plan->vision_bytes > 0;
+          Say("(" + arg + (tower ? ": images need the model opened with --image: restart chat "
+                                   "with --image FILE)"
+                                 : ": this container has no vision tower)"));
         } else if (images.size() >= static_cast<size_t>(kMaxQueuedImages)) {
           Say("(too many images)");
         } else {

@@ -166,6 +166,18 @@ TEST(VisionCli, ChatKeepsImagesWithTheirMessages) {
     return n;
   };
 
+  // Without --image at start the tower is not loaded: /image says how to
+  // get it (the container has one).
+  auto no_tower = test::Subprocess::Spawn({WASTE_CLI_BINARY, "chat", dir, "-q"}, {"WASTE_THREADS=2"});
+  ASSERT_TRUE(no_tower);
+  no_tower->Write("/image " + img + "\n");
+  no_tower->CloseStdin();
+  ASSERT_TRUE(no_tower->Wait(120));
+  EXPECT_NE(no_tower->result().out.find("images need the model opened with --image: restart chat "
+                                        "with --image FILE"),
+            std::string::npos)
+      << no_tower->result().out;
+
   // A 96-token context: the third message drops the first turn and
   // re-reads the second, image and all (encoded again, not announced).
   auto c = test::Subprocess::Spawn(
