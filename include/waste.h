@@ -197,6 +197,12 @@ WASTE_EXPORT waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, 
  * call on ctx), *vocab = their count. */
 WASTE_EXPORT waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n,
                                      const float** logits, int32_t* vocab);
+/* Feeds `ids` as waste_eval does and scores them (Session::Score):
+ * scores[i] = log p(ids[i+1] | everything before it) in nats, i < n-1; with
+ * next >= 0 (the id after `ids`, not fed) also scores[n-1] = log p(next).
+ * `scores` holds n-1 doubles, or n when next >= 0. */
+WASTE_EXPORT waste_status waste_score(waste_ctx* ctx, const int32_t* ids, size_t n, int32_t next,
+                                      double* scores);
 
 WASTE_EXPORT waste_status waste_state_save(waste_ctx* ctx, const char* path);
 WASTE_EXPORT waste_status waste_state_load(waste_ctx* ctx, const char* path);

@@ -280,6 +280,23 @@ waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const floa
   }
 }
 
+waste_status waste_score(waste_ctx* ctx, const int32_t* ids, size_t n, int32_t next,
+                         double* scores) {
+  if (ctx == nullptr || ids == nullptr || n == 0 || (scores == nullptr && (n > 1 || next >= 0))) {
+    return WASTE_E_ARG;
+  }
+  try {
+    ClearDetail(ctx);
+    std::vector<int> v(ids, ids + n);
+    auto r = ctx->session->Score(v, next);
+    if (!r) return Fail(ctx, r.error());
+    std::copy(r->begin(), r->end(), scores);
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
 waste_status waste_state_save(waste_ctx* ctx, const char* path) {
   if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
   try {

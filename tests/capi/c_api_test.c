@@ -6,6 +6,7 @@
  * short buffers, cancellation, grammar refusal, state save/load.
  * Exit 0 = pass, 1 = failure, 77 = skipped (fixtures absent). */
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,11 +295,25 @@ int main(void) {
   int32_t vocab = 0;
   CHECK(waste_eval(ctx, prompt, n_prompt, &logits, &vocab) == WASTE_OK);
   CHECK(logits != NULL && vocab == 316);
+  double expect_last = 0; /* log p(want[0]) after the prompt, for waste_score */
   if (logits != NULL) {
     int best = 0;
     for (int i = 1; i < vocab; ++i) if (logits[i] > logits[best]) best = i;
     CHECK(best == want[0]);
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < vocab; ++i) if (logits[i] > max) max = logits[i];
+    for (int i = 0; i < vocab; ++i) sum += exp((double)logits[i] - max);
+    expect_last = (double)logits[want[0]] - max - log(sum);
   }
+  /* waste_score: the prompt scored again from an empty state, with the
+   * greedy next token as `next`: its score is the log-softmax maximum. */
+  waste_state_reset(ctx);
+  double scores[64];
+  CHECK(n_prompt < 64);
+  CHECK(waste_score(ctx, prompt, n_prompt, want[0], scores) == WASTE_OK);
+  for (size_t i = 0; i < n_prompt; ++i) CHECK(scores[i] <= 0.0 && scores[i] > -1e9);
+  CHECK(fabs(scores[n_prompt - 1] - expect_last) < 1e-9);
+  CHECK(waste_score(ctx, prompt, 0, -1, scores) == WASTE_E_ARG);
   waste_close(ctx);
   waste_close(NULL);
   waste_ctx* none = NULL;
