@@ -1,8 +1,8 @@
 #include "model/forward.h"
 
 #include <cmath>
-#include <string>
 #include <cstring>
+#include <string>
 
 #include "model/chunks.h"
 
