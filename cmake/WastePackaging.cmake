@@ -12,8 +12,10 @@ install(TARGETS waste_lib EXPORT wasteTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# waste/convert.h is the converter's (waste_convert, not installed): a header
+# whose functions the package cannot link would only mislead.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.h")
+  FILES_MATCHING PATTERN "*.h" PATTERN "convert.h" EXCLUDE)
 install(EXPORT wasteTargets NAMESPACE waste:: DESTINATION ${WASTE_CMAKE_DIR})
 
 if(BUILD_SHARED_LIBS)

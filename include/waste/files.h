@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "waste/export.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -29,7 +30,7 @@ inline constexpr uint64_t kMaxPromptFileBytes = uint64_t{256} << 20;
 
 // Reads the whole regular file `path` of at most `max_bytes`; `what` names
 // the kind in errors ("prompt file"). `missing` is set when it does not exist.
-Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
+WASTE_EXPORT Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
                                     std::string_view what, bool* missing = nullptr) noexcept;
 
 }  // namespace waste

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "waste/export.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -43,7 +44,7 @@ class Engine;
 // that token is forbidden does it call Mask() and pick again, so the
 // common case costs one check. Accept() is called with every generated
 // token in order.
-class TokenConstraint {
+class WASTE_EXPORT TokenConstraint {
  public:
   virtual ~TokenConstraint() = default;
   virtual bool Allows(int token) noexcept = 0;
@@ -54,7 +55,7 @@ class TokenConstraint {
 
 struct GrammarData;  // compiled rules (src/grammar/)
 
-class Grammar {
+class WASTE_EXPORT Grammar {
  public:
   // GBNF text -> grammar; kFormat with the line and what is wrong.
   static Result<std::shared_ptr<const Grammar>> Parse(std::string_view text) noexcept;
@@ -85,7 +86,7 @@ class Grammar {
 
 // The token pieces of a vocabulary in a byte trie, built once per model
 // and shared by every matcher (hundreds of milliseconds at 163,840 tokens).
-class Vocabulary {
+class WASTE_EXPORT Vocabulary {
  public:
   // `pieces[id]` = the token's bytes. `opaque_tokens`: control tokens that
   // never match as text (markers, end of sequence).
@@ -103,7 +104,7 @@ class Vocabulary {
 };
 
 // One generation's position in a grammar.
-class GrammarMatcher : public TokenConstraint {
+class WASTE_EXPORT GrammarMatcher : public TokenConstraint {
  public:
   GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
   ~GrammarMatcher() override;
@@ -152,7 +153,7 @@ class GrammarMatcher : public TokenConstraint {
 // until the next trigger. With no triggers it applies from the start and
 // to the end, like GrammarMatcher. Used for tool calls: free text until
 // the model opens an element, then the element must be a valid call.
-class TriggeredGrammarMatcher : public TokenConstraint {
+class WASTE_EXPORT TriggeredGrammarMatcher : public TokenConstraint {
  public:
   TriggeredGrammarMatcher(std::shared_ptr<const Grammar> grammar,
                           std::shared_ptr<const Vocabulary> vocab, std::vector<int> triggers);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "waste/export.h"
 #include "waste/status.h"
 
 namespace waste {
@@ -21,17 +22,17 @@ struct ImageDimensions {
 
 // Stored width and height from the file's header (no decode). kIo when the
 // file is unreadable, not an accepted image, or over the pixel limit.
-Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept;
+WASTE_EXPORT Result<ImageDimensions> ProbeImageFile(const std::string& path) noexcept;
 // The same for bytes in memory (e.g. a data: URL); `name` is used in
 // messages.
-Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
+WASTE_EXPORT Result<ImageDimensions> ProbeImageBytes(std::span<const uint8_t> bytes,
                                         std::string_view name) noexcept;
 
 // A file's bytes for AddImageBytes, read whole; kIo naming the file when it
 // cannot be read or is larger than any accepted image. A host that must
 // show the same image again later (chat re-reading its conversation after
 // a full context) keeps these instead of the path, which may change.
-Result<std::vector<uint8_t>> ReadImageFile(const std::string& path) noexcept;
+WASTE_EXPORT Result<std::vector<uint8_t>> ReadImageFile(const std::string& path) noexcept;
 
 // Images waiting in one context for the prompt that shows them.
 inline constexpr int kMaxQueuedImages = 32;
