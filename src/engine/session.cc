@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <exception>
 #include <new>
 
@@ -237,6 +238,48 @@ Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) n
   }
 }
 
+namespace {
+
+// Settings that would be ignored or give nonsense (NaN temperature samples
+// token 0 forever) are refused, naming the field.
+Status CheckGenParams(const GenParams& p, int vocab) {
+  auto bad = [](const char* field, const std::string& why) {
+    return ArgError(fmt::format("GenParams::{} {}", field, why));
+  };
+  if (p.max_tokens < 1) return bad("max_tokens", fmt::format("is {}: must be at least 1", p.max_tokens));
+  if (!std::isfinite(p.temperature) || p.temperature < 0) {
+    return bad("temperature", fmt::format("is {}: must be finite and >= 0", p.temperature));
+  }
+  if (!(p.top_p > 0 && p.top_p <= 1)) return bad("top_p", fmt::format("is {}: must be in (0, 1]", p.top_p));
+  if (p.top_k < 0) return bad("top_k", fmt::format("is {}: must be >= 0 (0 = off)", p.top_k));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) return bad("min_p", fmt::format("is {}: must be in [0, 1]", p.min_p));
+  if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0) {
+    return bad("repeat_penalty", fmt::format("is {}: must be finite and > 0", p.repeat_penalty));
+  }
+  if (p.repeat_last_n < 0) return bad("repeat_last_n", fmt::format("is {}: must be >= 0", p.repeat_last_n));
+  if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty)) {
+    return bad("presence_penalty", "and frequency_penalty must be finite");
+  }
+  for (int id : p.stop_tokens) {
+    if (id < 0 || id >= vocab) {
+      return bad("stop_tokens", fmt::format("holds {}, outside the vocabulary (0..{})", id, vocab - 1));
+    }
+  }
+  // A bias on an id the model does not have would be dropped silently.
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0 || id >= vocab) {
+      return ArgError(
+          fmt::format("logit_bias: token id {} is outside the vocabulary (0..{})", id, vocab - 1));
+    }
+    if (std::isnan(bias) || bias == INFINITY) {
+      return bad("logit_bias", fmt::format("for id {} is {}: must be finite or -inf (a ban)", id, bias));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
                                        const TokenCallback& on_token) noexcept {
   SessionCore& s = *core_;
@@ -244,13 +287,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
   try {
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
-    // A bias on an id the model does not have would be dropped silently.
-    for (const auto& [id, bias] : params.logit_bias) {
-      if (id < 0 || id >= s.model->info.vocab) {
-        return ArgError(fmt::format("logit_bias: token id {} is outside the vocabulary (0..{})", id,
-                                    s.model->info.vocab - 1));
-      }
-    }
+    WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
     std::unique_lock<std::mutex> run(s.model->run_mu);
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
@@ -296,7 +333,24 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     auto t0 = Clock::now();
     bool cancelled = false;
     size_t fed_tokens = 0;
-    Status fed = s.FeedPrompt(prompt, params.on_prefill, &cancelled, &fed_tokens);
+    std::string prefill_threw;  // the host's progress callback threw: its error, not ours
+    std::function<bool(int, int)> on_prefill;
+    if (params.on_prefill) {
+      on_prefill = [&](int done, int total) {
+        try {
+          return params.on_prefill(done, total);
+        } catch (const std::exception& e) {
+          prefill_threw = e.what();
+        } catch (...) {
+          prefill_threw = "a non-standard exception";
+        }
+        return false;
+      };
+    }
+    Status fed = s.FeedPrompt(prompt, on_prefill, &cancelled, &fed_tokens);
+    if (cancelled && fed.ok() && !prefill_threw.empty()) {
+      fed = ArgError("the prefill callback threw: " + prefill_threw);
+    }
     {
       // Only what was fed counts as prefilled (a stop or failure part way).
       std::lock_guard<std::mutex> acct(s.model->acct_mu);
@@ -355,7 +409,17 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         // Other sessions of the model may run while the host handles the
         // token; this one's logits and state are its own.
         run.unlock();
-        bool go_on = on_token(ev);
+        bool go_on = false;
+        try {
+          go_on = on_token(ev);
+        } catch (const std::exception& e) {
+          // The host's exception is the host's error, not an I/O error.
+          run.lock();
+          return ArgError(std::string("the token callback threw: ") + e.what());
+        } catch (...) {
+          run.lock();
+          return ArgError("the token callback threw a non-standard exception");
+        }
         run.lock();
         if (!go_on) {
           return FinishReason::kCancelled;
