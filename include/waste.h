@@ -184,7 +184,8 @@ WASTE_EXPORT waste_status waste_tokenize(waste_ctx* ctx, const char* text, int a
 WASTE_EXPORT waste_status waste_tokenize_markup(waste_ctx* ctx, const char* text, int add_bos,
                                                 int32_t* out, size_t cap, size_t* n_out);
 /* Ids to bytes, NUL-terminated; *n_out = length without the NUL (the length
- * needed when `cap` is too small). */
+ * needed when `cap` is too small, which returns WASTE_E_ARG; out NULL with
+ * cap 0 asks for it). Ids outside the vocabulary are WASTE_E_ARG. */
 WASTE_EXPORT waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, size_t n,
                                            char* out, size_t cap, size_t* n_out);
 
@@ -218,7 +219,9 @@ WASTE_EXPORT uint64_t waste_usable_ram(void);
 
 WASTE_EXPORT const char* waste_strerror(waste_status status);
 /* The reason of the last failure (or of a full context) on ctx, or NULL;
- * valid until the next call on ctx. */
+ * valid until the next call on ctx. With ctx NULL: why the last waste_open
+ * or waste_plan_memory on this thread failed (there is no context to ask),
+ * or NULL; valid until the next of those calls on this thread. */
 WASTE_EXPORT const char* waste_error_detail(const waste_ctx* ctx);
 /* 1 when the last failure on ctx was one routed expert record's (a read
  * error, a short read, a damaged record, a checksum mismatch), storing its

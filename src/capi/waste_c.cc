@@ -29,6 +29,21 @@ using waste::Status;
 
 waste_status Code(Errc e) { return static_cast<waste_status>(static_cast<int>(e)); }
 
+// Why the last waste_open / waste_plan_memory on this thread failed: there
+// is no context to hold it (waste_error_detail(NULL) returns it).
+thread_local std::string g_open_detail;
+
+waste_status FailOpen(const Status& st) {
+  g_open_detail = st.message();
+  return Code(st.code());
+}
+
+// A NULL or empty argument on a context: said through the detail too.
+waste_status ArgFail(waste_ctx* ctx, const char* what) {
+  if (ctx != nullptr) ctx->detail = what;
+  return WASTE_E_ARG;
+}
+
 // Records the failure's message as the context's detail, and the expert
 // record it concerns, if any.
 waste_status Fail(waste_ctx* ctx, const Status& st) {
@@ -53,7 +68,9 @@ void CopyString(const std::string& s, char* out, size_t cap) {
 
 waste_status Tokenize(waste_ctx* ctx, const char* text, int add_bos, bool markup, int32_t* out,
                       size_t cap, size_t* n_out) {
-  if (ctx == nullptr || text == nullptr || n_out == nullptr) return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (text == nullptr || n_out == nullptr) return ArgFail(ctx, "text and n_out must not be NULL");
   *n_out = 0;
   try {
     ClearDetail(ctx);
@@ -94,6 +111,7 @@ void waste_gen_params_init(waste_gen_params* params) {
 }
 
 waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_ctx** out) {
+  g_open_detail.clear();
   if (out == nullptr) return WASTE_E_ARG;
   *out = nullptr;
   if (container_dir == nullptr) return WASTE_E_ARG;
@@ -128,9 +146,9 @@ waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_c
       };
     }
     auto model = waste::Model::Open(container_dir, config);
-    if (!model) return Code(model.error().code());
+    if (!model) return FailOpen(model.error());
     auto session = (*model)->NewSession();
-    if (!session) return Code(session.error().code());
+    if (!session) return FailOpen(session.error());
     auto* ctx = new (std::nothrow) waste_ctx;
     if (ctx == nullptr) return WASTE_E_OOM;
     ctx->model = std::move(*model);
@@ -146,10 +164,11 @@ void waste_close(waste_ctx* ctx) { delete ctx; }
 
 waste_status waste_plan_memory(const char* container_dir, uint32_t ctx_tokens,
                                waste_mem_plan* out) {
+  g_open_detail.clear();
   if (container_dir == nullptr || out == nullptr) return WASTE_E_ARG;
   try {
     auto plan = waste::PlanMemory(container_dir, ctx_tokens == 0 ? 4096 : ctx_tokens);
-    if (!plan) return Code(plan.error().code());
+    if (!plan) return FailOpen(plan.error());
     std::memset(out, 0, sizeof(*out));
     out->ctx = plan->ctx;
     out->trunk_bytes = plan->trunk_bytes;
@@ -193,11 +212,13 @@ waste_status waste_tokenize_markup(waste_ctx* ctx, const char* text, int add_bos
 
 waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, size_t n, char* out, size_t cap,
                               size_t* n_out) {
-  if (ctx == nullptr || (ids == nullptr && n > 0) || out == nullptr || cap == 0) {
-    return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  // out == NULL with cap == 0 asks for the length (as waste_tokenize allows).
+  if ((ids == nullptr && n > 0) || (out == nullptr && cap > 0)) {
+    return ArgFail(ctx, "ids and out must not be NULL when n and cap are not 0");
   }
   try {
-    ClearDetail(ctx);
     std::vector<int> v(ids, ids + n);
     auto text = ctx->model->Detokenize(v);
     if (!text) return Fail(ctx, text.error());
@@ -217,9 +238,10 @@ waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, size_t n, char
 
 waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
                             const waste_gen_params* params, waste_token_cb cb, void* user) {
-  if (ctx == nullptr || prompt == nullptr || n == 0) return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (prompt == nullptr || n == 0) return ArgFail(ctx, "empty prompt");
   try {
-    ClearDetail(ctx);
     waste_gen_params defaults;
     waste_gen_params_init(&defaults);
     const waste_gen_params& p = params != nullptr ? *params : defaults;
@@ -266,9 +288,10 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
 
 waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const float** logits,
                         int32_t* vocab) {
-  if (ctx == nullptr || ids == nullptr || n == 0) return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (ids == nullptr || n == 0) return ArgFail(ctx, "empty prompt");
   try {
-    ClearDetail(ctx);
     std::vector<int> v(ids, ids + n);
     auto r = ctx->session->Eval(v);
     if (!r) return Fail(ctx, r.error());
@@ -282,11 +305,11 @@ waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const floa
 
 waste_status waste_score(waste_ctx* ctx, const int32_t* ids, size_t n, int32_t next,
                          double* scores) {
-  if (ctx == nullptr || ids == nullptr || n == 0 || (scores == nullptr && (n > 1 || next >= 0))) {
-    return WASTE_E_ARG;
-  }
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (ids == nullptr || n == 0) return ArgFail(ctx, "empty prompt");
+  if (scores == nullptr && (n > 1 || next >= 0)) return ArgFail(ctx, "scores must not be NULL");
   try {
-    ClearDetail(ctx);
     std::vector<int> v(ids, ids + n);
     auto r = ctx->session->Score(v, next);
     if (!r) return Fail(ctx, r.error());
@@ -298,9 +321,10 @@ waste_status waste_score(waste_ctx* ctx, const int32_t* ids, size_t n, int32_t n
 }
 
 waste_status waste_state_save(waste_ctx* ctx, const char* path) {
-  if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (path == nullptr) return ArgFail(ctx, "path must not be NULL");
   try {
-    ClearDetail(ctx);
     Status st = ctx->session->SaveState(path);
     return st.ok() ? WASTE_OK : Fail(ctx, st);
   } catch (...) {
@@ -309,9 +333,10 @@ waste_status waste_state_save(waste_ctx* ctx, const char* path) {
 }
 
 waste_status waste_state_load(waste_ctx* ctx, const char* path) {
-  if (ctx == nullptr || path == nullptr) return WASTE_E_ARG;
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (path == nullptr) return ArgFail(ctx, "path must not be NULL");
   try {
-    ClearDetail(ctx);
     Status st = ctx->session->LoadState(path);
     return st.ok() ? WASTE_OK : Fail(ctx, st);
   } catch (...) {
@@ -401,7 +426,8 @@ const char* waste_strerror(waste_status status) {
 }
 
 const char* waste_error_detail(const waste_ctx* ctx) {
-  if (ctx == nullptr || ctx->detail.empty()) return nullptr;
+  if (ctx == nullptr) return g_open_detail.empty() ? nullptr : g_open_detail.c_str();
+  if (ctx->detail.empty()) return nullptr;
   return ctx->detail.c_str();
 }
 

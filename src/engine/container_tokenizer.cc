@@ -73,6 +73,11 @@ Result<std::vector<int>> ContainerTokenizer::Tokenize(std::string_view text, boo
 }
 
 Result<std::string> ContainerTokenizer::Detokenize(std::span<const int> ids) const noexcept {
+  for (int id : ids) {  // as Model::Detokenize
+    if (id < 0 || id >= vocab_) {
+      return ArgError(fmt::format("token id {} is outside the vocabulary (0..{})", id, vocab_ - 1));
+    }
+  }
   try {
     return tokenizer_->Decode(ids);
   } catch (const std::exception& e) {

@@ -343,6 +343,12 @@ Result<std::vector<int>> Model::TokenizeSegments(std::span<const PromptSegment> 
 
 Result<std::string> Model::Detokenize(std::span<const int> ids) const noexcept {
   if (!core_->tokenizer) return UnsupportedError("this container has no tokenizer");
+  for (int id : ids) {  // as Eval and Generate refuse them
+    if (id < 0 || id >= core_->info.vocab) {
+      return ArgError(fmt::format("token id {} is outside the vocabulary (0..{})", id,
+                                  core_->info.vocab - 1));
+    }
+  }
   try {
     return core_->tokenizer->Decode(ids);
   } catch (const std::exception& e) {

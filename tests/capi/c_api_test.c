@@ -314,10 +314,24 @@ int main(void) {
   for (size_t i = 0; i < n_prompt; ++i) CHECK(scores[i] <= 0.0 && scores[i] > -1e9);
   CHECK(fabs(scores[n_prompt - 1] - expect_last) < 1e-9);
   CHECK(waste_score(ctx, prompt, 0, -1, scores) == WASTE_E_ARG);
+  /* An argument failure replaces the previous call's detail. */
+  int32_t far[] = {1, 99999};
+  CHECK(waste_eval(ctx, far, 2, &logits, &vocab) == WASTE_E_ARG);
+  CHECK(waste_error_detail(ctx) != NULL && strstr(waste_error_detail(ctx), "99999") != NULL);
+  CHECK(waste_eval(ctx, prompt, 0, &logits, &vocab) == WASTE_E_ARG);
+  CHECK(waste_error_detail(ctx) != NULL && strstr(waste_error_detail(ctx), "99999") == NULL);
+  /* Detokenize: the length query, and ids outside the vocabulary. */
+  size_t need = 0;
+  CHECK(waste_detokenize(ctx, prompt, n_prompt, NULL, 0, &need) == WASTE_E_ARG && need > 0);
+  CHECK(waste_detokenize(ctx, far, 2, NULL, 0, &need) == WASTE_E_ARG);
   waste_close(ctx);
   waste_close(NULL);
   waste_ctx* none = NULL;
   CHECK(waste_open(NULL, &cfg, &none) == WASTE_E_ARG && none == NULL);
+  /* A failed open says why through waste_error_detail(NULL). */
+  CHECK(waste_open("/nonexistent/waste/container", &cfg, &none) != WASTE_OK && none == NULL);
+  CHECK(waste_error_detail(NULL) != NULL &&
+        strstr(waste_error_detail(NULL), "/nonexistent/waste/container") != NULL);
 
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
