@@ -45,13 +45,15 @@ struct ChatTemplate {
     return !user_prefix.empty() || !assistant_prefix.empty() || !open.empty();
   }
 
-  // Where a reply ends: the assistant suffix, and the start of any turn
-  // (a model that writes a turn header has ended its own reply and begun
-  // inventing the next message): each role prefix and the open string,
-  // whole (a reply may hold the control token a header starts with: K3
-  // writes <|open|>think<|sep|> inside its own turn). No duplicates, none
-  // empty. Hosts pass them as stop strings and hide them.
-  WASTE_EXPORT std::vector<std::string> ReplyStops() const;
+  // Where a reply ends: the assistant suffix, and the start of a user or
+  // system turn (a model that writes one has ended its reply and begun
+  // inventing the next message; a repeat of its own header before the
+  // answer, which weak models write, is not an end). Whole prefixes (a
+  // reply may hold the control token a header starts with: K3 writes
+  // <|open|>think<|sep|> inside its own turn). No duplicates, none
+  // empty. Hosts pass them as stop strings and hide them. Empty only if
+  // memory ran out.
+  WASTE_EXPORT std::vector<std::string> ReplyStops() const noexcept;
 };
 
 enum class SegmentMode { kMarkup, kPlain };

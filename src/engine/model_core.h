@@ -119,6 +119,9 @@ struct SessionCore {
 
   Status CheckIds(std::span<const int> ids) const;
   std::string ContextFull() const;
+  // A call's ids (the pending token included in `need`) do not fit the room
+  // left; `reply` when Generate keeps one position for the first token.
+  std::string DoesNotFit(int64_t need, bool reply) const;
   // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
   // With `scores`: also the log-probability of each next id within `ids`
   // (Forward::RunScored; the pending token's own row is not scored).

@@ -81,6 +81,15 @@ Status SessionCore::CheckIds(std::span<const int> ids) const {
   return Status::Ok();
 }
 
+std::string SessionCore::DoesNotFit(int64_t need, bool reply) const {
+  const int64_t room = state->room();
+  return fmt::format(
+      "the prompt needs {} positions{} but the context of {} tokens has {} left at position {} "
+      "— reset the conversation or open with a larger ctx_tokens",
+      need + (reply ? 1 : 0), reply ? " (one for the reply)" : "", ctx, room < 0 ? 0 : room,
+      state->pos());
+}
+
 std::string SessionCore::ContextFull() const {
   return fmt::format(
       "context of {} tokens is full at position {} — reset the conversation or open with a "
@@ -201,7 +210,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
     if (s.state->room() < need) {
-      s.detail = s.ContextFull();
+      s.detail = s.DoesNotFit(need, /*reply=*/false);
       return ArgError(s.detail);
     }
     WASTE_TRY(s.Feed(ids, true));
@@ -224,7 +233,7 @@ Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) n
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
     if (s.state->room() < need) {
-      s.detail = s.ContextFull();
+      s.detail = s.DoesNotFit(need, /*reply=*/false);
       return ArgError(s.detail);
     }
     std::vector<double> scores;
@@ -293,7 +302,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
     // One position is kept for the first sampled token.
     if (s.state->room() <= need) {
-      s.detail = s.ContextFull();
+      s.detail = s.DoesNotFit(need, /*reply=*/true);
       return ArgError(s.detail);
     }
     SamplerParams sp;

@@ -80,16 +80,18 @@ Result<std::optional<ChatTemplate>> ChatTemplate::Load(const std::string& contai
   }
 }
 
-std::vector<std::string> ChatTemplate::ReplyStops() const {
+std::vector<std::string> ChatTemplate::ReplyStops() const noexcept try {
   std::vector<std::string> stops;
   auto add = [&](const std::string& s) {
     if (!s.empty() && std::find(stops.begin(), stops.end(), s) == stops.end()) stops.push_back(s);
   };
   add(assistant_suffix);
-  for (const std::string* header : {&user_prefix, &assistant_prefix, &system_prefix, &open}) {
-    add(*header);
-  }
+  // Not the assistant's own header: a weak model may repeat it before its
+  // answer, which is not the end of the reply.
+  for (const std::string* header : {&user_prefix, &system_prefix}) add(*header);
   return stops;
+} catch (...) {
+  return {};
 }
 
 std::string MediaBlock(int width, int height) noexcept {

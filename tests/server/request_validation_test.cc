@@ -156,7 +156,6 @@ TEST_F(RequestValidation, ChatJsonRepliesStopAtTurnHeaders) {
                         "stop": ["Amen", "<|im_user|>user<|im_middle|>"]})",
                     &p));
   EXPECT_EQ(p.stops, (std::vector<std::string>{"Amen", "<|im_user|>user<|im_middle|>",
-                                               "<|im_assistant|>assistant<|im_middle|>",
                                                "<|im_system|>system<|im_middle|>"}));
   EXPECT_EQ(p.params.stop_tokens, std::vector<int>{15});
   PreparedChat x;

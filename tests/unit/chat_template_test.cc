@@ -118,11 +118,11 @@ TEST(PromptAssembly, AReplyEndsAtTheSuffixOrAnyTurnHeader) {
   const ChatTemplate t = FixtureTemplate();
   EXPECT_EQ(t.ReplyStops(),
             (std::vector<std::string>{"<|end_of_msg|>", "<|open|>user<|sep|>",
-                                      "<|open|>assistant<|sep|>", "<|open|>system<|sep|>"}));
+                                      "<|open|>system<|sep|>"}));
   ChatTemplate plain;
   plain.user_prefix = "User: ";
   plain.open = "Assistant: ";
-  EXPECT_EQ(plain.ReplyStops(), (std::vector<std::string>{"User: ", "Assistant: "}));
+  EXPECT_EQ(plain.ReplyStops(), (std::vector<std::string>{"User: "}));
 }
 
 TEST(PromptAssembly, TemplatedRun) {
