@@ -333,6 +333,8 @@ int ChatCommand(const Options& o) {
       timer.Token();
       tally.Add(e);
       exchange.push_back(e.token);
+      // The end-of-text token ends the reply; its spelling is not part of it.
+      if (e.token == engine->info().eos_id && !o.ignore_eos) return !Interrupted();
       return stream.Push(e.piece) && !Interrupted();
     });
     stream.Finish();

@@ -116,6 +116,8 @@ int RunCommand(const Options& o) {
     timer.Token();
     tally.Add(e);
     generated.push_back(e.token);
+    // The end-of-text token ends the text; its spelling is not part of it.
+    if (e.token == engine->info().eos_id && !o.ignore_eos) return !Interrupted();
     return stream.Push(e.piece) && !Interrupted();
   });
   stream.Finish();

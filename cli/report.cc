@@ -310,6 +310,8 @@ Json InfoJson(const std::string& engine_version, const ModelInfo& info, const Me
   j["backend"] = backend;
   j["threads"] = threads;
   j["direct_io"] = direct_io;
+  j["bos_id"] = info.bos_id;  // -1: none (no tokenizer)
+  j["eos_id"] = info.eos_id;
   j["finite_checked_values"] = info.finite_checked_values;
   return j;
 }

@@ -153,6 +153,10 @@ std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat) {
   if (const Json* v = Field(body, "best_of"); v && !(v->is_number() && v->get<double>() == 1.0)) {
     return refuse("best_of", "one completion is generated per request");
   }
+  if (const Json* v = Field(body, "response_format");
+      v && !(v->is_object() && v->value("type", std::string()) == "text")) {
+    return refuse("response_format", "constrained output is for /v1/chat/completions");
+  }
   return std::nullopt;
 }
 

@@ -191,6 +191,20 @@ TEST_F(CliHabits, AFullContextDropsALoadedConversationAndSaysSo) {
       << Describe(r);
 }
 
+// The end-of-text token ends the text; its spelling is not printed (a raw
+// run used to end with "<|im_end|>").
+TEST_F(CliHabits, TheEndTokenIsNotPartOfTheText) {
+  const ProcessResult info = Waste({"info", kDemo, "--json"});
+  ASSERT_EQ(info.exit_code, 0) << Describe(info);
+  const int end = OneObject(info)["eos_id"].get<int>();
+  const ProcessResult r =
+      Waste({"run", kDemo, "--raw", "x", "-n", "3", "--logit-bias", std::to_string(end) + "+100", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const json j = OneObject(r);
+  EXPECT_EQ(j["finish"], "eos") << Describe(r);
+  EXPECT_EQ(j["text"], "") << Describe(r);
+}
+
 TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
   const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);

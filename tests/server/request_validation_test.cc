@@ -174,13 +174,14 @@ TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
   }
   EXPECT_FALSE(Chat(f, "{" + user + R"(, "logprobs": false, "top_logprobs": null})"));
   for (const char* field : {R"("logprobs": 2)", R"("echo": true)", R"("suffix": "end")",
-                            R"("best_of": 3)"}) {
+                            R"("best_of": 3)", R"("response_format": {"type": "json_object"})"}) {
     auto e = Completion(std::string(R"({"prompt": "x", )") + field + "}");
     ASSERT_TRUE(e) << field;
     EXPECT_EQ(e->code.value_or(""), "unsupported_parameter");
     EXPECT_NE(std::string(field).find(e->param.value_or("?")), std::string::npos);
   }
-  EXPECT_FALSE(Completion(R"({"prompt": "x", "echo": false, "best_of": 1, "logprobs": null})"));
+  EXPECT_FALSE(Completion(R"({"prompt": "x", "echo": false, "best_of": 1, "logprobs": null,
+                              "response_format": {"type": "text"}})"));
 }
 
 TEST_F(RequestValidation, MaxCompletionTokensIsNamedAsSent) {
