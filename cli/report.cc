@@ -124,8 +124,12 @@ std::string BudgetNote(const MemoryUsage& used, uint64_t usable) {
   uint64_t total =
       used.trunk_bytes + used.state_bytes + used.scratch_bytes + used.expert_cache_bytes;
   std::string of = usable > 0 ? " of " + FormatGb(usable) : "";
-  return fmt::format("waste: no --budget, using {}{} (expert cache {})", FormatSize(total), of,
-                     FormatSize(used.expert_cache_bytes));
+  // The budget is `waste plan`'s "default budget"; what opening allocated
+  // can be less (whole cache slots, no more slots than records).
+  const std::string budget =
+      used.budget_bytes > 0 ? fmt::format("the default budget {}, ", FormatSize(used.budget_bytes)) : "";
+  return fmt::format("waste: no --budget: {}using {}{} (expert cache {})", budget, FormatSize(total),
+                     of, FormatSize(used.expert_cache_bytes));
 }
 
 std::string OverCapWarning(uint64_t allocated, uint64_t usable, const std::string& model) {

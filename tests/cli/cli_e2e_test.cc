@@ -139,7 +139,7 @@ TEST_F(CliE2E, RunWorksOnTheDemoContainer) {
   EXPECT_FALSE(r.out.empty());
   EXPECT_EQ(r.out.back(), '\n');
   // stderr: the budget note, then the stats line (§1.6).
-  EXPECT_TRUE(Contains(r.err, "waste: no --budget, using ")) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "waste: no --budget: the default budget ")) << Describe(r);
   EXPECT_TRUE(Contains(r.err, " tokens, ") && Contains(r.err, " tok/s | experts ")) << Describe(r);
 
   // -q: the model's text (the same as without -q), nothing on stderr.

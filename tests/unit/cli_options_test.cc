@@ -621,8 +621,12 @@ TEST(CliReport, BudgetNoteAndWarning) {
   u.trunk_bytes = uint64_t{20} << 30;
   u.expert_cache_bytes = uint64_t{10} << 30;
   EXPECT_EQ(BudgetNote(u, uint64_t{64} << 30),
-            "waste: no --budget, using 30.00 GiB of 64.00 GiB (expert cache 10.00 GiB)");
-  EXPECT_EQ(BudgetNote(u, 0), "waste: no --budget, using 30.00 GiB (expert cache 10.00 GiB)");
+            "waste: no --budget: using 30.00 GiB of 64.00 GiB (expert cache 10.00 GiB)");
+  EXPECT_EQ(BudgetNote(u, 0), "waste: no --budget: using 30.00 GiB (expert cache 10.00 GiB)");
+  u.budget_bytes = uint64_t{31} << 30;
+  EXPECT_EQ(BudgetNote(u, 0),
+            "waste: no --budget: the default budget 31.00 GiB, using 30.00 GiB (expert cache "
+            "10.00 GiB)");
   EXPECT_TRUE(OverCapWarning(uint64_t{48} << 30, uint64_t{64} << 30, "m").empty());
   std::string w = OverCapWarning(uint64_t{50} << 30, uint64_t{64} << 30, "/models/k");
   EXPECT_EQ(w.rfind("waste: the engine holds 50.00 GiB, leaving under 25% of the 64.00 GiB this "
