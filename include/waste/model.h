@@ -94,6 +94,9 @@ class WASTE_EXPORT Model {
 
   const ModelInfo& info() const noexcept;
   const MemPlan& plan() const noexcept;  // the plan the budget was resolved with
+  // What is allocated; each session's state and scratch as of its last
+  // call (a running call's growth shows when it ends), so any thread may ask
+  // at any time.
   MemoryUsage memory_used() const noexcept;
   // Expert cache and I/O counters (model-wide) plus the generation totals
   // of every session so far.

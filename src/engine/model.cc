@@ -256,6 +256,7 @@ Result<std::unique_ptr<Session>> Model::NewSession(const SessionOptions& options
     s->forward = std::make_unique<Forward>(*m.container, m.weights, *s->state, *m.cache, s->ctx,
                                            m.options.lookahead);
     if (m.vision) s->forward->embedding_override = &m.vision->queue();
+    s->Report();
     return std::unique_ptr<Session>(new Session(std::move(s)));
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while creating a session");
@@ -276,9 +277,8 @@ MemoryUsage Model::memory_used() const noexcept {
   {
     std::lock_guard<std::mutex> lock(m.acct_mu);
     for (const SessionCore* s : m.sessions) {
-      if (s->state) u.state_bytes += s->state->bytes();
-      if (s->mark) u.state_bytes += s->mark->bytes();
-      if (s->forward) u.scratch_bytes += s->forward->scratch_bytes();
+      u.state_bytes += s->reported_state;
+      u.scratch_bytes += s->reported_scratch;
     }
     u.sessions = static_cast<uint32_t>(m.sessions.size());
   }

@@ -108,8 +108,16 @@ struct SessionCore {
   std::optional<ExpertFailureInfo> failed_expert;
   int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
   std::unique_ptr<RewindMark> mark;  // allocated by the first SetMark
+  // What Model::memory_used reports for this session, under the model's
+  // acct_mu: the sizes as of its last call (they change only inside calls,
+  // under run_mu, and memory_used must not read them then).
+  uint64_t reported_state = 0;
+  uint64_t reported_scratch = 0;
 
   ~SessionCore();
+  // Stores the current sizes as reported_*; the caller holds run_mu (or is
+  // the only user, as in NewSession).
+  void Report();
 
   // A call starts with no detail and no failed expert.
   void ClearDetail() {

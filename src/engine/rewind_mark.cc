@@ -46,6 +46,7 @@ Status Session::SetMark() noexcept {
     m.pos = s.state->pos();
     m.pending = s.pending;
     m.valid = true;
+    s.Report();  // the first mark adds its size
     return Status::Ok();
   } catch (const std::bad_alloc&) {
     if (s.mark) s.mark->valid = false;

@@ -97,6 +97,30 @@ std::string SessionCore::ContextFull() const {
       ctx, state->pos() + (pending >= 0 ? 1 : 0));
 }
 
+void SessionCore::Report() {
+  const uint64_t st = (state ? state->bytes() : 0) + (mark ? mark->bytes() : 0);
+  const uint64_t sc = forward ? forward->scratch_bytes() : 0;
+  std::lock_guard<std::mutex> lock(model->acct_mu);
+  reported_state = st;
+  reported_scratch = sc;
+}
+
+namespace {
+
+// Reports the session's sizes when a call that may have grown them ends
+// (declared after the run_mu lock, so it runs while the lock is held).
+struct ReportOnExit {
+  SessionCore& s;
+  ~ReportOnExit() {
+    try {
+      s.Report();
+    } catch (...) {
+    }
+  }
+};
+
+}  // namespace
+
 Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
                          std::vector<double>* scores, int next_after) {
   std::vector<int> all;
@@ -207,6 +231,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
     if (ids.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(ids));
     std::lock_guard<std::mutex> run(s.model->run_mu);
+    ReportOnExit report{s};
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
     if (s.state->room() < need) {
@@ -230,6 +255,7 @@ Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) n
     WASTE_TRY(s.CheckIds(ids));
     if (next >= 0) WASTE_TRY(s.CheckIds(std::span<const int>(&next, 1)));
     std::lock_guard<std::mutex> run(s.model->run_mu);
+    ReportOnExit report{s};
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
     if (s.state->room() < need) {
@@ -298,6 +324,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
     std::unique_lock<std::mutex> run(s.model->run_mu);
+    ReportOnExit report{s};
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
     // One position is kept for the first sampled token.
