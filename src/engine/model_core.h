@@ -4,6 +4,7 @@
 // container outlives the Model handle while sessions are open.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -113,6 +114,12 @@ struct SessionCore {
   // under run_mu, and memory_used must not read them then).
   uint64_t reported_state = 0;
   uint64_t reported_scratch = 0;
+  // Set while Generate runs the host's callbacks (run_mu released): a call
+  // on this same session from there would change the state under Generate.
+  std::atomic<bool> in_callback{false};
+  // kArg while in_callback (docs/EMBEDDING.md: a callback may drive other
+  // sessions, not its own).
+  Status CheckNotInCallback() const;
 
   ~SessionCore();
   // Stores the current sizes as reported_*; the caller holds run_mu (or is

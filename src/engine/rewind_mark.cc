@@ -21,6 +21,7 @@ uint64_t RewindMark::bytes() const {
 
 Status Session::SetMark() noexcept {
   SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
   if (!s.model->config.rewind_marks) {
     return Status(Errc::kUnsupported,
                   "rewind marks need the model opened with Config::rewind_marks");
@@ -55,6 +56,7 @@ Status Session::SetMark() noexcept {
 }
 
 Status Session::RewindToMark() noexcept {
+  WASTE_TRY(core_->CheckNotInCallback());
   SessionCore& s = *core_;
   std::lock_guard<std::mutex> run(s.model->run_mu);
   if (!s.mark || !s.mark->valid) {

@@ -97,6 +97,12 @@ std::string SessionCore::ContextFull() const {
       ctx, state->pos() + (pending >= 0 ? 1 : 0));
 }
 
+Status SessionCore::CheckNotInCallback() const {
+  if (!in_callback.load()) return Status::Ok();
+  return ArgError("this session is running its own callback: a token or prefill callback may "
+                  "drive other sessions, not the one that called it");
+}
+
 void SessionCore::Report() {
   const uint64_t st = (state ? state->bytes() : 0) + (mark ? mark->bytes() : 0);
   const uint64_t sc = forward ? forward->scratch_bytes() : 0;
@@ -226,6 +232,7 @@ Stats Session::stats() const noexcept {
 
 Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept {
   SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
     if (ids.empty()) return ArgError("empty prompt");
@@ -249,6 +256,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
 
 Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) noexcept {
   SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
     if (ids.empty()) return ArgError("empty prompt");
@@ -318,6 +326,7 @@ Status CheckGenParams(const GenParams& p, int vocab) {
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
                                        const TokenCallback& on_token) noexcept {
   SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
     if (prompt.empty()) return ArgError("empty prompt");
@@ -373,6 +382,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     std::function<bool(int, int)> on_prefill;
     if (params.on_prefill) {
       on_prefill = [&](int done, int total) {
+        struct InCallback {
+          std::atomic<bool>& flag;
+          explicit InCallback(std::atomic<bool>& f) : flag(f) { flag = true; }
+          ~InCallback() { flag = false; }
+        } mark_callback(s.in_callback);
         try {
           return params.on_prefill(done, total);
         } catch (const std::exception& e) {
@@ -446,16 +460,20 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         // token; this one's logits and state are its own.
         run.unlock();
         bool go_on = false;
+        s.in_callback = true;
         try {
           go_on = on_token(ev);
         } catch (const std::exception& e) {
           // The host's exception is the host's error, not an I/O error.
+          s.in_callback = false;
           run.lock();
           return ArgError(std::string("the token callback threw: ") + e.what());
         } catch (...) {
+          s.in_callback = false;
           run.lock();
           return ArgError("the token callback threw a non-standard exception");
         }
+        s.in_callback = false;
         run.lock();
         if (!go_on) {
           return FinishReason::kCancelled;
@@ -474,6 +492,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
 }
 
 Result<SessionSnapshot> Session::Snapshot() noexcept {
+  WASTE_TRY(core_->CheckNotInCallback());
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     WASTE_TRY(core_->Flush());
@@ -486,6 +505,7 @@ Result<SessionSnapshot> Session::Snapshot() noexcept {
 }
 
 Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
+  WASTE_TRY(core_->CheckNotInCallback());
   if (snapshot.empty()) return ArgError("empty snapshot");
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
@@ -502,6 +522,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
 }
 
 Status Session::SaveState(const std::string& path) noexcept {
+  WASTE_TRY(core_->CheckNotInCallback());
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     WASTE_TRY(core_->Flush());
@@ -512,6 +533,7 @@ Status Session::SaveState(const std::string& path) noexcept {
 }
 
 Status Session::LoadState(const std::string& path, bool any_container) noexcept {
+  WASTE_TRY(core_->CheckNotInCallback());
   try {
     std::lock_guard<std::mutex> run(core_->model->run_mu);
     Status st = core_->state->Load(path, any_container);
@@ -526,6 +548,7 @@ Status Session::LoadState(const std::string& path, bool any_container) noexcept 
 }
 
 void Session::Reset() noexcept {
+  if (core_->in_callback.load()) return;  // documented: ignored from its own callback
   std::lock_guard<std::mutex> run(core_->model->run_mu);
   core_->state->Reset();
   core_->pending = -1;

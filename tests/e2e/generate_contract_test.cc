@@ -120,5 +120,38 @@ TEST_F(GenerateContract, ACallbackThatThrowsIsTheHostsError) {
   EXPECT_TRUE(Run(fine).has_value());
 }
 
+// A callback may drive other sessions, not its own: the calls that would
+// change the state under Generate are refused (Reset is ignored), and the
+// generation goes on as if they had not been made.
+TEST_F(GenerateContract, ACallbackCannotDriveItsOwnSession) {
+  GenParams p;
+  p.max_tokens = 4;
+  std::vector<int> alone;
+  ASSERT_TRUE(Run(p, [&](const TokenEvent& e) {
+                alone.push_back(e.token);
+                return true;
+              }).has_value());
+  session_->Reset();
+  std::vector<int> inside;
+  std::vector<Errc> refused;
+  auto r = Run(p, [&](const TokenEvent& e) {
+    inside.push_back(e.token);
+    const int id = 3;
+    auto ev = session_->Eval(std::span<const int>(&id, 1));
+    refused.push_back(ev.has_value() ? Errc::kOk : ev.error().code());
+    auto sc = session_->Score(std::span<const int>(&id, 1));
+    refused.push_back(sc.has_value() ? Errc::kOk : sc.error().code());
+    refused.push_back(session_->SaveState("/nonexistent/x").code());
+    session_->Reset();
+    return true;
+  });
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(inside, alone);
+  for (Errc c : refused) EXPECT_EQ(c, Errc::kArg);
+  // Outside the callback the session works again.
+  const int id = 3;
+  EXPECT_TRUE(session_->Eval(std::span<const int>(&id, 1)).has_value());
+}
+
 }  // namespace
 }  // namespace waste
