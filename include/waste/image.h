@@ -1,7 +1,8 @@
 // Images for models with a vision tower (Kimi K3): the header probe, which
-// needs no model. The per-context calls (attach an image to the next
-// prompt, expand the prompt's media pads, drop the queue) are members of
-// Engine (waste/engine.h). docs/VISION.md has the whole picture.
+// needs no model, and reading a file's bytes. The per-model calls (attach
+// an image to the next prompt, expand the prompt's media pads, drop the
+// queue) are members of Model (waste/model.h) and Engine (waste/engine.h).
+// docs/VISION.md has the whole picture.
 #pragma once
 
 #include <cstdint>

@@ -139,19 +139,29 @@ Status SessionState::Load(const std::string& path, bool any_container) {
   // FIFO or huge sparse file is refused before it is read.
   auto data = platform::ReadRegularFile(path, MaxFileBytes(), "session file");
   if (!data) {
-    // Too large is most often a state saved with a longer context: its
-    // header says so, which tells the user what to do.
+    // Too large is most often a state of another model or saved with a
+    // longer context: its header says which, which tells the user what to do.
     std::error_code ec;
-    if (bounded() && std::filesystem::is_regular_file(path, ec) &&
+    if (std::filesystem::is_regular_file(path, ec) &&
         std::filesystem::file_size(path, ec) > MaxFileBytes()) {
       Header h{};
       std::ifstream f(path, std::ios::binary);
-      if (f.read(reinterpret_cast<char*>(&h), sizeof(h)) && h.magic == kStateMagic && h.pos > 0 &&
-          static_cast<uint32_t>(h.pos) > ctx_tokens_) {
-        return FormatError(fmt::format(
-            "session file {}: position {} does not fit a context of {} (it was saved with a "
-            "longer context: open with a context of {} or more)",
-            path, h.pos, ctx_tokens_, h.pos));
+      if (f.read(reinterpret_cast<char*>(&h), sizeof(h)) && h.magic == kStateMagic) {
+        if (bounded() && h.pos > 0 && static_cast<uint32_t>(h.pos) > ctx_tokens_) {
+          Header want{};
+          FillShape(cfg_, &want);
+          if (std::memcmp(&h.n_layers, &want.n_layers, 10 * sizeof(int32_t)) == 0) {
+            return FormatError(fmt::format(
+                "session file {}: position {} does not fit a context of {} (it was saved with a "
+                "longer context: open with a context of {} or more)",
+                path, h.pos, ctx_tokens_, h.pos));
+          }
+        }
+        // The header's own checks (magic, version, shape, container) name
+        // the mismatch; a header that passes them all reads as truncated.
+        const std::string_view head(reinterpret_cast<const char*>(&h), sizeof(h));
+        Status why = LoadFromBytes(head, path, any_container);
+        if (!why.ok() && why.message().find("truncated") == std::string::npos) return why;
       }
     }
     return data.error();
