@@ -207,6 +207,10 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
   } else if (name == "--threads") {
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
+    if (*n > 64) {  // the engine's pool holds at most 64 (it would cap silently)
+      *error = "--threads " + v + ": at most 64 compute threads";
+      return false;
+    }
     o->threads = *n;
   } else if (name == "--cpus") {
     o->cpus = v;  // validated by the engine at open
@@ -449,7 +453,7 @@ const std::vector<OptionSpec>& OptionTable() {
        kGenerates},
       {"--seed", "-s", "N",
        "sampling seed for reproducible output (default: random when --temp > 0)", kGenerates},
-      {"--threads", "-t", "N", "compute threads, 0 = WASTE_THREADS or every usable CPU",
+      {"--threads", "-t", "N", "compute threads (at most 64), 0 = WASTE_THREADS or every usable CPU",
        kOpens},
       {"--cpus", nullptr, "LIST", "bind compute threads to CPUs, e.g. 0-5,8 (Linux, Windows)",
        kOpens},

@@ -134,6 +134,7 @@ TEST(CliGrammar, VersionAndHelpCommand) {
   EXPECT_EQ(h.kind, ParseOutcome::Kind::kHelp);
   EXPECT_EQ(h.options.command, Command::kChat);
   EXPECT_EQ(ErrorOf({"help", "chta"}), "help: unknown command 'chta'; did you mean 'chat'?");
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "-t", "1000"}), "--threads 1000: at most 64 compute threads");
   EXPECT_EQ(ErrorOf({"run", "m", "x", "--raw", "--system", "be brief"}),
             "--system needs the chat template, which --raw turns off");
   EXPECT_EQ(ErrorOf({"help", "run", "extra"}),
