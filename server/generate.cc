@@ -63,6 +63,18 @@ std::optional<ApiError> AttachImages(Engine& engine, const PreparedChat& chat,
   return std::nullopt;
 }
 
+// A failure before the first token: the blocking reply's status, or (the
+// event-stream headers are out) an error event and the end of the stream.
+GenerateResult FailBeforeFirstToken(GenerateResult r, const ApiError& e, const EventSink& sink) {
+  if (!sink) {
+    r.error = e;
+    return r;
+  }
+  sink("data: " + ErrorBody(e) + "\n\n");
+  sink("data: [DONE]\n\n");
+  return r;
+}
+
 }  // namespace
 
 // usage with the prompt tokens restored from a snapshot (OpenAI's field).
@@ -77,17 +89,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
                             const EventSink& sink, const std::atomic<bool>& cancel) {
   GenerateResult r;
   r.prompt_tokens = chat.prompt_tokens > 0 ? chat.prompt_tokens : static_cast<int>(chat.ids.size());
-  // A failure before the first token: the blocking reply's status, or (the
-  // event-stream headers are out) an error event.
-  auto fail = [&](const ApiError& e) {
-    if (!sink) {
-      r.error = e;
-      return r;
-    }
-    sink("data: " + ErrorBody(e) + "\n\n");
-    sink("data: [DONE]\n\n");
-    return r;
-  };
+  auto fail = [&](const ApiError& e) { return FailBeforeFirstToken(r, e, sink); };
   const Stats before = engine.model().stats();
   std::vector<int> ids;
   if (auto e = AttachImages(engine, chat, &ids)) return fail(*e);
@@ -174,15 +176,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
                                   const EventSink& sink, const std::atomic<bool>& cancel) {
   GenerateResult r;
   r.prompt_tokens = static_cast<int>(req.ids.size());
-  auto fail = [&](const ApiError& e) {
-    if (!sink) {
-      r.error = e;
-      return r;
-    }
-    sink("data: " + ErrorBody(e) + "\n\n");
-    sink("data: [DONE]\n\n");
-    return r;
-  };
+  auto fail = [&](const ApiError& e) { return FailBeforeFirstToken(r, e, sink); };
   const Stats before = engine.model().stats();
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;

@@ -143,6 +143,9 @@ struct SessionCore {
   Status Feed(std::span<const int> ids, bool want_logits, std::vector<double>* scores = nullptr,
               int next_after = -1);
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
+  // Eval's and Score's call: checks ids (and `next`), takes run_mu, checks
+  // the room, feeds with logits (and scores when `scores` is set).
+  Status FeedCall(std::span<const int> ids, std::vector<double>* scores, int next);
   // Feed(ids, true) in prompt spans, calling `progress` (if set) after each;
   // a false return stops feeding and sets *cancelled (what was fed stays).
   // *fed: the prompt tokens fed, also when it stops or fails part way.

@@ -230,22 +230,29 @@ Stats Session::stats() const noexcept {
   }
 }
 
+// Eval and Score: checks, the run lock, the room check, then the feed
+// (with scores when asked). The caller holds the exception firewall.
+Status SessionCore::FeedCall(std::span<const int> ids, std::vector<double>* scores, int next) {
+  if (ids.empty()) return ArgError("empty prompt");
+  WASTE_TRY(CheckIds(ids));
+  if (next >= 0) WASTE_TRY(CheckIds(std::span<const int>(&next, 1)));
+  std::lock_guard<std::mutex> run(model->run_mu);
+  ReportOnExit report{*this};
+  ImageCall images(*model);
+  int64_t need = static_cast<int64_t>(ids.size()) + (pending >= 0 ? 1 : 0);
+  if (state->room() < need) {
+    detail = DoesNotFit(need, /*reply=*/false);
+    return ArgError(detail);
+  }
+  return Feed(ids, true, scores, next);
+}
+
 Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept {
   SessionCore& s = *core_;
   WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
-    if (ids.empty()) return ArgError("empty prompt");
-    WASTE_TRY(s.CheckIds(ids));
-    std::lock_guard<std::mutex> run(s.model->run_mu);
-    ReportOnExit report{s};
-    ImageCall images(*s.model);
-    int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
-    if (s.state->room() < need) {
-      s.detail = s.DoesNotFit(need, /*reply=*/false);
-      return ArgError(s.detail);
-    }
-    WASTE_TRY(s.Feed(ids, true));
+    WASTE_TRY(s.FeedCall(ids, nullptr, -1));
     return std::span<const float>(s.forward->logits());
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during eval");
@@ -259,20 +266,9 @@ Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) n
   WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
-    if (ids.empty()) return ArgError("empty prompt");
-    WASTE_TRY(s.CheckIds(ids));
-    if (next >= 0) WASTE_TRY(s.CheckIds(std::span<const int>(&next, 1)));
-    std::lock_guard<std::mutex> run(s.model->run_mu);
-    ReportOnExit report{s};
-    ImageCall images(*s.model);
-    int64_t need = static_cast<int64_t>(ids.size()) + (s.pending >= 0 ? 1 : 0);
-    if (s.state->room() < need) {
-      s.detail = s.DoesNotFit(need, /*reply=*/false);
-      return ArgError(s.detail);
-    }
     std::vector<double> scores;
     scores.reserve(ids.size());
-    WASTE_TRY(s.Feed(ids, true, &scores, next));
+    WASTE_TRY(s.FeedCall(ids, &scores, next));
     return scores;
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during score");

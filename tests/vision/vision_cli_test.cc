@@ -111,17 +111,22 @@ TEST(VisionCli, BadImagesAndNoTower) {
   EXPECT_NE(r.err.find("2 media pad tokens but 1 image"), std::string::npos) << r.err;
 }
 
-// A vision container of the suite's own, from waste-gen --vision: a text
-// prompt with an image in a chat turn runs, and the plan shows the tower.
-TEST(VisionCli, GeneratedVisionContainer) {
-  testing::TempDir tmp;
-  const std::string dir = tmp / "k3v";
+// The suite's own small vision container (k3-tiny with a 36-patch tower).
+void GenerateVisionContainer(const std::string& dir) {
   auto g = test::Subprocess::Spawn({WASTE_GEN_BINARY, dir, "--preset", "k3-tiny", "--tokenizer",
                                     "--seed", "7", "--vision", "32,2,48,64,2,4,6,36", "-q"});
   ASSERT_TRUE(g);
   g->CloseStdin();
   ASSERT_TRUE(g->Wait(120));
   ASSERT_EQ(g->result().exit_code, 0) << g->result().err;
+}
+
+// A vision container of the suite's own, from waste-gen --vision: a text
+// prompt with an image in a chat turn runs, and the plan shows the tower.
+TEST(VisionCli, GeneratedVisionContainer) {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "k3v";
+  ASSERT_NO_FATAL_FAILURE(GenerateVisionContainer(dir));
   const std::string img = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgba.png";
   test::ProcessResult r = RunWaste({"run", dir, "describe", "--image", img, "-n", "4", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -153,12 +158,7 @@ TEST(VisionCli, GeneratedVisionContainer) {
 TEST(VisionCli, ChatKeepsImagesWithTheirMessages) {
   testing::TempDir tmp;
   const std::string dir = tmp / "k3v";
-  auto g = test::Subprocess::Spawn({WASTE_GEN_BINARY, dir, "--preset", "k3-tiny", "--tokenizer",
-                                    "--seed", "7", "--vision", "32,2,48,64,2,4,6,36", "-q"});
-  ASSERT_TRUE(g);
-  g->CloseStdin();
-  ASSERT_TRUE(g->Wait(120));
-  ASSERT_EQ(g->result().exit_code, 0) << g->result().err;
+  ASSERT_NO_FATAL_FAILURE(GenerateVisionContainer(dir));
   const std::string img = std::string(WASTE_SOURCE_DIR) + "/tests/data/images/rgba.png";
   auto count = [](const std::string& text, const std::string& what) {
     size_t n = 0;
