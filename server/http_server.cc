@@ -219,7 +219,10 @@ struct HttpServer::Impl {
     if (!IsJsonContentType(req.get_header_value("Content-Type"))) {
       res.set_header("Connection", "close");
       return Fail(res, {415, "invalid_request_error",
-                        "Content-Type must be application/json", std::nullopt,
+                        "Content-Type must be application/json (with curl: -H 'Content-Type: "
+                        "application/json'; a form or text/plain post is what a web page could "
+                        "send to this server unasked)",
+                        std::nullopt,
                         "unsupported_media_type"});
     }
     Json body;
