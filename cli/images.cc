@@ -5,18 +5,23 @@
 #include "waste/chat.h"
 
 namespace waste::cli {
+namespace {
+
+// An image failure on stderr, naming the file once: the engine's messages
+// already name it when the file is at fault ("no vision tower" does not).
+void SayImageFailure(const std::string& path, const Status& st) {
+  const std::string& m = st.message();
+  const bool named = st.code() != Errc::kUnsupported && m.find(path) != std::string::npos;
+  std::fprintf(stderr, "%s\n", (named ? "waste: " + m : path + ": " + m).c_str());
+}
+
+}  // namespace
 
 bool AttachImages(Engine& engine, const std::vector<std::string>& paths, const Options& o) {
   for (const std::string& path : paths) {
     Result<int> n = engine.AddImage(path);
     if (!n.has_value()) {
-      // The messages already name the file when the file is at fault.
-      const std::string& m = n.error().message();
-      std::fprintf(stderr, "%s\n",
-                   (n.error().code() == Errc::kUnsupported ? path + ": " + m
-                    : m.find(path) != std::string::npos ? "waste: " + m
-                                                         : path + ": " + m)
-                       .c_str());
+      SayImageFailure(path, n.error());
       return false;
     }
     if (!o.quiet) std::fprintf(stderr, "[%s: %d image tokens]\n", path.c_str(), *n);
@@ -43,9 +48,7 @@ bool HoldImages(const Engine& engine, const std::vector<std::string>& paths,
         bytes.has_value() ? ProbeImageBytes(*bytes, path) : Result<ImageDimensions>(bytes.error());
     Result<int> rows = size.has_value() ? engine.ImageTokens(*size) : Result<int>(size.error());
     if (!rows.has_value()) {
-      const std::string& m = rows.error().message();
-      std::fprintf(stderr, "%s\n",
-                   (m.find(path) != std::string::npos ? "waste: " + m : path + ": " + m).c_str());
+      SayImageFailure(path, rows.error());
       return false;
     }
     h.bytes = std::move(bytes).value();
@@ -60,9 +63,7 @@ bool AttachHeldImages(Engine& engine, const std::vector<HeldImage>& held, bool a
   for (const HeldImage& h : held) {
     Result<int> n = engine.AddImageBytes(h.bytes, h.name);
     if (!n.has_value()) {
-      const std::string& m = n.error().message();
-      std::fprintf(stderr, "%s\n",
-                   (m.find(h.name) != std::string::npos ? "waste: " + m : h.name + ": " + m).c_str());
+      SayImageFailure(h.name, n.error());
       return false;
     }
     if (announce) std::fprintf(stderr, "[%s: %d image tokens]\n", h.name.c_str(), *n);
