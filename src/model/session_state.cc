@@ -139,44 +139,25 @@ Status SessionState::Load(const std::string& path, bool any_container) {
   // FIFO or huge sparse file is refused before it is read.
   auto data = platform::ReadRegularFile(path, MaxFileBytes(), "session file");
   if (!data) {
-    // Too large is most often a state of another model or saved with a
-    // longer context: its header says which, which tells the user what to do.
+    // Too large is most often another model's state or one saved with a
+    // longer context: the header's own checks name which.
     std::error_code ec;
+    Header h{};
     if (std::filesystem::is_regular_file(path, ec) &&
-        std::filesystem::file_size(path, ec) > MaxFileBytes()) {
-      Header h{};
-      std::ifstream f(path, std::ios::binary);
-      if (f.read(reinterpret_cast<char*>(&h), sizeof(h)) && h.magic == kStateMagic) {
-        if (bounded() && h.pos > 0 && static_cast<uint32_t>(h.pos) > ctx_tokens_) {
-          Header want{};
-          FillShape(cfg_, &want);
-          if (std::memcmp(&h.n_layers, &want.n_layers, 10 * sizeof(int32_t)) == 0) {
-            return FormatError(fmt::format(
-                "session file {}: position {} does not fit a context of {} (it was saved with a "
-                "longer context: open with a context of {} or more)",
-                path, h.pos, ctx_tokens_, h.pos));
-          }
-        }
-        // The header's own checks (magic, version, shape, container) name
-        // the mismatch; a header that passes them all reads as truncated.
-        const std::string_view head(reinterpret_cast<const char*>(&h), sizeof(h));
-        Status why = LoadFromBytes(head, path, any_container);
-        if (!why.ok() && why.message().find("truncated") == std::string::npos) return why;
-      }
+        std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(&h), sizeof(h))) {
+      WASTE_TRY(CheckHeader(&h, path, any_container));
     }
     return data.error();
   }
   return LoadFromBytes(*data, path, any_container);
 }
 
-Status SessionState::LoadFromBytes(std::string_view buf, std::string_view path,
-                                   bool any_container) {
+Status SessionState::CheckHeader(const void* header, std::string_view path,
+                                 bool any_container) const {
   auto bad = [&](const std::string& why) {
     return FormatError(fmt::format("session file {}: {}", path, why));
   };
-  if (buf.size() < sizeof(Header)) return bad("shorter than its 64-byte header");
-  Header h;
-  std::memcpy(&h, buf.data(), sizeof(h));
+  const Header& h = *static_cast<const Header*>(header);
   if (h.magic != kStateMagic) return bad("not a session file (magic is not WDAS)");
   if (h.version != kStateVersion) return bad(fmt::format("version {} (expected 1)", h.version));
   Header want{};
@@ -198,12 +179,29 @@ Status SessionState::LoadFromBytes(std::string_view buf, std::string_view path,
   }
   if (h.pos < 0 || h.pos == std::numeric_limits<int32_t>::max() ||
       (bounded() && static_cast<uint32_t>(h.pos) > ctx_tokens_)) {
-    return bad(fmt::format("position {} does not fit a context of {}", h.pos, ctx_tokens_));
+    const bool longer = bounded() && h.pos > 0 && static_cast<uint32_t>(h.pos) > ctx_tokens_;
+    return bad(fmt::format("position {} does not fit a context of {}{}", h.pos, ctx_tokens_,
+                           longer ? fmt::format(" (it was saved with a longer context: open with a "
+                                                "context of {} or more)",
+                                                h.pos)
+                                  : ""));
   }
   int max_blocks = cfg_.attn_res.enabled() ? cfg_.n_layers / cfg_.attn_res.block + 2 : 0;
   if (h.n_blockres < 0 || h.n_blockres > max_blocks) {
     return bad(fmt::format("{} AttnRes blocks (at most {})", h.n_blockres, max_blocks));
   }
+  return Status::Ok();
+}
+
+Status SessionState::LoadFromBytes(std::string_view buf, std::string_view path,
+                                   bool any_container) {
+  auto bad = [&](const std::string& why) {
+    return FormatError(fmt::format("session file {}: {}", path, why));
+  };
+  if (buf.size() < sizeof(Header)) return bad("shorter than its 64-byte header");
+  Header h;
+  std::memcpy(&h, buf.data(), sizeof(h));
+  WASTE_TRY(CheckHeader(&h, path, any_container));
   // Read-only pass: check every size before changing anything.
   size_t row = static_cast<size_t>(cfg_.mla.kv_lora_rank + cfg_.mla.qk_rope);
   size_t off = sizeof(Header);

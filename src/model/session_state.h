@@ -62,6 +62,9 @@ class SessionState {
   // Load's checks and copy on bytes already read (`path` names them in
   // errors); the fuzz target's entry point.
   Status LoadFromBytes(std::string_view bytes, std::string_view path, bool any_container);
+  // The 64-byte header's checks (magic, version, model shape, container,
+  // position against the context, AttnRes blocks); `header` points at one.
+  Status CheckHeader(const void* header, std::string_view path, bool any_container) const;
 
  private:
   const ModelConfig& cfg_;
