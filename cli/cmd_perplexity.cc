@@ -45,16 +45,14 @@ class Progress {
   Progress(const Options& o, size_t total)
       : on_(!o.quiet && !o.json && StderrIsTerminal()), total_(total), start_(Clock::now()) {}
   ~Progress() {
-    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    if (drawn_) std::fprintf(stderr, "\r\x1b[K");
   }
   void Show(const Tally& t) {
     if (!on_ || total_ == 0) return;
     const double s = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double rate = s > 0 ? double(t.scored) / s : 0;
-    const double eta = rate > 0 ? double(total_ - t.scored) / rate : 0;
-    std::fprintf(stderr, "\r\033[Kscored %zu/%zu tokens (%.0f%%), running perplexity %.4f, ETA %.0f s",
-                 t.scored, total_, 100.0 * double(t.scored) / double(total_),
-                 t.scored > 0 ? std::exp(t.nll / double(t.scored)) : 0.0, eta);
+    std::fprintf(stderr, "\r%s, running perplexity %.4f\x1b[K",
+                 ProgressLine(t.scored, total_, s, "scored").c_str(),
+                 t.scored > 0 ? std::exp(t.nll / double(t.scored)) : 0.0);
     drawn_ = true;
   }
 

@@ -103,11 +103,11 @@ void AddTimings(const RunTimings& t, Json* j) {
   o["total_bytes_read"] = t.bytes_read;
 }
 
-std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s) {
+std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s, const char* what) {
   const double rate = Rate(double(done), elapsed_s);
   const int pct = total > 0 ? int(100.0 * double(done) / double(total)) : 0;
   std::string eta = rate > 0 ? fmt::format("{:.0f} s", double(total - done) / rate) : "?";
-  return fmt::format("prompt {}/{} tokens ({}%), {:.1f} tok/s, ETA {}", done, total, pct, rate,
+  return fmt::format("{} {}/{} tokens ({}%), {:.1f} tok/s, ETA {}", what, done, total, pct, rate,
                      eta);
 }
 

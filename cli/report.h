@@ -45,7 +45,8 @@ std::string StatsLine(const RunTimings& t);
 // The same figures as JSON keys (added to run's object).
 void AddTimings(const RunTimings& t, Json* j);
 // "prompt 128/2291 tokens (5%), 45.1 tok/s, ETA 48 s"
-std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s);
+std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s,
+                         const char* what = "prompt");
 
 // "waste: no --budget, using X GB of Y GB (expert cache Z GB)"; `usable` 0
 // drops the "of Y" part.
