@@ -61,14 +61,17 @@ int EvalCommand(const Options& o) {
 
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
-  if (!AttachImages(*engine, o.images, o)) return 1;
+  std::vector<HeldImage> images;  // each --image file read once
+  if (!HoldImages(*engine, o.images, &images) || !AttachHeldImages(*engine, images, !o.quiet)) {
+    return 1;
+  }
 
   // Always the untemplated markup form; --system and --stop do not apply.
   std::vector<int> ids = o.ids;
   if (!o.ids_given) {
     // Images: their media blocks (markup) before the prompt text.
     std::vector<PromptSegment> segments;
-    for (std::string& b : MediaBlocksFor(o.images)) segments.push_back({SegmentMode::kMarkup, b});
+    for (std::string& b : MediaBlocksFor(images)) segments.push_back({SegmentMode::kMarkup, b});
     for (PromptSegment& s : BuildEvalPrompt(prompt)) segments.push_back(std::move(s));
     if (!TokenizeSegments(*engine, segments, o, &ids)) return 1;
   }

@@ -56,13 +56,16 @@ int RunCommand(const Options& o) {
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
-  if (!AttachImages(*engine, o.images, o)) return 1;
+  std::vector<HeldImage> images;  // each --image file read once
+  if (!HoldImages(*engine, o.images, &images) || !AttachHeldImages(*engine, images, !o.quiet)) {
+    return 1;
+  }
   PrintOpenNotes(*engine, o, /*budget_note=*/true);
 
   // Templated = system turn, user turn, hand-over; else the prompt as
   // markup, echoed; each --image's media block before the text.
   const PromptPlan plan = BuildRunPrompt(tmpl ? &*tmpl : nullptr, o.raw, o.system,
-                                         MediaBlocksFor(o.images), prompt);
+                                         MediaBlocksFor(images), prompt);
   std::vector<int> ids = o.ids;
   if (!o.ids_given && !TokenizeSegments(*engine, plan.segments, o, &ids)) return 1;
   if (!ExpandImagePads(*engine, &ids, "run")) return 1;

@@ -17,27 +17,6 @@ void SayImageFailure(const std::string& path, const Status& st) {
 
 }  // namespace
 
-bool AttachImages(Engine& engine, const std::vector<std::string>& paths, const Options& o) {
-  for (const std::string& path : paths) {
-    Result<int> n = engine.AddImage(path);
-    if (!n.has_value()) {
-      SayImageFailure(path, n.error());
-      return false;
-    }
-    if (!o.quiet) std::fprintf(stderr, "[%s: %d image tokens]\n", path.c_str(), *n);
-  }
-  return true;
-}
-
-std::vector<std::string> MediaBlocksFor(const std::vector<std::string>& paths) {
-  std::vector<std::string> blocks;
-  for (const std::string& path : paths) {
-    Result<ImageDimensions> d = ProbeImageFile(path);
-    blocks.push_back(d.has_value() ? MediaBlock(d->width, d->height) : MediaBlock(0, 0));
-  }
-  return blocks;
-}
-
 bool HoldImages(const Engine& engine, const std::vector<std::string>& paths,
                 std::vector<HeldImage>* held) {
   held->clear();

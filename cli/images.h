@@ -11,18 +11,9 @@
 
 namespace waste::cli {
 
-// Encodes and queues each file in order; stderr "[PATH: N image tokens]"
-// per image unless -q. On failure prints "PATH: this container has no
-// vision tower" or "PATH: <message>" and returns false (exit 1).
-bool AttachImages(Engine& engine, const std::vector<std::string>& paths, const Options& options);
-
-// One media block per file, "image WxH" from the header probe (without the
-// size when the probe fails).
-std::vector<std::string> MediaBlocksFor(const std::vector<std::string>& paths);
-
-// An image a chat message showed, kept by its bytes: re-reading the
-// conversation after a full context must show the model the same image,
-// even if the file has changed or gone since.
+// An image given with --image or /image, read once and kept by its bytes
+// (chat's re-read after a full context must show the model the same image,
+// even if the file has changed or gone since).
 struct HeldImage {
   std::string name;  // the path, for messages
   std::vector<uint8_t> bytes;
@@ -30,12 +21,13 @@ struct HeldImage {
   int rows = 0;  // image tokens it takes (Engine::ImageTokens, no encoding)
 };
 
-// Reads and probes each file; on failure prints "waste: <message naming
-// the file>" and returns false.
+// Reads and probes each file; on failure prints the reason naming the file
+// ("PATH: this container has no vision tower", "waste: cannot read PATH:
+// ...") and returns false (exit 1).
 bool HoldImages(const Engine& engine, const std::vector<std::string>& paths,
                 std::vector<HeldImage>* held);
-// Encodes and queues them in order (announced as AttachImages does when
-// `announce`); false, with the message printed, on failure.
+// Encodes and queues them in order, "[PATH: N image tokens]" on stderr when
+// `announce`; false, with the message printed, on failure.
 bool AttachHeldImages(Engine& engine, const std::vector<HeldImage>& held, bool announce);
 std::vector<std::string> MediaBlocksFor(const std::vector<HeldImage>& held);
 
