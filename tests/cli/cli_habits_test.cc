@@ -205,6 +205,49 @@ TEST_F(CliHabits, TheEndTokenIsNotPartOfTheText) {
   EXPECT_EQ(j["text"], "") << Describe(r);
 }
 
+// MODEL comes first: words where the container belongs name the missing
+// directory, not a missing prompt.
+TEST_F(CliHabits, TheModelIsCheckedBeforeThePrompt) {
+  const ProcessResult r = Waste({"run", "hello there", "-n", "4"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "no such directory: hello there")) << Describe(r);
+}
+
+// A container without a tokenizer: the message names the files looked for
+// and what to do, chat refuses at start instead of failing every message,
+// and tokenize (which reads only the tokenizer) refuses engine options.
+TEST_F(CliHabits, AContainerWithoutATokenizerSaysWhatToDo) {
+  const fs::path bare = dir_ / "bare";
+  fs::copy(kDemo, bare, fs::copy_options::recursive);
+  for (const char* f : {"tokenizer.model", "tiktoken.model"}) fs::remove(bare / f);
+  const ProcessResult t = Waste({"tokenize", bare.string(), "hi"});
+  EXPECT_EQ(t.exit_code, 1) << Describe(t);
+  EXPECT_TRUE(Contains(t.err, "has no tokenizer (no tokenizer.model or tiktoken.model): waste "
+                              "tokenize needs text"))
+      << Describe(t);
+  const ProcessResult r = Waste({"run", bare.string(), "hi", "-n", "2"});
+  EXPECT_TRUE(Contains(r.err, "give token ids with --ids")) << Describe(r);
+  const ProcessResult c = Waste({"chat", bare.string()}, "hi\n");
+  EXPECT_EQ(c.exit_code, 1) << Describe(c);
+  EXPECT_TRUE(Contains(c.err, "chat: " + bare.string() + " has no tokenizer")) << Describe(c);
+  const ProcessResult opt = Waste({"tokenize", kDemo, "hi", "-t", "2"});
+  EXPECT_EQ(opt.exit_code, 2) << Describe(opt);
+  EXPECT_TRUE(Contains(opt.err, "tokenize does not use -t")) << Describe(opt);
+}
+
+// -q: the model's text only, nothing on stderr, also when the context
+// fills; eval's JSON rows carry the piece.
+TEST_F(CliHabits, QuietIsQuietAndEvalRowsCarryThePiece) {
+  const ProcessResult q = Waste({"run", kDemo, "--raw", "x", "-n", "100", "-c", "8", "-q"});
+  EXPECT_EQ(q.exit_code, 0) << Describe(q);
+  EXPECT_TRUE(q.err.empty()) << Describe(q);
+  const ProcessResult e = Waste({"eval", kDemo, "x", "--top-k", "2", "--json"});
+  ASSERT_EQ(e.exit_code, 0) << Describe(e);
+  const json j = OneObject(e);
+  ASSERT_EQ(j["top"].size(), 2u);
+  EXPECT_TRUE(j["top"][0]["piece"].is_string()) << Describe(e);
+}
+
 TEST_F(CliHabits, ALogitBiasOnAnIdTheModelLacksIsRefused) {
   const ProcessResult r = Waste({"run", kDemo, "x", "-n", "2", "--logit-bias", "99999+1"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);

@@ -88,6 +88,27 @@ TEST_F(GenerateContract, SettingsThatMeanNothingAreRefusedNamingTheField) {
   EXPECT_TRUE(Run(ok).has_value());
 }
 
+// A prompt that does not fit says how many positions it needs and how many
+// are left (it used to say "full at position 0").
+TEST_F(GenerateContract, APromptThatDoesNotFitSaysByHowMuch) {
+  std::vector<int> long_prompt(300, 7);
+  GenParams p;
+  p.max_tokens = 2;
+  auto r = session_->Generate(long_prompt, p, [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Errc::kArg);
+  EXPECT_NE(r.error().message().find("the prompt needs 301 positions (one for the reply) but the "
+                                     "context of 256 tokens has 256 left at position 0"),
+            std::string::npos)
+      << r.error().message();
+  auto e = session_->Eval(long_prompt);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message().find("needs 300 positions but the context of 256 tokens has 256 "
+                                     "left"),
+            std::string::npos)
+      << e.error().message();
+}
+
 TEST_F(GenerateContract, ACallbackThatThrowsIsTheHostsError) {
   GenParams p;
   p.max_tokens = 8;
