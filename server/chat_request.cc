@@ -49,7 +49,8 @@ const Json& CallFunction(const Json& call) {
   return call;
 }
 
-std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out) {
+std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out,
+                                      bool allow_zero_max) {
   if (const Json* n = Field(body, "n")) {
     bool one = (n->is_boolean() && n->get<bool>()) || (n->is_number() && n->get<double>() == 1.0);
     if (!one) {
@@ -82,10 +83,14 @@ std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out) {
     cap = Field(body, "max_tokens");
   }
   if (cap) {
-    bool ok = IsInteger(*cap) && (cap->is_number_unsigned() ? cap->get<uint64_t>() > 0
-                                                            : cap->get<int64_t>() > 0);
+    const int64_t least = allow_zero_max ? 0 : 1;
+    bool ok = IsInteger(*cap) && (cap->is_number_unsigned()
+                                      ? cap->get<uint64_t>() >= static_cast<uint64_t>(least)
+                                      : cap->get<int64_t>() >= least);
     if (!ok) {
-      return BadRequest(std::string("'") + cap_name + "' must be a positive integer", cap_name);
+      return BadRequest(std::string("'") + cap_name + "' must be a positive integer" +
+                            (allow_zero_max ? " (or 0 with echo, to score the prompt)" : ""),
+                        cap_name);
     }
     out->max_tokens = cap->get<uint64_t>();
   }
@@ -129,24 +134,7 @@ std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat) {
     return BadRequest("'" + field + "' is not supported by this server: " + what, field,
                       "unsupported_parameter");
   };
-  auto truthy = [](const Json& v) {
-    return !(v.is_boolean() && !v.get<bool>()) && !(v.is_number() && v.get<double>() == 0);
-  };
-  if (chat) {
-    if (const Json* v = Field(body, "logprobs"); v && truthy(*v)) {
-      return refuse("logprobs", "token log probabilities are not returned");
-    }
-    if (const Json* v = Field(body, "top_logprobs"); v && truthy(*v)) {
-      return refuse("top_logprobs", "token log probabilities are not returned");
-    }
-    return std::nullopt;
-  }
-  if (const Json* v = Field(body, "logprobs"); v && truthy(*v)) {
-    return refuse("logprobs", "token log probabilities are not returned");
-  }
-  if (const Json* v = Field(body, "echo"); v && truthy(*v)) {
-    return refuse("echo", "the prompt is not echoed");
-  }
+  if (chat) return std::nullopt;
   if (const Json* v = Field(body, "suffix"); v && !(v->is_string() && v->get_ref<const std::string&>().empty())) {
     return refuse("suffix", "insertion (text after the completion) is not supported");
   }
@@ -156,6 +144,44 @@ std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat) {
   if (const Json* v = Field(body, "response_format");
       v && !(v->is_object() && v->value("type", std::string()) == "text")) {
     return refuse("response_format", "constrained output is for /v1/chat/completions");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseLogprobs(const Json& body, bool chat, LogprobsRequest* out) {
+  *out = {};
+  auto count = [&](const char* name, int* n) -> std::optional<ApiError> {
+    const Json* v = Field(body, name);
+    if (!v) return std::nullopt;
+    if (!IsInteger(*v) || (!v->is_number_unsigned() && v->get<int64_t>() < 0) ||
+        v->get<uint64_t>() > static_cast<uint64_t>(kMaxTopLogprobs)) {
+      return BadRequest(std::string("'") + name + "' must be an integer from 0 to " +
+                            std::to_string(kMaxTopLogprobs),
+                        name);
+    }
+    *n = v->get<int>();
+    return std::nullopt;
+  };
+  if (chat) {
+    if (const Json* v = Field(body, "logprobs")) {
+      if (!v->is_boolean()) return BadRequest("'logprobs' must be a boolean", "logprobs");
+      out->on = v->get<bool>();
+    }
+    if (auto e = count("top_logprobs", &out->top)) return e;
+    if (out->top > 0 && !out->on) {
+      return BadRequest("'top_logprobs' needs 'logprobs' set to true", "top_logprobs");
+    }
+    return std::nullopt;
+  }
+  // Completions: `logprobs` is the number of alternatives (0 = the chosen
+  // token's log-probability only); null or absent = none.
+  if (Field(body, "logprobs")) {
+    if (auto e = count("logprobs", &out->top)) return e;
+    out->on = true;
+  }
+  if (const Json* v = Field(body, "echo")) {
+    if (!v->is_boolean()) return BadRequest("'echo' must be a boolean", "echo");
+    out->echo = v->get<bool>();
   }
   return std::nullopt;
 }

@@ -27,12 +27,25 @@ struct SamplingRequest {
   std::vector<std::pair<int, float>> logit_bias;  // token id (not checked against the vocabulary here), -100..100
 };
 
-std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out);
+// `allow_zero_max`: max_tokens 0 is accepted (a completions request that
+// echoes its prompt only to score it).
+std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out,
+                                      bool allow_zero_max = false);
+
+// Token log-probabilities asked for (docs/SERVER.md, "Log probabilities").
+// Chat: `logprobs` (boolean) and `top_logprobs` (0..20, needs logprobs).
+// Completions: `logprobs` (0..20 alternatives; null = none) and `echo`.
+struct LogprobsRequest {
+  bool on = false;
+  int top = 0;
+  bool echo = false;  // completions: the prompt comes back, scored when `on`
+};
+inline constexpr int kMaxTopLogprobs = 20;
+std::optional<ApiError> ParseLogprobs(const Json& body, bool chat, LogprobsRequest* out);
 
 // OpenAI fields this server does not implement and must not silently
-// ignore: chat `logprobs: true` / `top_logprobs`; completions `logprobs`,
-// `echo: true`, `suffix`, `best_of` other than 1. 400 with the field as
-// `param` and code "unsupported_parameter".
+// ignore: completions `suffix`, `best_of` other than 1, `response_format`.
+// 400 with the field as `param` and code "unsupported_parameter".
 std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat);
 
 // `stream` must be a boolean when present.

@@ -1,9 +1,12 @@
 #include "generate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "chat_turn.h"
 #include "constraint.h"
+#include "logprobs.h"
 
 namespace waste::server {
 namespace {
@@ -100,6 +103,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   if (eos == format.stop_id) eos = -1;
   ChatTurn turn(std::move(parser), chat.stops, eos);
   std::vector<Json> deltas;
+  // logprobs.content: every generated token but the end of the reply; a
+  // stream sends each token's entry with the first chunk sent after it
+  // (text held back for a stop string or a split character comes later).
+  Json logprobs = Json::array();
   bool client_gone = false;
   auto flush = [&]() {
     if (!sink) {
@@ -108,6 +115,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     }
     for (Json& d : deltas) {
       Json chunk = DeltaChunk(header, d, nullptr);
+      if (!logprobs.empty()) {
+        chunk["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
+        logprobs = Json::array();
+      }
       if (chat.include_usage) chunk = WithNullUsage(std::move(chunk));
       if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
     }
@@ -135,6 +146,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   bool turn_stopped = false;
   Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
     if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+    if (chat.logprobs.on && ev.token != format.stop_id && ev.token != engine.info().eos_id) {
+      logprobs.push_back(ChatLogprobEntry(engine, ev.token, ev.piece, ev.logprob, ev.top_logprobs));
+    }
     bool more = turn.OnToken(ev.token, ev.piece, &deltas);
     flush();
     if (!more) turn_stopped = true;
@@ -158,12 +172,14 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
   if (!sink) {
     r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
+    if (chat.logprobs.on) r.body["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
     return r;
   }
   flush();
   // OpenAI's ending: the finish chunk (ours also carries `waste`), and only
   // with include_usage a chunk whose choices are [] carrying `usage`.
   Json last = FinishChunk(header, finish, waste);
+  if (!logprobs.empty()) last["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
   if (chat.include_usage) last = WithNullUsage(std::move(last));
   sink(SseEvent(last));
   if (chat.include_usage) sink(SseEvent(UsageChunk(header, usage)));
@@ -186,14 +202,42 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   // format's stop token; the end-of-sequence piece is not text.
   ChatTurn turn(ReplyParser(format.stop_id), req.stops, eos);
   std::vector<Json> deltas;
+  const bool echo = req.logprobs.echo;
+  const bool scored_prompt = echo && req.logprobs.on;  // every prompt position's logprob
+  std::vector<TokenScore> prompt_scores;
+  CompletionLogprobs logprobs(engine);
+  // The echoed prompt and its logprobs: before the first generated token.
+  bool echo_due = echo;
+  auto add_prompt = [&]() {
+    if (!scored_prompt) return;
+    for (size_t i = 0; i < req.ids.size(); ++i) {
+      const int id = req.ids[i];
+      const std::string piece = engine.TokenPiece(id);
+      if (i == 0 || i - 1 >= prompt_scores.size()) {
+        logprobs.Add(id, piece, std::nullopt, {});
+      } else {
+        const TokenScore& sc = prompt_scores[i - 1];
+        logprobs.Add(id, piece, sc.logprob, sc.top);
+      }
+    }
+  };
   bool client_gone = false;
+  auto send = [&](const std::string& text) {
+    Json chunk = TextChunk(header, text, nullptr);
+    if (!logprobs.empty()) chunk["choices"][0]["logprobs"] = logprobs.Take();
+    if (req.include_usage) chunk = WithNullUsage(std::move(chunk));
+    if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
+  };
   auto flush = [&]() {
+    if (echo_due) {
+      echo_due = false;
+      add_prompt();
+      if (sink) send(SanitizeUtf8(req.echo_text));
+    }
     for (Json& d : deltas) {
       auto text = d.find("content");
       if (!sink || text == d.end() || text->get_ref<const std::string&>().empty()) continue;
-      Json chunk = TextChunk(header, text->get<std::string>(), nullptr);
-      if (req.include_usage) chunk = WithNullUsage(std::move(chunk));
-      if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
+      send(text->get<std::string>());
     }
     deltas.clear();
   };
@@ -204,44 +248,88 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   };
   GenParams params = req.params;
   params.on_prefill = [&](int, int) { return !gone(); };
-  Result<SessionPool::Run> run = pool.Prepare(req.ids, gone);
-  if (!run && r.cancelled) return r;
-  if (!run) return fail(EngineFailure(run.error(), nullptr));
-  r.cached_tokens = run->cached_tokens;
+  if (scored_prompt) params.prompt_scores = &prompt_scores;
   int delivered = 0;
   bool turn_stopped = false;
-  Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
-    if (delivered++ == 0) r.prefill_ms = MsSince(t0);
-    bool more = turn.OnToken(ev.token, ev.piece, &deltas);
-    flush();
-    if (!more) turn_stopped = true;
-    if (cancel.load() || client_gone) {
-      r.cancelled = true;
-      return false;
+  Status st = Status::Ok();
+  Session* session = nullptr;
+  if (req.score_only) {
+    // max_tokens 0 with echo: the prompt only, scored span by span from a
+    // fresh slot (a span boundary's last row scores the next span's first
+    // token, so the pieces are one call's scores).
+    if (scored_prompt) {
+      SessionPool::Run run = pool.PrepareFresh(req.ids);
+      session = run.session;
+      const std::span<const int> ids(req.ids);
+      const size_t span = SessionPool::kSpan;
+      for (size_t at = 0; at < ids.size() && st.ok(); at += span) {
+        if (gone()) return r;
+        const size_t n = std::min(span, ids.size() - at);
+        const int next = at + n < ids.size() ? ids[at + n] : -1;
+        Result<std::vector<TokenScore>> part = session->ScoreTop(ids.subspan(at, n), req.logprobs.top, next);
+        if (!part) {
+          st = part.error();
+          break;
+        }
+        prompt_scores.insert(prompt_scores.end(), std::make_move_iterator(part->begin()),
+                             std::make_move_iterator(part->end()));
+      }
+      if (!st.ok()) return fail(EngineFailure(st, session));
     }
-    return more;
-  }));
+    r.prefill_ms = MsSince(t0);
+  } else {
+    // Scoring needs every prompt position computed: no prefix reuse then.
+    Result<SessionPool::Run> run =
+        scored_prompt ? Result<SessionPool::Run>(pool.PrepareFresh(req.ids)) : pool.Prepare(req.ids, gone);
+    if (!run && r.cancelled) return r;
+    if (!run) return fail(EngineFailure(run.error(), nullptr));
+    r.cached_tokens = run->cached_tokens;
+    session = run->session;
+    st = AsStatus(session->Generate(run->rest, params, [&](const TokenEvent& ev) {
+      if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+      bool more = turn.OnToken(ev.token, ev.piece, &deltas);
+      if (req.logprobs.on) {
+        // Echoed prompt entries go first (flush adds them once).
+        if (echo_due) {
+          echo_due = false;
+          add_prompt();
+          if (sink) send(SanitizeUtf8(req.echo_text));
+        }
+        logprobs.Add(ev.token, ev.piece, ev.logprob, ev.top_logprobs);
+      }
+      flush();
+      if (!more) turn_stopped = true;
+      if (cancel.load() || client_gone) {
+        r.cancelled = true;
+        return false;
+      }
+      return more;
+    }));
+  }
   r.total_ms = MsSince(t0);
   r.completion_tokens = turn.completion_tokens();
   if (r.cancelled) return r;
   if (!st.ok() && !(st.code() == Errc::kCancelled && turn_stopped)) {
-    return fail(EngineFailure(st, run->session));
+    return fail(EngineFailure(st, session));
   }
   turn.Finish(&deltas);
-  bool ran_to_max = st.ok() && delivered == req.params.max_tokens;
+  bool ran_to_max = req.score_only || (st.ok() && delivered == req.params.max_tokens);
   std::string finish = turn.FinishReason(ran_to_max);
   Json usage = UsageWithCache(r);
   Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
   if (!sink) {
+    flush();  // the echoed prompt's entries, when no token came
     const Json message = turn.Message();
     const Json& content = message["content"];
+    std::string text = echo ? req.echo_text : std::string();
+    if (content.is_string()) text += content.get<std::string>();
     r.body = {{"id", header.id},
               {"object", "text_completion"},
               {"created", header.created},
               {"model", header.model},
               {"choices", Json::array({{{"index", 0},
-                                        {"text", content.is_string() ? content : Json("")},
-                                        {"logprobs", nullptr},
+                                        {"text", SanitizeUtf8(text)},
+                                        {"logprobs", req.logprobs.on ? logprobs.Take() : Json(nullptr)},
                                         {"finish_reason", finish}}})},
               {"usage", usage},
               {"waste", waste}};
@@ -249,6 +337,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   }
   flush();
   Json last = TextChunk(header, "", finish);
+  if (!logprobs.empty()) last["choices"][0]["logprobs"] = logprobs.Take();
   last["waste"] = waste;
   if (req.include_usage) last = WithNullUsage(std::move(last));
   sink(SseEvent(last));

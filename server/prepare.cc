@@ -139,6 +139,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
   if (auto e = RefuseUnsupported(body, /*chat=*/true)) return e;
+  if (auto e = ParseLogprobs(body, /*chat=*/true, &out->logprobs)) return e;
   if (auto e = CheckLogitBias(s, engine)) return e;
   auto ids = engine.TokenizeSegments(out->prompt.segments, /*add_bos=*/false);
   if (!ids) return EngineError("tokenize", ids.error());
@@ -158,6 +159,8 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   if (auto e = ContextCheck(prompt_tokens, limits)) return e;
   out->prompt_tokens = static_cast<int>(prompt_tokens);
   FillParams(s, limits, prompt_tokens, &out->params);
+  out->params.logprobs = out->logprobs.on;
+  out->params.top_logprobs = out->logprobs.top;
   out->params.stop_tokens = {format.stop_id};
   out->stops = std::move(s.stops);
   if (format.kind == ChatFormat::Kind::kChatJson) {
@@ -174,37 +177,80 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   return std::nullopt;
 }
 
+namespace {
+
+// `prompt` as OpenAI takes it for one completion: a string, an array of one
+// string, token ids, or an array of one array of ids. Ids are checked
+// against the vocabulary; text is encoded in plain mode.
+std::optional<ApiError> CompletionPrompt(const Json& body, const Engine& engine,
+                                         std::vector<int>* ids, std::string* text,
+                                         bool* given_as_ids) {
+  const char* msg =
+      "'prompt' must be a non-empty string, an array of one string, or token ids (an array "
+      "of integers, or an array of one such array): one completion per request";
+  auto it = body.find("prompt");
+  if (it == body.end()) return BadRequest(msg, "prompt");
+  const Json* p = &*it;
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  *given_as_ids = false;
+  if (p->is_string()) {
+    *text = p->get<std::string>();
+    if (text->empty()) return BadRequest(msg, "prompt");
+    std::vector<PromptSegment> segs{{SegmentMode::kPlain, *text}};
+    auto encoded = engine.TokenizeSegments(segs, false);
+    if (!encoded) return EngineError("tokenize", encoded.error());
+    *ids = std::move(*encoded);
+    if (ids->empty()) return BadRequest("the prompt tokenizes to nothing", "prompt");
+    return std::nullopt;
+  }
+  if (!p->is_array() || p->empty()) return BadRequest(msg, "prompt");
+  const int vocab = engine.info().vocab;
+  for (const Json& v : *p) {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0) ||
+        v.get<uint64_t>() >= static_cast<uint64_t>(vocab)) {
+      return BadRequest(std::string(msg) + "; token ids are integers below the vocabulary size " +
+                            std::to_string(vocab),
+                        "prompt");
+    }
+    ids->push_back(v.get<int>());
+  }
+  *given_as_ids = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,
                                           const Engine& engine, const ServeLimits& limits,
                                           PreparedCompletion* out) {
-  auto it = body.find("prompt");
   std::string prompt;
-  const char* msg = "'prompt' must be a non-empty string or an array of one string";
-  if (it != body.end() && it->is_string()) {
-    prompt = it->get<std::string>();
-  } else if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-    prompt = (*it)[0].get<std::string>();
-  } else {
-    return BadRequest(msg, "prompt");
-  }
-  if (prompt.empty()) return BadRequest(msg, "prompt");
+  bool given_as_ids = false;
+  if (auto e = CompletionPrompt(body, engine, &out->ids, &prompt, &given_as_ids)) return e;
   if (auto e = ParseStream(body, &out->stream, &out->include_usage)) return e;
+  if (auto e = ParseLogprobs(body, /*chat=*/false, &out->logprobs)) return e;
   SamplingRequest s;
-  if (auto e = ParseSampling(body, &s)) return e;
+  if (auto e = ParseSampling(body, &s, /*allow_zero_max=*/out->logprobs.echo)) return e;
   if (auto e = RefuseUnsupported(body, /*chat=*/false)) return e;
   if (auto e = CheckLogitBias(s, engine)) return e;
-  std::vector<PromptSegment> segs{{SegmentMode::kPlain, prompt}};
-  auto ids = engine.TokenizeSegments(segs, false);
-  if (!ids) return EngineError("tokenize", ids.error());
-  out->ids = std::move(*ids);
-  if (out->ids.empty()) return BadRequest("the prompt tokenizes to nothing", "prompt");
   if (auto e = ContextCheck(out->ids.size(), limits)) {
     e->param = "prompt";
     return e;
   }
+  out->score_only = s.max_tokens && *s.max_tokens == 0;
   FillParams(s, limits, out->ids.size(), &out->params);
   if (format.stop_id >= 0) out->params.stop_tokens = {format.stop_id};
   out->stops = std::move(s.stops);
+  out->params.logprobs = out->logprobs.on;
+  out->params.top_logprobs = out->logprobs.top;
+  if (out->logprobs.echo) {
+    if (given_as_ids) {
+      auto decoded = engine.Detokenize(out->ids);
+      if (!decoded) return EngineError("detokenize", decoded.error());
+      out->echo_text = std::move(*decoded);
+    } else {
+      out->echo_text = std::move(prompt);
+    }
+  }
   return std::nullopt;
 }
 

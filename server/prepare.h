@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "chat_request.h"
 #include "image_input.h"
 #include "json_text.h"
 #include "render.h"
@@ -58,6 +59,7 @@ struct PreparedChat {
   // image until the engine thread encodes them and expands the pads.
   std::vector<ImageInput> images;
   int prompt_tokens = 0;  // after pad expansion (what usage reports)
+  LogprobsRequest logprobs;  // also set in params (logprobs, top_logprobs)
 };
 
 std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
@@ -70,6 +72,13 @@ struct PreparedCompletion {
   std::vector<std::string> stops;
   bool stream = false;
   bool include_usage = false;
+  // `logprobs` and `echo` (chat_request.h). With echo the reply's text starts
+  // with `echo_text` (the prompt as sent, or its ids decoded); with echo and
+  // logprobs the prompt is scored, and `score_only` (max_tokens 0) generates
+  // nothing after it.
+  LogprobsRequest logprobs;
+  std::string echo_text;
+  bool score_only = false;
 };
 
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,

@@ -88,4 +88,15 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   return Run{&session, best_len, ids.subspan(from)};
 }
 
+SessionPool::Run SessionPool::PrepareFresh(std::span<const int> ids) {
+  Slot* oldest = &slots_[0];
+  for (Slot& s : slots_) {
+    if (s.last_used < oldest->last_used) oldest = &s;
+  }
+  oldest->last_used = ++clock_;
+  oldest->session->Reset();
+  oldest->tokens.clear();
+  return Run{oldest->session, 0, ids};
+}
+
 }  // namespace waste::server

@@ -58,6 +58,10 @@ class SessionPool {
   // (optional) is asked before each span; true stops with kCancelled (the
   // slot keeps its previous mark: what was fed since lies past it).
   Result<Run> Prepare(std::span<const int> ids, const std::function<bool()>& cancelled = {});
+  // A slot reset to position 0 with nothing fed (the least recently used
+  // one; it keeps no restore point): for a request that needs every prompt
+  // position computed, such as one scoring its prompt. `rest` is all of ids.
+  Run PrepareFresh(std::span<const int> ids);
 
   int slots() const { return static_cast<int>(slots_.size()); }
   // Prompt tokens the slots' marks cover, all slots together.

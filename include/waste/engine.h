@@ -63,6 +63,9 @@ class WASTE_EXPORT Engine {
   Result<std::span<const float>> Eval(std::span<const int> ids) noexcept;
   // Eval that also scores every next token (Session::Score).
   Result<std::vector<double>> Score(std::span<const int> ids, int next = -1) noexcept;
+  // Score with each position's `top` most likely tokens (Session::ScoreTop).
+  Result<std::vector<TokenScore>> ScoreTop(std::span<const int> ids, int top,
+                                           int next = -1) noexcept;
   // Prefill + sampling loop (ENGINE.md §7.2): why it stopped, or the
   // error (Session::Generate).
   Result<FinishReason> Generate(std::span<const int> prompt, const GenParams& params,

@@ -170,6 +170,11 @@ class WASTE_EXPORT Session {
   // scored in several calls loses no position; calls split at multiples of
   // 512 tokens give the scores of one call bit for bit.
   Result<std::vector<double>> Score(std::span<const int> ids, int next = -1) noexcept;
+  // Score with each position's `top` most likely tokens as well (TokenScore;
+  // 0 = none): what an evaluation harness or an API's echoed prompt
+  // logprobs need. The same pass and the same log-probabilities as Score.
+  Result<std::vector<TokenScore>> ScoreTop(std::span<const int> ids, int top,
+                                           int next = -1) noexcept;
   // Prefill + sampling loop (ENGINE.md §7.2). Errors (bad ids, no room for
   // the prompt, I/O) come back as Status; every normal end, cancellation
   // included, as its FinishReason.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,6 +102,23 @@ struct Stats {
   std::vector<std::pair<std::string, double>> phase_seconds;
 };
 
+// A token and the log-probability (natural log) the model gives it: the
+// log-softmax of the raw logits, before temperature, penalties, logit_bias
+// or a constraint change what is sampled, so it does not depend on how the
+// token was picked.
+struct TokenLogprob {
+  int token = 0;
+  double logprob = 0;
+};
+
+// One scored position (Session::ScoreTop, GenParams::prompt_scores): the
+// log-probability of the token that came there, and the most likely tokens
+// at that position, most likely first (ties: the lower id first).
+struct TokenScore {
+  double logprob = 0;
+  std::vector<TokenLogprob> top;
+};
+
 struct GenParams {
   int max_tokens = 256;
   float temperature = 0.0f;
@@ -130,6 +148,20 @@ struct GenParams {
   // returns FinishReason::kCancelled before any token (the spans fed stay
   // in the session's state).
   std::function<bool(int done, int total)> on_prefill;
+  // Log-probabilities (TokenLogprob says of which distribution). With
+  // `logprobs`, every TokenEvent carries its token's log-probability and
+  // the `top_logprobs` most likely tokens of that step (0 = none; at most
+  // the vocabulary). Off, nothing is computed (a pass over the vocabulary
+  // per token when on).
+  bool logprobs = false;
+  int top_logprobs = 0;
+  // When set, the prompt is scored as it is fed (Session::ScoreTop, with
+  // `top_logprobs` alternatives): the vector is replaced by prompt.size() - 1
+  // entries, entry i for prompt[i + 1] (the first prompt token has nothing
+  // before it in this call to be scored by). Costs an lm_head per prompt
+  // position; a prefill that stops early leaves the entries it reached.
+  // Not owned; must outlive the Generate call.
+  std::vector<TokenScore>* prompt_scores = nullptr;
 };
 
 // Per generated token. Return false to cancel.
@@ -139,6 +171,11 @@ struct TokenEvent {
   std::string_view piece;            // raw bytes (may split a UTF-8 character)
   uint64_t experts_hit = 0, experts_missed = 0, bytes_read = 0;
   double ms_total = 0;
+  // With GenParams::logprobs: log p(token) at this step and the step's
+  // top_logprobs most likely tokens (valid during the callback); else 0 and
+  // empty.
+  double logprob = 0;
+  std::span<const TokenLogprob> top_logprobs;
 };
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 

@@ -56,6 +56,11 @@ Result<std::vector<double>> Engine::Score(std::span<const int> ids, int next) no
   return session_->Score(ids, next);
 }
 
+Result<std::vector<TokenScore>> Engine::ScoreTop(std::span<const int> ids, int top,
+                                                 int next) noexcept {
+  return session_->ScoreTop(ids, top, next);
+}
+
 Result<FinishReason> Engine::Generate(std::span<const int> prompt, const GenParams& params,
                                       const TokenCallback& on_token) noexcept {
   return session_->Generate(prompt, params, on_token);

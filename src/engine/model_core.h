@@ -139,18 +139,22 @@ struct SessionCore {
   std::string DoesNotFit(int64_t need, bool reply) const;
   // Feeds `ids` (prefixed by the pending token, if any). Caller holds run_mu.
   // With `scores`: also the log-probability of each next id within `ids`
+  // (and of `next_after` when >= 0), with the `top` most likely tokens
   // (Forward::RunScored; the pending token's own row is not scored).
-  Status Feed(std::span<const int> ids, bool want_logits, std::vector<double>* scores = nullptr,
-              int next_after = -1);
+  Status Feed(std::span<const int> ids, bool want_logits, std::vector<TokenScore>* scores = nullptr,
+              int top = 0, int next_after = -1);
   Status Flush() { return pending >= 0 ? Feed({}, false) : Status::Ok(); }
   // Eval's and Score's call: checks ids (and `next`), takes run_mu, checks
   // the room, feeds with logits (and scores when `scores` is set).
-  Status FeedCall(std::span<const int> ids, std::vector<double>* scores, int next);
+  Status FeedCall(std::span<const int> ids, std::vector<TokenScore>* scores, int top, int next);
   // Feed(ids, true) in prompt spans, calling `progress` (if set) after each;
   // a false return stops feeding and sets *cancelled (what was fed stays).
   // *fed: the prompt tokens fed, also when it stops or fails part way.
+  // With `scores`, the prompt is scored as Feed scores it (ids.size() - 1
+  // entries when it is fed whole).
   Status FeedPrompt(std::span<const int> ids, const std::function<bool(int, int)>& progress,
-                    bool* cancelled, size_t* fed);
+                    bool* cancelled, size_t* fed, std::vector<TokenScore>* scores = nullptr,
+                    int top = 0);
   // NaN/Inf logits (bad scales, overflowing activations) end the call with
   // an error, never come out as token 0 or a printed "nan".
   Status CheckLogits() const;

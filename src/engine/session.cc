@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/model_core.h"
+#include "model/logprobs.h"
 #include "model/sampler.h"
 #include "waste/grammar.h"
 #include "waste/model.h"
@@ -128,7 +129,7 @@ struct ReportOnExit {
 }  // namespace
 
 Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
-                         std::vector<double>* scores, int next_after) {
+                         std::vector<TokenScore>* scores, int top, int next_after) {
   std::vector<int> all;
   std::span<const int> run = ids;
   if (pending >= 0) {
@@ -139,8 +140,9 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
   }
   if (run.empty()) return Status::Ok();
   const size_t scored_before = scores != nullptr ? scores->size() : 0;
-  Status st = scores != nullptr ? forward->RunScored(*model->ops, run, want_logits, scores, next_after)
-                                : forward->Run(*model->ops, run, want_logits);
+  Status st = scores != nullptr
+                  ? forward->RunScored(*model->ops, run, want_logits, scores, top, next_after)
+                  : forward->Run(*model->ops, run, want_logits);
   // The pending token's row predicts ids[0], which is not the caller's to score.
   if (st.ok() && scores != nullptr && pending >= 0 && scores->size() > scored_before) {
     scores->erase(scores->begin() + static_cast<std::ptrdiff_t>(scored_before));
@@ -158,10 +160,10 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
 // bit-identical), asking `progress` after each span whether to go on.
 Status SessionCore::FeedPrompt(std::span<const int> ids,
                                const std::function<bool(int, int)>& progress, bool* cancelled,
-                               size_t* fed) {
+                               size_t* fed, std::vector<TokenScore>* scores, int top) {
   *fed = 0;
   if (!progress) {
-    WASTE_TRY(Feed(ids, true));
+    WASTE_TRY(Feed(ids, true, scores, top));
     *fed = ids.size();
     return Status::Ok();
   }
@@ -171,7 +173,9 @@ Status SessionCore::FeedPrompt(std::span<const int> ids,
     // A pending token rides at the front of the first span.
     const size_t room = done == 0 && pending >= 0 ? span - 1 : span;
     const size_t n = std::min(room, ids.size() - done);
-    WASTE_TRY(Feed(ids.subspan(done, n), done + n == ids.size()));
+    // The span's last row scores the next span's first token.
+    const int next = done + n < ids.size() ? ids[done + n] : -1;
+    WASTE_TRY(Feed(ids.subspan(done, n), done + n == ids.size(), scores, top, next));
     done += n;
     if (!progress(static_cast<int>(done), static_cast<int>(ids.size()))) {
       *cancelled = true;
@@ -232,7 +236,8 @@ Stats Session::stats() const noexcept {
 
 // Eval and Score: checks, the run lock, the room check, then the feed
 // (with scores when asked). The caller holds the exception firewall.
-Status SessionCore::FeedCall(std::span<const int> ids, std::vector<double>* scores, int next) {
+Status SessionCore::FeedCall(std::span<const int> ids, std::vector<TokenScore>* scores, int top,
+                             int next) {
   if (ids.empty()) return ArgError("empty prompt");
   WASTE_TRY(CheckIds(ids));
   if (next >= 0) WASTE_TRY(CheckIds(std::span<const int>(&next, 1)));
@@ -244,7 +249,7 @@ Status SessionCore::FeedCall(std::span<const int> ids, std::vector<double>* scor
     detail = DoesNotFit(need, /*reply=*/false);
     return ArgError(detail);
   }
-  return Feed(ids, true, scores, next);
+  return Feed(ids, true, scores, top, next);
 }
 
 Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept {
@@ -252,7 +257,7 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
   WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
   try {
-    WASTE_TRY(s.FeedCall(ids, nullptr, -1));
+    WASTE_TRY(s.FeedCall(ids, nullptr, 0, -1));
     return std::span<const float>(s.forward->logits());
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during eval");
@@ -262,13 +267,27 @@ Result<std::span<const float>> Session::Eval(std::span<const int> ids) noexcept 
 }
 
 Result<std::vector<double>> Session::Score(std::span<const int> ids, int next) noexcept {
+  WASTE_ASSIGN_OR_RETURN(std::vector<TokenScore> scored, ScoreTop(ids, 0, next));
+  try {
+    std::vector<double> scores;
+    scores.reserve(scored.size());
+    for (const TokenScore& s : scored) scores.push_back(s.logprob);
+    return scores;
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed during score");
+  }
+}
+
+Result<std::vector<TokenScore>> Session::ScoreTop(std::span<const int> ids, int top,
+                                                  int next) noexcept {
   SessionCore& s = *core_;
   WASTE_TRY(s.CheckNotInCallback());
   s.ClearDetail();
+  if (top < 0) return ArgError(fmt::format("top is {}: must be >= 0", top));
   try {
-    std::vector<double> scores;
+    std::vector<TokenScore> scores;
     scores.reserve(ids.size());
-    WASTE_TRY(s.FeedCall(ids, &scores, next));
+    WASTE_TRY(s.FeedCall(ids, &scores, top, next));
     return scores;
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed during score");
@@ -303,6 +322,9 @@ Status CheckGenParams(const GenParams& p, int vocab) {
     if (id < 0 || id >= vocab) {
       return bad("stop_tokens", fmt::format("holds {}, outside the vocabulary (0..{})", id, vocab - 1));
     }
+  }
+  if (p.top_logprobs < 0 || p.top_logprobs > vocab) {
+    return bad("top_logprobs", fmt::format("is {}: must be in 0..{} (the vocabulary)", p.top_logprobs, vocab));
   }
   // A bias on an id the model does not have would be dropped silently.
   for (const auto& [id, bias] : p.logit_bias) {
@@ -354,6 +376,10 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     // With a constraint, the token the sampler picks is checked; only a
     // forbidden pick pays for the full mask and a second draw.
     std::vector<float> masked;
+    // The picked token's log-probability and the step's most likely tokens
+    // (GenParams::logprobs), from the raw logits whatever picked it.
+    double picked_logprob = 0;
+    std::vector<TokenLogprob> picked_top;
     auto pick = [&](std::span<const float> logits) {
       int t = sampler.Sample(logits);
       if (params.constraint) {
@@ -365,6 +391,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         params.constraint->Accept(t);
       }
       sampler.Accept(t);
+      if (params.logprobs) {
+        LogSoftmax log_softmax(logits);
+        picked_logprob = log_softmax(t);
+        log_softmax.Top(params.top_logprobs, &picked_top);
+      }
       return t;
     };
     StopStringScan stop_strings(params.stop_strings);
@@ -393,7 +424,12 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         return false;
       };
     }
-    Status fed = s.FeedPrompt(prompt, on_prefill, &cancelled, &fed_tokens);
+    if (params.prompt_scores != nullptr) {
+      params.prompt_scores->clear();
+      params.prompt_scores->reserve(prompt.size());
+    }
+    Status fed = s.FeedPrompt(prompt, on_prefill, &cancelled, &fed_tokens, params.prompt_scores,
+                              params.top_logprobs);
     if (cancelled && fed.ok() && !prefill_threw.empty()) {
       fed = ArgError("the prefill callback threw: " + prefill_threw);
     }
@@ -451,6 +487,10 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       ev.experts_missed = after.misses - before.misses;
       ev.bytes_read = after.bytes_read - before.bytes_read;
       ev.ms_total = dt * 1000.0;
+      if (params.logprobs) {
+        ev.logprob = picked_logprob;
+        ev.top_logprobs = picked_top;
+      }
       if (on_token) {
         // Other sessions of the model may run while the host handles the
         // token; this one's logits and state are its own.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/chunks.h"
+#include "model/logprobs.h"
 
 namespace waste {
 
@@ -51,7 +52,7 @@ Status Forward::Run(const Ops& ops, std::span<const int> tokens, bool want_logit
 }
 
 Status Forward::RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
-                          std::vector<double>* scores, int next_after) {
+                          std::vector<TokenScore>* scores, int top, int next_after) {
   size_t done = 0;
   while (done < tokens.size()) {
     size_t n = std::min(kMaxSpan, tokens.size() - done);
@@ -60,32 +61,33 @@ Status Forward::RunScored(const Ops& ops, std::span<const int> tokens, bool want
     for (size_t t = 0; t < n; ++t) {
       next[t] = done + t + 1 < tokens.size() ? tokens[done + t + 1] : next_after;
     }
-    WASTE_TRY(RunSpan(ops, tokens.data() + done, n, want_logits && last, next, scores));
+    WASTE_TRY(RunSpan(ops, tokens.data() + done, n, want_logits && last, next, scores, top));
     done += n;
   }
   return Status::Ok();
 }
 
-Result<double> Forward::ScoreRow(const Ops& ops, size_t t, int target, int position) {
+Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int top,
+                                     int position) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   RmsNorm(stream_.row(t), w_.final_norm, cfg_.rms_eps, h, xn_.data());
   ops.MatVec(*w_.lm_head, xn_.data(), logits_.data());
-  double max = -INFINITY;
   for (float v : logits_) {
     if (!std::isfinite(v)) {
       return FormatError("the logits at position " + std::to_string(position) +
                          " are not finite: a weight, scale or expert record holds NaN/Inf or "
                          "the activations overflowed; try --verify");
     }
-    max = std::max(max, double(v));
   }
-  double sum = 0;
-  for (float v : logits_) sum += std::exp(double(v) - max);
-  return double(logits_[static_cast<size_t>(target)]) - max - std::log(sum);
+  LogSoftmax log_softmax(logits_);
+  TokenScore score;
+  score.logprob = log_softmax(target);
+  log_softmax.Top(top, &score.top);
+  return score;
 }
 
 Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
-                        const int* next, std::vector<double>* scores) {
+                        const int* next, std::vector<TokenScore>* scores, int top) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   stream_.Begin();
@@ -159,8 +161,9 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
     for (size_t t = 0; t < n; ++t) {
       if (t + 1 < n) stream_.Finish(t, w_);  // row n-1 is finished above
       if (next[t] < 0) continue;
-      WASTE_ASSIGN_OR_RETURN(double lp, ScoreRow(ops, t, next[t], pos0 + static_cast<int>(t)));
-      scores->push_back(lp);
+      WASTE_ASSIGN_OR_RETURN(TokenScore score,
+                             ScoreRow(ops, t, next[t], top, pos0 + static_cast<int>(t)));
+      scores->push_back(std::move(score));
     }
   }
   if (want_logits) {

@@ -54,14 +54,15 @@ class Forward {
   // position. With want_logits, logits() holds the last token's logits.
   Status Run(const Ops& ops, std::span<const int> tokens, bool want_logits);
   // Run, and for every token but the last, the log-probability (nats) the
-  // model gives the token after it: scores[i] = log p(tokens[i+1] | ...).
+  // model gives the token after it, appended to *scores: entry i scores
+  // tokens[i+1], with the `top` most likely tokens there (LogSoftmax).
   // Each position's logits are the ones Run computes for the last token
   // when the call ends there (same hidden row, same lm_head kernel), one
   // lm_head matvec per position. kFormat when a position's logits are not
   // finite.
   // `next_after` >= 0: the id after the last token, scored too.
   Status RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
-                   std::vector<double>* scores, int next_after = -1);
+                   std::vector<TokenScore>* scores, int top = 0, int next_after = -1);
 
   const std::vector<float>& logits() const { return logits_; }
   const std::vector<float>& last_hidden() const { return last_hidden_; }
@@ -81,9 +82,11 @@ class Forward {
   // With `next` (the ids after each of the n tokens, n of them, -1 = none
   // to score), appends the scores of the positions that have one.
   Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
-                 const int* next = nullptr, std::vector<double>* scores = nullptr);
-  // Norm, lm_head and log-softmax of row t at `target` (uses logits_).
-  Result<double> ScoreRow(const Ops& ops, size_t t, int target, int position);
+                 const int* next = nullptr, std::vector<TokenScore>* scores = nullptr,
+                 int top = 0);
+  // Norm, lm_head and log-softmax of row t at `target` and its `top` most
+  // likely tokens (uses logits_).
+  Result<TokenScore> ScoreRow(const Ops& ops, size_t t, int target, int top, int position);
 
   const Container& container_;
   const ModelConfig& cfg_;

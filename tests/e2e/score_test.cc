@@ -1,11 +1,12 @@
-// Session::Score (include/waste/model.h): the log-probability of every next
-// token from one prompt pass. Pinned against Eval: where a call ending at
+// Session::Score and ScoreTop (include/waste/model.h): the log-probability
+// of every next token from one prompt pass, and Generate's logprobs. Pinned against Eval: where a call ending at
 // position p would be chunked exactly as the scoring call's first p rows
 // (p a multiple of the 128-token chunk), the score at p-1 equals the
 // log-softmax of Eval's logits bit for bit; every family, AttnRes (K3)
 // included, since each row must be finished on its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -41,7 +42,7 @@ class ScoreTest : public ::testing::TestWithParam<const char*> {
     ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
     Config cfg;
     cfg.ctx_tokens = 1024;
-    cfg.max_sessions = 2;
+    cfg.max_sessions = 3;
     auto m = Model::Open(dir_.string(), cfg);
     ASSERT_TRUE(m.has_value()) << m.error().ToString();
     model_ = std::move(*m);
@@ -129,6 +130,107 @@ TEST_P(ScoreTest, RefusesWhatEvalRefuses) {
   std::vector<int> too_long(1025, 1);
   EXPECT_EQ(s->Score(too_long).error().code(), Errc::kArg);
   EXPECT_EQ(s->position(), 0);
+}
+
+// ScoreTop: the same scores as Score, plus each position's most likely
+// tokens, which are the log-softmax's largest entries of the logits Eval
+// gives at a chunk boundary (bit for bit), most likely first.
+TEST_P(ScoreTest, ScoreTopRanksTheAlternativesOfEvalsLogits) {
+  std::unique_ptr<Session> plain = New(), top = New(), eval = New();
+  ASSERT_TRUE(plain && top && eval);
+  const std::span<const int> ids(ids_.data(), 200);
+  auto scores = plain->Score(ids);
+  auto scored = top->ScoreTop(ids, 5);
+  ASSERT_TRUE(scores.has_value() && scored.has_value());
+  ASSERT_EQ(scored->size(), scores->size());
+  for (size_t i = 0; i < scored->size(); ++i) {
+    ASSERT_EQ((*scored)[i].logprob, (*scores)[i]) << "position " << i;
+    ASSERT_EQ((*scored)[i].top.size(), 5u);
+    for (size_t k = 1; k < 5; ++k) {
+      ASSERT_GE((*scored)[i].top[k - 1].logprob, (*scored)[i].top[k].logprob);
+    }
+    ASSERT_GE((*scored)[i].top[0].logprob, (*scored)[i].logprob);
+  }
+  auto logits = eval->Eval(ids.first(128));
+  ASSERT_TRUE(logits.has_value());
+  std::vector<std::pair<double, int>> all;
+  for (int id = 0; id < static_cast<int>(logits->size()); ++id) {
+    all.push_back({-LogSoftmaxAt(*logits, id), id});
+  }
+  std::sort(all.begin(), all.end());
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ((*scored)[127].top[k].token, all[k].second) << "rank " << k;
+    EXPECT_EQ((*scored)[127].top[k].logprob, -all[k].first) << "rank " << k;
+  }
+  EXPECT_EQ(top->ScoreTop(ids, -1).error().code(), Errc::kArg);
+}
+
+// Generate's logprobs (GenParams::logprobs, prompt_scores) are the raw
+// distribution's: the log-softmax of the very logits Eval gives on the same
+// feeds (bit for bit), whatever the temperature picked; the prompt's scores
+// are ScoreTop's.
+TEST_P(ScoreTest, GenerateReportsTheLogprobsOfTheLogitsItSampledFrom) {
+  const std::vector<int> prompt(ids_.begin(), ids_.begin() + 12);
+  for (float temperature : {0.0f, 1.0f}) {
+    std::unique_ptr<Session> gen = New();
+    ASSERT_TRUE(gen);
+    GenParams p;
+    p.max_tokens = 6;
+    p.temperature = temperature;
+    p.seed = 9;
+    p.ignore_eos = true;
+    p.logprobs = true;
+    p.top_logprobs = 3;
+    std::vector<TokenScore> prompt_scores;
+    p.prompt_scores = &prompt_scores;
+    std::vector<int> tokens;
+    std::vector<TokenScore> events;
+    auto r = gen->Generate(prompt, p, [&](const TokenEvent& ev) {
+      tokens.push_back(ev.token);
+      events.push_back({ev.logprob, {ev.top_logprobs.begin(), ev.top_logprobs.end()}});
+      return true;
+    });
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    ASSERT_EQ(tokens.size(), 6u);
+
+    std::unique_ptr<Session> scorer = New();
+    ASSERT_TRUE(scorer);
+    auto expected_prompt = scorer->ScoreTop(prompt, 3);
+    ASSERT_TRUE(expected_prompt.has_value());
+    ASSERT_EQ(prompt_scores.size(), prompt.size() - 1);
+    for (size_t i = 0; i < prompt_scores.size(); ++i) {
+      EXPECT_EQ(prompt_scores[i].logprob, (*expected_prompt)[i].logprob) << i;
+      ASSERT_EQ(prompt_scores[i].top.size(), 3u);
+      EXPECT_EQ(prompt_scores[i].top[0].token, (*expected_prompt)[i].top[0].token) << i;
+    }
+
+    scorer.reset();
+    std::unique_ptr<Session> replay = New();
+    ASSERT_TRUE(replay);
+    auto logits = replay->Eval(prompt);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      ASSERT_TRUE(logits.has_value()) << logits.error().ToString();
+      EXPECT_EQ(events[t].logprob, LogSoftmaxAt(*logits, tokens[t]))
+          << "token " << t << " at temperature " << temperature;
+      ASSERT_EQ(events[t].top.size(), 3u);
+      EXPECT_GE(events[t].top[0].logprob, events[t].logprob);
+      if (temperature == 0.0f) EXPECT_EQ(events[t].top[0].token, tokens[t]);
+      logits = replay->Eval(std::span<const int>(&tokens[t], 1));
+    }
+  }
+  // Off: nothing computed, nothing reported.
+  std::unique_ptr<Session> s = New();
+  GenParams p;
+  p.max_tokens = 2;
+  auto r = s->Generate(prompt, p, [](const TokenEvent& ev) {
+    EXPECT_EQ(ev.logprob, 0.0);
+    EXPECT_TRUE(ev.top_logprobs.empty());
+    return true;
+  });
+  ASSERT_TRUE(r.has_value());
+  p.logprobs = true;
+  p.top_logprobs = -1;
+  EXPECT_EQ(s->Generate(prompt, p, [](const TokenEvent&) { return true; }).error().code(), Errc::kArg);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ScoreTest,

@@ -73,7 +73,30 @@ try {
   check(unseeded.size > 1, "temperature 1 without seed varies");
   check(await sample({ seed: 9 }) === await sample({ seed: 9 }), "the same seed repeats");
 
-  for (const [params, field] of [[{ logprobs: true }, "logprobs"],
+  // Log probabilities as the client types them.
+  const withLogprobs = await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 6,
+    logprobs: true, top_logprobs: 2 });
+  const entries = withLogprobs.choices[0].logprobs?.content ?? [];
+  check(entries.length > 0 && entries.every((e) => typeof e.token === "string" &&
+        e.logprob <= 0 && Array.isArray(e.bytes) && e.top_logprobs.length === 2),
+        "chat logprobs: an entry per token with two alternatives");
+  const streamedEntries = [];
+  for await (const chunk of await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 6,
+    logprobs: true, top_logprobs: 2, stream: true })) {
+    for (const e of chunk.choices[0]?.logprobs?.content ?? []) streamedEntries.push(e);
+  }
+  check(JSON.stringify(streamedEntries) === JSON.stringify(entries),
+        "streamed chat logprobs equal the blocking ones");
+  const echoed = await client.completions.create({
+    model: "tiny", prompt: "Once upon", max_tokens: 0, echo: true, logprobs: 1 });
+  const lp = echoed.choices[0].logprobs;
+  check(echoed.choices[0].text === "Once upon" && lp.token_logprobs[0] === null &&
+        lp.token_logprobs.length === lp.tokens.length && lp.token_logprobs.slice(1).every((v) => v <= 0),
+        "completions echo with max_tokens 0 scores the prompt");
+
+  for (const [params, field] of [[{ top_logprobs: 2 }, "top_logprobs"],
                                  [{ tool_choice: "bogus" }, "tool_choice"]]) {
     try {
       await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }],

@@ -403,6 +403,130 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
+// Chat logprobs (docs/SERVER.md, "Log probabilities"): one entry per
+// generated token but the end marker, greedy picks are the top
+// alternative, and the stream carries exactly the blocking reply's entries.
+TEST_F(HttpTest, ChatLogprobsBlockingAndStreamedAgree) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Hello"}}})},
+              {"max_tokens", 10},
+              {"logprobs", true},
+              {"top_logprobs", 3}};
+  auto r = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json reply = ParseBody(r->body);
+  const Json& content = reply["choices"][0]["logprobs"]["content"];
+  ASSERT_TRUE(content.is_array());
+  const int generated = reply["usage"]["completion_tokens"].get<int>();
+  EXPECT_GE(static_cast<int>(content.size()), generated - 1);
+  EXPECT_LE(static_cast<int>(content.size()), generated);
+  ASSERT_FALSE(content.empty());
+  for (const Json& e : content) {
+    ASSERT_TRUE(e["token"].is_string());
+    ASSERT_TRUE(e["bytes"].is_array());
+    double lp = e["logprob"].get<double>();
+    EXPECT_LE(lp, 0.0);
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    // Greedy: the token is the most likely one, with its log-probability.
+    EXPECT_EQ(e["top_logprobs"][0]["token"], e["token"]);
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"].get<double>(), lp);
+    EXPECT_GE(e["top_logprobs"][1]["logprob"].get<double>(), e["top_logprobs"][2]["logprob"].get<double>());
+  }
+  EXPECT_TRUE(reply["choices"][0]["logprobs"]["refusal"].is_null());
+
+  req["stream"] = true;
+  auto st = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(st);
+  Json streamed = Json::array();
+  for (const Json& chunk : ParseSse(st->body)) {
+    if (!chunk.is_object() || chunk["choices"].empty()) continue;
+    const Json& lp = chunk["choices"][0]["logprobs"];
+    if (lp.is_null()) continue;
+    for (const Json& e : lp["content"]) streamed.push_back(e);
+  }
+  EXPECT_EQ(streamed, content);
+
+  // Without logprobs the field stays null.
+  Json plain = {{"messages", req["messages"]}, {"max_tokens", 2}};
+  auto p = c.Post("/v1/chat/completions", Dump(plain, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(ParseBody(p->body)["choices"][0]["logprobs"].is_null());
+}
+
+// Completions logprobs and echo, the shape evaluation harnesses read: the
+// prompt's tokens come back with their log-probabilities (null for the
+// first), then the generated ones; max_tokens 0 scores the prompt alone,
+// with the same figures; a streamed reply carries the same entries.
+TEST_F(HttpTest, CompletionsEchoScoresThePrompt) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto post = [&](const Json& req) {
+    auto r = c.Post("/v1/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r ? r->status : 0, 200) << (r ? r->body : "");
+    return r ? ParseBody(r->body) : Json();
+  };
+  const std::vector<int> prompt = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100};  // "Hello world"
+  Json gen = post({{"prompt", Json::array({prompt})}, {"max_tokens", 4}, {"logprobs", 2}, {"echo", true}});
+  const Json& lp = gen["choices"][0]["logprobs"];
+  const std::string text = gen["choices"][0]["text"];
+  EXPECT_EQ(text.rfind("Hello world", 0), 0u) << text;
+  const size_t n = lp["tokens"].size();
+  EXPECT_EQ(n, prompt.size() + gen["usage"]["completion_tokens"].get<size_t>());
+  ASSERT_EQ(lp["token_logprobs"].size(), n);
+  ASSERT_EQ(lp["top_logprobs"].size(), n);
+  ASSERT_EQ(lp["text_offset"].size(), n);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < n; ++i) {
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0) << i;
+    const Json& top = lp["top_logprobs"][i];
+    // The 2 most likely, plus the token itself when it is not one of them.
+    EXPECT_GE(top.size(), 1u);  // two tokens may share a spelling
+    EXPECT_LE(top.size(), 3u);
+    EXPECT_TRUE(top.contains(lp["tokens"][i].get<std::string>())) << i;
+    if (i < prompt.size()) EXPECT_EQ(lp["text_offset"][i].get<size_t>(), i);  // one character each
+    else EXPECT_GE(lp["text_offset"][i].get<size_t>(), lp["text_offset"][i - 1].get<size_t>());
+  }
+  EXPECT_EQ(lp["tokens"][0], "H");
+  EXPECT_EQ(lp["text_offset"][5], 5);
+
+  Json scored = post({{"prompt", prompt}, {"max_tokens", 0}, {"logprobs", 2}, {"echo", true}});
+  EXPECT_EQ(scored["choices"][0]["text"], "Hello world");
+  EXPECT_EQ(scored["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(scored["usage"]["completion_tokens"], 0);
+  const Json& only = scored["choices"][0]["logprobs"];
+  ASSERT_EQ(only["tokens"].size(), prompt.size());
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (size_t i = 0; i < prompt.size(); ++i) EXPECT_EQ(only[key][i], lp[key][i]) << key << " " << i;
+  }
+
+  Json streamed_req = {{"prompt", prompt}, {"max_tokens", 4}, {"logprobs", 2}, {"echo", true},
+                       {"stream", true}};
+  auto st = c.Post("/v1/completions", Dump(streamed_req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(st);
+  std::string streamed_text;
+  Json tokens = Json::array(), offsets = Json::array();
+  for (const Json& chunk : ParseSse(st->body)) {
+    if (!chunk.is_object() || chunk["choices"].empty()) continue;
+    streamed_text += chunk["choices"][0]["text"].get<std::string>();
+    const Json& l = chunk["choices"][0]["logprobs"];
+    if (l.is_null()) continue;
+    for (const Json& t : l["tokens"]) tokens.push_back(t);
+    for (const Json& o : l["text_offset"]) offsets.push_back(o);
+  }
+  EXPECT_EQ(streamed_text, text);
+  EXPECT_EQ(tokens, lp["tokens"]);
+  EXPECT_EQ(offsets, lp["text_offset"]);
+
+  // Echo without logprobs: the text only.
+  Json echoed = post({{"prompt", "Hi"}, {"max_tokens", 1}, {"echo", true}});
+  EXPECT_EQ(echoed["choices"][0]["text"].get<std::string>().rfind("Hi", 0), 0u);
+  EXPECT_TRUE(echoed["choices"][0]["logprobs"].is_null());
+}
+
 // A forced tool call is constrained by the tool's parameter schema: even a
 // random-weight model calls the named tool with arguments that validate.
 TEST_F(HttpTest, ForcedToolCallArgumentsFollowTheSchema) {

@@ -18,9 +18,9 @@ bool NeedsVision(const Json& c) { return c["server"].value("vision", false); }
 
 // Where we answer differently on purpose (docs/SERVER.md): an image whose
 // bytes are not an image is the request's fault, a 400 naming image_url,
-// not the reference's 500 with a temp path in it; `logprobs: true` is a 400
-// (unsupported_parameter), not silently ignored; a bad
-// max_completion_tokens is named max_completion_tokens.
+// not the reference's 500 with a temp path in it; a bad
+// max_completion_tokens is named max_completion_tokens. (`logprobs: true`
+// is no longer ignored: it is answered, and the prompt is the golden's.)
 const Json* OurAnswer(const std::string& name) {
   static const Json kUndecodable = {{"status", 400},
                                     {"error",
@@ -28,13 +28,6 @@ const Json* OurAnswer(const std::string& name) {
                                        {{"type", "invalid_request_error"},
                                         {"param", "image_url"},
                                         {"code", "invalid_image"}}}}}};
-  // logprobs / top_logprobs are refused as unsupported, not ignored.
-  static const Json kLogprobs = {{"status", 400},
-                                 {"error",
-                                  {{"error",
-                                    {{"type", "invalid_request_error"},
-                                     {"param", "logprobs"},
-                                     {"code", "unsupported_parameter"}}}}}};
   if (name == "image_undecodable_is_500") return &kUndecodable;
   // A bad max_completion_tokens is named as sent (the reference said max_tokens).
   static const Json kMaxCompletion = {{"status", 400},
@@ -43,7 +36,6 @@ const Json* OurAnswer(const std::string& name) {
                                          {{"type", "invalid_request_error"},
                                           {"param", "max_completion_tokens"},
                                           {"code", nullptr}}}}}};
-  if (name == "unknown_fields_ignored") return &kLogprobs;
   if (name == "max_completion_tokens_float") return &kMaxCompletion;
   return nullptr;
 }

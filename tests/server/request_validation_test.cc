@@ -164,17 +164,8 @@ TEST_F(RequestValidation, ChatJsonRepliesStopAtTurnHeaders) {
 }
 
 TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
-  const ChatFormat f = Xtml();
-  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
-  for (const char* field : {R"("logprobs": true)", R"("top_logprobs": 3)"}) {
-    auto e = Chat(f, "{" + user + ", " + field + "}");
-    ASSERT_TRUE(e) << field;
-    EXPECT_EQ(e->code.value_or(""), "unsupported_parameter");
-    EXPECT_NE(std::string(field).find(e->param.value_or("?")), std::string::npos);
-  }
-  EXPECT_FALSE(Chat(f, "{" + user + R"(, "logprobs": false, "top_logprobs": null})"));
-  for (const char* field : {R"("logprobs": 2)", R"("echo": true)", R"("suffix": "end")",
-                            R"("best_of": 3)", R"("response_format": {"type": "json_object"})"}) {
+  for (const char* field : {R"("suffix": "end")", R"("best_of": 3)",
+                            R"("response_format": {"type": "json_object"})"}) {
     auto e = Completion(std::string(R"({"prompt": "x", )") + field + "}");
     ASSERT_TRUE(e) << field;
     EXPECT_EQ(e->code.value_or(""), "unsupported_parameter");
@@ -182,6 +173,70 @@ TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
   }
   EXPECT_FALSE(Completion(R"({"prompt": "x", "echo": false, "best_of": 1, "logprobs": null,
                               "response_format": {"type": "text"}})"));
+}
+
+// logprobs (docs/SERVER.md, "Log probabilities"): chat takes a boolean and
+// top_logprobs 0..20 (only with logprobs), completions a count 0..20 and
+// echo; what they ask reaches the engine's parameters.
+TEST_F(RequestValidation, LogprobsAreCheckedAndReachTheEngine) {
+  const ChatFormat f = Xtml();
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  PreparedChat chat;
+  ASSERT_FALSE(Chat(f, "{" + user + R"(, "logprobs": true, "top_logprobs": 4})", &chat));
+  EXPECT_TRUE(chat.params.logprobs);
+  EXPECT_EQ(chat.params.top_logprobs, 4);
+  PreparedChat off;
+  ASSERT_FALSE(Chat(f, "{" + user + R"(, "logprobs": false, "top_logprobs": null})", &off));
+  EXPECT_FALSE(off.params.logprobs);
+  for (const char* field : {R"("top_logprobs": 3)", R"("logprobs": true, "top_logprobs": 21)",
+                            R"("logprobs": "yes")", R"("logprobs": true, "top_logprobs": -1)",
+                            R"("logprobs": true, "top_logprobs": 2.5)"}) {
+    auto e = Chat(f, "{" + user + ", " + field + "}");
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->status, 400) << field;
+    EXPECT_TRUE(e->param == "logprobs" || e->param == "top_logprobs") << field;
+  }
+  PreparedCompletion c;
+  ASSERT_FALSE(Completion(R"({"prompt": "x", "logprobs": 2, "echo": true})", &c));
+  EXPECT_TRUE(c.params.logprobs);
+  EXPECT_EQ(c.params.top_logprobs, 2);
+  EXPECT_TRUE(c.logprobs.echo);
+  EXPECT_EQ(c.echo_text, "x");
+  EXPECT_FALSE(c.score_only);
+  PreparedCompletion zero;
+  ASSERT_FALSE(Completion(R"({"prompt": "x", "logprobs": 0})", &zero));
+  EXPECT_TRUE(zero.params.logprobs);
+  EXPECT_EQ(zero.params.top_logprobs, 0);
+  for (const char* field : {R"("logprobs": 21)", R"("logprobs": true)", R"("echo": 1)"}) {
+    auto e = Completion(std::string(R"({"prompt": "x", )") + field + "}");
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->status, 400) << field;
+  }
+  // max_tokens 0 only with echo: the prompt is scored, nothing generated.
+  PreparedCompletion score;
+  ASSERT_FALSE(Completion(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})", &score));
+  EXPECT_TRUE(score.score_only);
+  auto e = Completion(R"({"prompt": "x", "max_tokens": 0})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param.value_or(""), "max_tokens");
+}
+
+// A completion's prompt may be token ids, as OpenAI's API takes them: an
+// array of integers or an array of one such array; ids outside the
+// vocabulary and more than one prompt are refused.
+TEST_F(RequestValidation, CompletionPromptsMayBeTokenIds) {
+  PreparedCompletion flat, nested;
+  ASSERT_FALSE(Completion(R"({"prompt": [120, 121, 122], "echo": true})", &flat));
+  EXPECT_EQ(flat.ids, (std::vector<int>{120, 121, 122}));
+  EXPECT_EQ(flat.echo_text, "xyz");
+  ASSERT_FALSE(Completion(R"({"prompt": [[120, 121]]})", &nested));
+  EXPECT_EQ(nested.ids, (std::vector<int>{120, 121}));
+  for (const char* prompt : {"[]", "[-1]", "[1, 1000000]", "[[1], [2]]", R"(["a", "b"])", "[1.5]",
+                             "[[]]"}) {
+    auto e = Completion(std::string(R"({"prompt": )") + prompt + "}");
+    ASSERT_TRUE(e) << prompt;
+    EXPECT_EQ(e->param.value_or(""), "prompt") << prompt;
+  }
 }
 
 TEST_F(RequestValidation, MaxCompletionTokensIsNamedAsSent) {

@@ -1,0 +1,97 @@
+#include "logprobs.h"
+
+#include "chat_turn.h"
+
+namespace waste::server {
+namespace {
+
+Json Bytes(std::string_view piece) {
+  Json out = Json::array();
+  for (char c : piece) out.push_back(static_cast<int>(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Code points a piece starts: every byte that is not a UTF-8 continuation
+// byte. Summed over the pieces this is the character index into the
+// decoded text (for valid UTF-8), however the pieces split a character.
+int64_t CharacterStarts(std::string_view piece) {
+  int64_t n = 0;
+  for (char c : piece) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
+// A completion token's spelling: its text, or, when the piece is not valid
+// UTF-8 on its own (a character split across tokens), "bytes:" and each
+// byte as \xNN, as OpenAI spells such tokens — so distinct byte pieces
+// stay distinct keys of a top_logprobs map.
+std::string Spelling(std::string_view piece) {
+  std::string text = SanitizeUtf8(piece);
+  if (text == piece) return text;
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "bytes:";
+  for (char c : piece) {
+    auto b = static_cast<unsigned char>(c);
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+Json ChatLogprobEntry(const Engine& engine, int token, std::string_view piece, double logprob,
+                      std::span<const TokenLogprob> top) {
+  Json alternatives = Json::array();
+  for (const TokenLogprob& t : top) {
+    const std::string p = engine.TokenPiece(t.token);
+    alternatives.push_back({{"token", SanitizeUtf8(p)}, {"logprob", t.logprob}, {"bytes", Bytes(p)}});
+  }
+  return {{"token", SanitizeUtf8(piece)},
+          {"logprob", logprob},
+          {"bytes", Bytes(piece)},
+          {"top_logprobs", std::move(alternatives)}};
+}
+
+Json ChatLogprobs(Json content) { return {{"content", std::move(content)}, {"refusal", nullptr}}; }
+
+void CompletionLogprobs::Add(int token, std::string_view piece, std::optional<double> logprob,
+                             std::span<const TokenLogprob> top) {
+  tokens_.push_back(Spelling(piece));
+  text_offset_.push_back(offset_);
+  offset_ += CharacterStarts(piece);
+  if (!logprob) {
+    token_logprobs_.push_back(nullptr);
+    top_logprobs_.push_back(nullptr);
+    return;
+  }
+  token_logprobs_.push_back(*logprob);
+  // Most likely first; a spelling two tokens share (rare: equal pieces)
+  // keeps the likelier.
+  Json map = Json::object();
+  bool has_token = false;
+  for (const TokenLogprob& t : top) {
+    std::string key = Spelling(engine_.TokenPiece(t.token));
+    if (!map.contains(key)) map[key] = t.logprob;
+    has_token = has_token || t.token == token;
+  }
+  if (!has_token) {
+    std::string key = Spelling(piece);
+    if (!map.contains(key)) map[key] = *logprob;
+  }
+  top_logprobs_.push_back(std::move(map));
+}
+
+Json CompletionLogprobs::Take() {
+  Json out = {{"tokens", std::move(tokens_)},
+              {"token_logprobs", std::move(token_logprobs_)},
+              {"top_logprobs", std::move(top_logprobs_)},
+              {"text_offset", std::move(text_offset_)}};
+  tokens_ = Json::array();
+  token_logprobs_ = Json::array();
+  top_logprobs_ = Json::array();
+  text_offset_ = Json::array();
+  return out;
+}
+
+}  // namespace waste::server
