@@ -171,6 +171,7 @@ struct TokenEvent {
   std::string_view piece;            // raw bytes (may split a UTF-8 character)
   uint64_t experts_hit = 0, experts_missed = 0, bytes_read = 0;
   double ms_total = 0;
+  double ms_io = 0;                  // of ms_total, waiting for expert reads
   // With GenParams::logprobs: log p(token) at this step and the step's
   // top_logprobs most likely tokens (valid during the callback); else 0 and
   // empty.

@@ -20,6 +20,7 @@ struct waste_ctx {
   std::unique_ptr<waste::Session> session;
   std::string detail;  // what waste_error_detail returns; empty = NULL
   std::optional<waste::ExpertFailureInfo> failed_expert;  // waste_failed_expert
+  bool logprobs = false;  // waste_set_logprobs
 };
 
 namespace {
@@ -257,6 +258,7 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
     gp.top_k = p.top_k;
     gp.seed = p.seed;
     gp.stop_tokens.assign(p.stop_tokens, p.stop_tokens + p.n_stop_tokens);
+    gp.logprobs = ctx->logprobs;
     std::vector<int> ids(prompt, prompt + n);
     waste::TokenCallback on_token;
     if (cb != nullptr) {
@@ -264,10 +266,12 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
         waste_token_info info{};
         info.token_index = e.index;
         info.token = e.token;
+        info.logprob = static_cast<float>(e.logprob);
         info.experts_hit = e.experts_hit;
         info.experts_missed = e.experts_missed;
         info.bytes_read = e.bytes_read;
         info.ms_total = e.ms_total;
+        info.ms_io = e.ms_io;
         std::string piece(e.piece);  // NUL-terminated copy
         return cb(piece.c_str(), piece.size(), &info, user) == 0;
       };
@@ -284,6 +288,13 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
   } catch (...) {
     return WASTE_E_OOM;
   }
+}
+
+waste_status waste_set_logprobs(waste_ctx* ctx, int enabled) {
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  ctx->logprobs = enabled != 0;
+  return WASTE_OK;
 }
 
 waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n, const float** logits,

@@ -487,6 +487,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       ev.experts_missed = after.misses - before.misses;
       ev.bytes_read = after.bytes_read - before.bytes_read;
       ev.ms_total = dt * 1000.0;
+      ev.ms_io = (after.read_seconds - before.read_seconds) * 1000.0;
       if (params.logprobs) {
         ev.logprob = picked_logprob;
         ev.top_logprobs = picked_top;

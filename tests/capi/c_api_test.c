@@ -136,11 +136,13 @@ struct Collected {
   size_t n;
   size_t stop_after; /* cancel once this many arrived (0 = never) */
   size_t bytes;
+  float logprobs[64]; /* info->logprob of each token */
 };
 
 static int Collect(const char* piece, size_t len, const waste_token_info* info, void* user) {
   struct Collected* c = (struct Collected*)user;
   if (c->n < 64) c->ids[c->n] = info->token;
+  if (c->n < 64) c->logprobs[c->n] = info->logprob;
   ++c->n;
   c->bytes += len;
   (void)piece;
@@ -314,6 +316,21 @@ int main(void) {
   for (size_t i = 0; i < n_prompt; ++i) CHECK(scores[i] <= 0.0 && scores[i] > -1e9);
   CHECK(fabs(scores[n_prompt - 1] - expect_last) < 1e-9);
   CHECK(waste_score(ctx, prompt, 0, -1, scores) == WASTE_E_ARG);
+  /* waste_set_logprobs: each token's log-probability; the first greedy
+   * token's is the log-softmax maximum after the prompt. Off: 0. */
+  waste_state_reset(ctx);
+  CHECK(waste_set_logprobs(ctx, 1) == WASTE_OK);
+  gp.max_tokens = 4;
+  struct Collected lp = {{0}, 0, 0, 0, {0}};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &lp) == WASTE_OK);
+  CHECK(lp.n == 4 && fabs(lp.logprobs[0] - (float)expect_last) < 1e-5);
+  for (size_t i = 0; i < lp.n; ++i) CHECK(lp.logprobs[i] <= 0.0f && lp.logprobs[i] > -1e9f);
+  waste_state_reset(ctx);
+  CHECK(waste_set_logprobs(ctx, 0) == WASTE_OK);
+  struct Collected off = {{0}, 0, 0, 0, {0}};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &off) == WASTE_OK);
+  CHECK(off.n == 4 && off.logprobs[0] == 0.0f && SameIds(off.ids, off.n, lp.ids, lp.n));
+  CHECK(waste_set_logprobs(NULL, 1) == WASTE_E_ARG);
   /* An argument failure replaces the previous call's detail. */
   int32_t far[] = {1, 99999};
   CHECK(waste_eval(ctx, far, 2, &logits, &vocab) == WASTE_E_ARG);
