@@ -1,6 +1,6 @@
 // libFuzzer target: a /v1/chat/completions request body, through everything
 // the server does before a request waits for the engine: JSON parsing, the
-// field validation (messages, sampling, stream, thinking), both chat
+// field validation (messages, sampling, logprobs, stream, thinking), both chat
 // renderers (XTML with two media blocks on offer, and a chat.json
 // template), and the grammar compilation of `response_format` json_schema
 // and of every declared tool's parameter schema.
@@ -66,6 +66,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckError(waste::server::ParseSampling(body, &sampling));
   for (const auto& s : sampling.stops) {
     if (s.empty()) __builtin_trap();
+  }
+  // Log probabilities, both routes' rules: what passes is in range, and a
+  // chat request's alternatives come only with logprobs on.
+  for (bool chat : {true, false}) {
+    waste::server::LogprobsRequest lp;
+    auto e = waste::server::ParseLogprobs(body, chat, &lp);
+    CheckError(e);
+    if (!e && (lp.top < 0 || lp.top > waste::server::kMaxTopLogprobs || (chat && lp.top > 0 && !lp.on))) {
+      __builtin_trap();
+    }
+    waste::server::SamplingRequest echo_sampling;
+    CheckError(waste::server::ParseSampling(body, &echo_sampling, /*allow_zero_max=*/true));
   }
   bool stream = false, include_usage = false;
   CheckError(waste::server::ParseStream(body, &stream, &include_usage));
