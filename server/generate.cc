@@ -206,7 +206,8 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   const bool scored_prompt = echo && req.logprobs.on;  // every prompt position's logprob
   std::vector<TokenScore> prompt_scores;
   CompletionLogprobs logprobs(engine);
-  // The echoed prompt and its logprobs: before the first generated token.
+  // The echoed prompt and its logprobs: sent once, before the first
+  // generated token (or at the end when none comes).
   bool echo_due = echo;
   auto add_prompt = [&]() {
     if (!scored_prompt) return;
@@ -228,12 +229,14 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     if (req.include_usage) chunk = WithNullUsage(std::move(chunk));
     if (!client_gone && !sink(SseEvent(chunk))) client_gone = true;
   };
+  auto emit_echo = [&]() {
+    if (!echo_due) return;
+    echo_due = false;
+    add_prompt();
+    if (sink) send(SanitizeUtf8(req.echo_text));
+  };
   auto flush = [&]() {
-    if (echo_due) {
-      echo_due = false;
-      add_prompt();
-      if (sink) send(SanitizeUtf8(req.echo_text));
-    }
+    emit_echo();
     for (Json& d : deltas) {
       auto text = d.find("content");
       if (!sink || text == d.end() || text->get_ref<const std::string&>().empty()) continue;
@@ -288,15 +291,8 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     st = AsStatus(session->Generate(run->rest, params, [&](const TokenEvent& ev) {
       if (delivered++ == 0) r.prefill_ms = MsSince(t0);
       bool more = turn.OnToken(ev.token, ev.piece, &deltas);
-      if (req.logprobs.on) {
-        // Echoed prompt entries go first (flush adds them once).
-        if (echo_due) {
-          echo_due = false;
-          add_prompt();
-          if (sink) send(SanitizeUtf8(req.echo_text));
-        }
-        logprobs.Add(ev.token, ev.piece, ev.logprob, ev.top_logprobs);
-      }
+      emit_echo();  // the prompt's entries come before the first token's
+      if (req.logprobs.on) logprobs.Add(ev.token, ev.piece, ev.logprob, ev.top_logprobs);
       flush();
       if (!more) turn_stopped = true;
       if (cancel.load() || client_gone) {
