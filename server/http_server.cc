@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "platform/platform.h"
 #include "prepare.h"
+#include "responses.h"
 #include "session_pool.h"
 #include "web_page.h"
 
@@ -209,7 +210,7 @@ struct HttpServer::Impl {
   void Post(const httplib::Request& req, httplib::Response& res) {
     std::string path = NormalizePath(req.path);
     bool known = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                 path == "/tokenize" || path == "/detokenize";
+                 path == "/v1/responses" || path == "/tokenize" || path == "/detokenize";
     if (!known) {
       Fail(res, {404, "not_found_error", "no route for POST " + req.path, std::nullopt, std::nullopt});
       return;
@@ -229,6 +230,7 @@ struct HttpServer::Impl {
     if (!ReadBody(req, res, &body)) return;
     if (path == "/v1/chat/completions") Chat(req, body, res);
     else if (path == "/v1/completions") Completion(req, body, res);
+    else if (path == "/v1/responses") Responses(req, body, res);
     else if (path == "/tokenize") Tokenize(body, res);
     else Detokenize(body, res);
   }
@@ -323,14 +325,65 @@ struct HttpServer::Impl {
     });
   }
 
+  // /v1/responses: the chat path under the Responses API's names
+  // (responses.h); a chat-side error names the chat field it checked, so
+  // the names that differ are put back.
+  void Responses(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
+    Json chat_body;
+    if (auto e = ResponsesToChat(body, &chat_body)) return Fail(res, *e);
+    auto chat = std::make_shared<PreparedChat>();
+    if (auto e = PrepareChat(chat_body, format, engine, limits, chat.get())) {
+      static const std::pair<const char*, const char*> kNames[] = {
+          {"max_tokens", "max_output_tokens"},
+          {"response_format", "text.format"},
+          {"response_format.type", "text.format.type"},
+          {"reasoning_effort", "reasoning.effort"}};
+      for (const auto& [chat_name, name] : kNames) {
+        if (e->param == chat_name) e->param = name;
+      }
+      return Fail(res, *e);
+    }
+    const ResponseHeader rh = NewResponseHeader(body, options.model_id, UnixNow());
+    const ReplyHeader header{NewResponseId("chatcmpl"), rh.created_at, options.model_id};
+    if (!chat->stream) {
+      return Blocking(http_req, res, [this, chat, header, rh](Engine& e, const std::atomic<bool>& cancel) {
+        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, cancel);
+        if (!r.error && !r.cancelled) r.body = ResponseFromChat(rh, r.body);
+        return r;
+      });
+    }
+    ResponsesStream closing(rh);
+    std::vector<std::string> last_words =
+        closing.OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n");
+    Stream(
+        res,
+        [this, chat, header, rh](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
+          ResponsesStream events(rh);
+          auto send = [&](const std::vector<std::string>& out) {
+            bool ok = true;
+            for (const std::string& ev : out) ok = sink(ev) && ok;
+            return ok;
+          };
+          send(events.Start());
+          return GenerateChat(e, *pool, *chat, format, header,
+                              [&](const std::string& ev) { return send(events.OnChatEvent(ev)); },
+                              cancel);
+        },
+        std::move(last_words));
+  }
+
   // A streamed reply: `run` generates on the engine thread, pushing SSE
-  // events into a channel this connection's thread writes out.
+  // events into a channel this connection's thread writes out. On shutdown
+  // the stream ends with `shutdown_events` (empty: a chat stream's error
+  // event and [DONE]).
   using StreamRun = std::function<GenerateResult(Engine&, const EventSink&, const std::atomic<bool>&)>;
-  void Stream(httplib::Response& res, StreamRun run) {
+  void Stream(httplib::Response& res, StreamRun run, std::vector<std::string> shutdown_events = {}) {
     auto channel = std::make_shared<EventChannel>();
-    auto last_words = [channel] {
-      channel->PushAlways("data: " + ErrorBody(ShuttingDown()) + "\n\n");
-      channel->PushAlways("data: [DONE]\n\n");
+    if (shutdown_events.empty()) {
+      shutdown_events = {"data: " + ErrorBody(ShuttingDown()) + "\n\n", "data: [DONE]\n\n"};
+    }
+    auto last_words = [channel, shutdown_events] {
+      for (const std::string& ev : shutdown_events) channel->PushAlways(ev);
     };
     bool queued = worker->Submit(
         [this, run = std::move(run), channel, last_words](Engine& e) {

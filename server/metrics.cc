@@ -19,8 +19,9 @@ std::string Num(double v) {
 
 void Metrics::CountRequest(const std::string& path, int status) {
   // Known routes only, so scanners cannot grow the label set.
-  static const char* kRoutes[] = {"/",         "/health",    "/v1/models",          "/metrics",
-                                  "/tokenize", "/detokenize", "/v1/chat/completions", "/v1/completions"};
+  static const char* kRoutes[] = {"/",         "/health",     "/v1/models",           "/metrics",
+                                  "/tokenize", "/detokenize", "/v1/chat/completions", "/v1/completions",
+                                  "/v1/responses"};
   std::string route = "other";
   for (const char* r : kRoutes) if (path == r) route = r;
   if (path.rfind("/v1/models/", 0) == 0) route = "/v1/models/{id}";

@@ -96,6 +96,29 @@ try {
         lp.token_logprobs.length === lp.tokens.length && lp.token_logprobs.slice(1).every((v) => v <= 0),
         "completions echo with max_tokens 0 scores the prompt");
 
+  // The Responses API through the client's own methods and types.
+  const resp = await client.responses.create({ model: "tiny", input: "Hello", max_output_tokens: 12 });
+  const sameChat = await client.chat.completions.create({
+    model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 12 });
+  check(resp.object === "response" && resp.output_text === (sameChat.choices[0].message.content ?? ""),
+        "responses.create: output_text equals the chat reply to the same prompt");
+  let streamedText = "", lastEvent = "";
+  for await (const ev of await client.responses.create({
+    model: "tiny", input: "Hello", max_output_tokens: 12, stream: true })) {
+    if (ev.type === "response.output_text.delta") streamedText += ev.delta;
+    lastEvent = ev.type;
+  }
+  check(streamedText === resp.output_text &&
+        (lastEvent === "response.completed" || lastEvent === "response.incomplete"),
+        "streamed response events rebuild the text and end with the response");
+  try {
+    await client.responses.create({ model: "tiny", input: "x", previous_response_id: "resp_1" });
+    check(false, "previous_response_id is refused");
+  } catch (e) {
+    check(e instanceof OpenAI.BadRequestError && e.param === "previous_response_id",
+          "400 names previous_response_id");
+  }
+
   for (const [params, field] of [[{ top_logprobs: 2 }, "top_logprobs"],
                                  [{ tool_choice: "bogus" }, "tool_choice"]]) {
     try {

@@ -527,6 +527,109 @@ TEST_F(HttpTest, CompletionsEchoScoresThePrompt) {
   EXPECT_TRUE(echoed["choices"][0]["logprobs"].is_null());
 }
 
+// /v1/responses (docs/SERVER.md, "The Responses API"): the chat path under
+// the Responses names. The same prompt gives the chat reply's text and
+// reasoning as output items; a stream's events are numbered in order, its
+// deltas concatenate to the blocking items and it ends with the final
+// response; function tools, forced calls and a call's round trip work;
+// what cannot be served is a 400 naming the Responses field.
+TEST_F(HttpTest, ResponsesApiServesTheChatPath) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto post = [&](const char* path, const Json& req) {
+    auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(0, std::string());
+  };
+  auto [cs, chat_text] = post("/v1/chat/completions",
+      {{"messages", Json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                 {{"role", "user"}, {"content", "Hello"}}})},
+       {"max_tokens", 12}});
+  ASSERT_EQ(cs, 200) << chat_text;
+  const Json chat = ParseBody(chat_text)["choices"][0];
+  const Json req = {{"model", "tiny"}, {"instructions", "Be brief."}, {"input", "Hello"},
+                    {"max_output_tokens", 12}};
+  auto [rs, resp_text] = post("/v1/responses", req);
+  ASSERT_EQ(rs, 200) << resp_text;
+  const Json resp = ParseBody(resp_text);
+  EXPECT_EQ(resp["object"], "response");
+  EXPECT_EQ(resp["id"].get<std::string>().rfind("resp_", 0), 0u);
+  std::string reasoning, text;
+  for (const Json& item : resp["output"]) {
+    if (item["type"] == "reasoning") reasoning += item["content"][0]["text"].get<std::string>();
+    if (item["type"] == "message") text += item["content"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, chat["message"].value("reasoning_content", std::string()));
+  EXPECT_EQ(text, chat["message"]["content"].is_string() ? chat["message"]["content"].get<std::string>() : "");
+  EXPECT_EQ(resp["status"], chat["finish_reason"] == "length" ? "incomplete" : "completed");
+  EXPECT_EQ(resp["usage"]["input_tokens"], ParseBody(chat_text)["usage"]["prompt_tokens"]);
+  EXPECT_EQ(resp["usage"]["output_tokens"], ParseBody(chat_text)["usage"]["completion_tokens"]);
+
+  // Streamed: numbered events, deltas that rebuild the blocking items.
+  Json stream_req = req;
+  stream_req["stream"] = true;
+  auto st = c.Post("/v1/responses", Dump(stream_req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->status, 200);
+  std::vector<Json> events = ParseSse(st->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front()["type"], "response.created");
+  std::string streamed_reasoning, streamed_text;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], i);
+    if (events[i]["type"] == "response.reasoning_text.delta") streamed_reasoning += events[i]["delta"].get<std::string>();
+    if (events[i]["type"] == "response.output_text.delta") streamed_text += events[i]["delta"].get<std::string>();
+  }
+  EXPECT_EQ(streamed_reasoning, reasoning);
+  EXPECT_EQ(streamed_text, text);
+  const Json& last = events.back();
+  EXPECT_EQ(last["type"], resp["status"] == "incomplete" ? "response.incomplete" : "response.completed");
+  EXPECT_EQ(last["response"]["output"].size(), resp["output"].size());
+  EXPECT_EQ(last["response"]["usage"], resp["usage"]);
+  EXPECT_NE(st->body.find("event: response.created\n"), std::string::npos);
+
+  // A forced function call, flat tools as the Responses API declares them.
+  const Json tools = Json::array({{{"type", "function"}, {"name", "get_weather"},
+                                   {"parameters", {{"type", "object"},
+                                                   {"properties", {{"city", {{"type", "string"}}}}},
+                                                   {"required", Json::array({"city"})}}}}});
+  Json forced = {{"input", "Weather in Paris?"}, {"tools", tools}, {"max_output_tokens", 160},
+                 {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}}};
+  auto [fs, forced_text] = post("/v1/responses", forced);
+  ASSERT_EQ(fs, 200) << forced_text;
+  const Json forced_reply = ParseBody(forced_text);
+  EXPECT_EQ(forced_reply["status"], "completed");
+  Json call;
+  for (const Json& item : forced_reply["output"]) {
+    if (item["type"] == "function_call") call = item;
+  }
+  ASSERT_TRUE(call.is_object()) << forced_text;
+  EXPECT_EQ(call["name"], "get_weather");
+  EXPECT_TRUE(ParseBody(call["arguments"].get<std::string>()).contains("city")) << call.dump();
+  // ... and its round trip: the call and its output as input items.
+  Json round = {{"tools", tools}, {"max_output_tokens", 8},
+                {"input", Json::array({{{"role", "user"}, {"content", "Weather in Paris?"}},
+                                       call,
+                                       {{"type", "function_call_output"}, {"call_id", call["call_id"]},
+                                        {"output", "18C, sunny"}}})}};
+  auto [ts, round_text] = post("/v1/responses", round);
+  EXPECT_EQ(ts, 200) << round_text;
+
+  // What cannot be served names the Responses field.
+  const std::pair<Json, const char*> refused[] = {
+      {{{"input", "x"}, {"previous_response_id", "resp_1"}}, "previous_response_id"},
+      {{{"input", "x"}, {"tools", Json::array({{{"type", "web_search"}}})}}, "tools[0].type"},
+      {{{"model", "tiny"}}, "input"},
+      {{{"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
+      {{{"input", Json::array({{{"type", "item_reference"}, {"id", "x"}}})}}, "input[0].type"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"}};
+  for (const auto& [body, param] : refused) {
+    auto [status, text] = post("/v1/responses", body);
+    EXPECT_EQ(status, 400) << body.dump();
+    EXPECT_EQ(ParseBody(text)["error"]["param"], param) << text;
+  }
+}
+
 // A forced tool call is constrained by the tool's parameter schema: even a
 // random-weight model calls the named tool with arguments that validate.
 TEST_F(HttpTest, ForcedToolCallArgumentsFollowTheSchema) {
