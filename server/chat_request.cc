@@ -378,18 +378,23 @@ std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool*
     *thinking = false;
     return std::nullopt;
   }
-  if (lower == "low" || lower == "high" || lower == "max") {
+  // "medium" is OpenAI's default effort, which agents send unasked; K3's
+  // encoder has no note for it, so it is thinking with the model's own
+  // default effort: the prompt of a request that names no effort
+  // (docs/SERVER.md, "Differences from the reference server").
+  if (lower == "low" || lower == "high" || lower == "max" || lower == "medium") {
     if (b && !b->get<bool>()) {
       return BadRequest("'thinking' is false but 'reasoning_effort' asks for reasoning - pick one",
                         "reasoning_effort");
     }
     *thinking = true;
-    *effort = lower;
+    if (lower != "medium") *effort = lower;
     return std::nullopt;
   }
   return BadRequest("reasoning_effort='" + e->get<std::string>() +
-                        "' is not supported by this model: use 'low', 'high' or 'max', or "
-                        "'none', 'minimal' or 'off' to answer without reasoning",
+                        "' is not supported by this model: use 'low', 'medium' (the model's "
+                        "default), 'high' or 'max', or 'none', 'minimal' or 'off' to answer "
+                        "without reasoning",
                     "reasoning_effort");
 }
 
