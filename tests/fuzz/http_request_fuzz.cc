@@ -1,6 +1,7 @@
 // libFuzzer target: a /v1/chat/completions request body, through everything
 // the server does before a request waits for the engine: JSON parsing, the
-// field validation (messages, sampling, logprobs, stream, thinking), both chat
+// field validation (messages, sampling, logprobs, stream, thinking), the
+// Responses API's translation to a chat body, both chat
 // renderers (XTML with two media blocks on offer, and a chat.json
 // template), and the grammar compilation of `response_format` json_schema
 // and of every declared tool's parameter schema.
@@ -19,6 +20,7 @@
 #include "chat_request.h"
 #include "json_text.h"
 #include "render.h"
+#include "responses.h"
 #include "waste/grammar.h"
 
 namespace {
@@ -78,6 +80,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     waste::server::SamplingRequest echo_sampling;
     CheckError(waste::server::ParseSampling(body, &echo_sampling, /*allow_zero_max=*/true));
+  }
+  // The same body as a Responses request: its translation either refuses
+  // (a 4xx naming the field) or is a chat body the chat checks accept or
+  // refuse cleanly.
+  {
+    Json chat;
+    auto e = waste::server::ResponsesToChat(body, &chat);
+    CheckError(e);
+    if (!e) {
+      if (!chat.is_object() || !chat.contains("messages")) __builtin_trap();
+      CheckError(waste::server::ValidateMessages(chat, /*vision=*/true));
+      waste::server::SamplingRequest chat_sampling;
+      CheckError(waste::server::ParseSampling(chat, &chat_sampling));
+      CheckError(waste::server::ValidateToolOptions(chat));
+    }
   }
   bool stream = false, include_usage = false;
   CheckError(waste::server::ParseStream(body, &stream, &include_usage));

@@ -81,7 +81,8 @@ case "$target" in
   http_request)
     target_sources=("$here/http_request_fuzz.cc" "${grammar_sources[@]}"
                     "$root/server/json_text.cc" "$root/server/chat_request.cc" "$root/server/render_xtml.cc"
-                    "$root/server/render_chatjson.cc" "$root/server/api_error.cc")
+                    "$root/server/render_chatjson.cc" "$root/server/api_error.cc"
+                    "$root/server/responses.cc" "$root/server/openai_shapes.cc")
     extra_flags=(-I"$root/server") ;;
   image)
     target_sources=("$here/image_fuzz.cc" "$root/src/vision/image_decode.cc"
