@@ -112,7 +112,7 @@ int PerplexityCommand(const Options& o) {
   }
   const std::vector<int>& ids = *tokenized;
   if (ids.size() < 2) {
-    return Failure(o, "invalid argument",
+    return Failure(o, "invalid_argument",
                    path + ": needs at least 2 tokens to score, has " + std::to_string(ids.size()));
   }
 

@@ -77,7 +77,7 @@ Config ConfigFromOptions(const Options& o) {
 
 void ReportFailure(const std::string& what, const Status& status, const std::string& detail,
                    const Options& o) {
-  FailureReport report(o.json, ErrcText(status.code()));
+  FailureReport report(o.json, ErrcName(status.code()));
   const std::string text = ErrcText(status.code());
   const Errc code = status.code();
   if (what == "open" && o.cpus_given && code == Errc::kArg && MentionsCpus(detail)) {
@@ -161,7 +161,7 @@ bool CheckContainerPath(const Options& o) {
     problem = "not a waste container: " + o.model() + " (no manifest.json)";
   }
   if (problem.empty()) return true;
-  FailureReport report(o.json, "not a container");
+  FailureReport report(o.json, "not_a_container");
   Line(problem);
   return false;
 }

@@ -27,6 +27,10 @@ enum class Errc : int {
 
 // The fixed short text for a code (the reference's waste_strerror).
 WASTE_EXPORT const char* ErrcText(Errc code) noexcept;
+// A stable identifier for a code, for programs to match on: "io", "format",
+// "ram_budget", "out_of_memory", "invalid_argument", "unsupported",
+// "cancelled", "busy" ("ok" for kOk). The CLI's --json errors carry it.
+WASTE_EXPORT const char* ErrcName(Errc code) noexcept;
 
 // The routed expert record a failure is about, numbered as the container
 // numbers them (layer index in the model, expert index in that layer).

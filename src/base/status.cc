@@ -17,6 +17,21 @@ const char* ErrcText(Errc code) noexcept {
   return "unknown error";
 }
 
+const char* ErrcName(Errc code) noexcept {
+  switch (code) {
+    case Errc::kOk: return "ok";
+    case Errc::kIo: return "io";
+    case Errc::kFormat: return "format";
+    case Errc::kRamBudget: return "ram_budget";
+    case Errc::kOom: return "out_of_memory";
+    case Errc::kArg: return "invalid_argument";
+    case Errc::kUnsupported: return "unsupported";
+    case Errc::kCancelled: return "cancelled";
+    case Errc::kBusy: return "busy";
+  }
+  return "unknown";
+}
+
 std::string Status::ToString() const noexcept {
   try {
     if (message_.empty()) return ErrcText(code_);

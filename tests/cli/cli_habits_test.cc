@@ -286,6 +286,13 @@ TEST_F(CliHabits, ErrorsUnderJsonAreOneObjectOnStdout) {
   EXPECT_EQ(notc.exit_code, 1);
   EXPECT_EQ(OneObject(notc)["error"]["message"],
             "not a waste container: " + dir_.string() + " (no manifest.json)");
+  // `code` is a stable identifier (docs/CLI.md), not the message's words.
+  EXPECT_EQ(OneObject(usage)["error"]["code"], "usage");
+  EXPECT_EQ(OneObject(missing)["error"]["code"], "not_a_container");
+  EXPECT_EQ(OneObject(notc)["error"]["code"], "not_a_container");
+  const ProcessResult tight = Waste({"run", kDemo, "x", "--json", "--budget", "1M"});
+  EXPECT_EQ(tight.exit_code, 1) << Describe(tight);
+  EXPECT_EQ(OneObject(tight)["error"]["code"], "ram_budget") << Describe(tight);
 }
 
 TEST_F(CliHabits, TokenizeEmptyTextAndNoTokenizer) {
