@@ -101,12 +101,16 @@ struct SessionCounters {
   }
 };
 
+// `loaded_from`: the /load whose conversation the context starts with (its
+// turns are not counted: the state file holds positions, not turns).
 void PrintStats(const Engine& engine, const Options& o, const SessionCounters& c,
-                size_t turns_kept, size_t turns_dropped) {
+                size_t turns_kept, size_t turns_dropped, const std::string& loaded_from) {
   const int pos = engine.position();
   Say("context   " + std::to_string(pos) + " / " + std::to_string(o.ctx) + " tokens (" +
       std::to_string(o.ctx > 0 ? (100ull * uint64_t(pos)) / o.ctx : 0) + "% full), " +
-      std::to_string(turns_kept) + " turns" +
+      (loaded_from.empty() ? "" : "the conversation loaded from " + loaded_from + " and ") +
+      std::to_string(turns_kept) + (turns_kept == 1 ? " turn" : " turns") +
+      (loaded_from.empty() ? "" : " since") +
       (turns_dropped > 0 ? ", " + std::to_string(turns_dropped) + " oldest dropped" : ""));
   std::string line = StatsLine(c.total);
   // The session has no single "first token": drop that part.
@@ -195,7 +199,7 @@ int ChatCommand(const Options& o) {
         stale = !history.ReRead(*engine).ok();  // the system prompt again
         Say("(conversation and statistics cleared)");
       } else if (cmd == "/stats") {
-        PrintStats(*engine, o, counters, history.turns.size(), history.dropped);
+        PrintStats(*engine, o, counters, history.turns.size(), history.dropped, loaded_from);
       } else if (cmd == "/timings") {
         timings_on = !timings_on;
         Say(timings_on ? "(statistics after each reply: on)" : "(statistics after each reply: off)");

@@ -326,12 +326,15 @@ TEST_F(CliE2E, ChatScriptedSessionSaveThenLoadContinuesIdentically) {
   ASSERT_TRUE(fs::exists(state));
 
   // A fresh process: /load, then the same line gives the same reply.
-  const ProcessResult b = Waste(chat, "/load " + state + "\nwhat comes next\n");
+  const ProcessResult b = Waste(chat, "/load " + state + "\nwhat comes next\n/stats\n");
   ASSERT_EQ(b.exit_code, 0) << Describe(b);
   const std::vector<std::string> rb = Replies(b.out);
-  ASSERT_EQ(rb.size(), 4u) << Describe(b);
+  ASSERT_EQ(rb.size(), 5u) << Describe(b);
   EXPECT_EQ(rb[1], "(loaded " + state + " — continuing that conversation)");
   EXPECT_EQ(rb[2], continuation);
+  // /stats counts the loaded conversation's positions and says where they came from.
+  EXPECT_TRUE(Contains(rb[3], "the conversation loaded from " + state + " and 1 turn since"))
+      << rb[3];
 
   // Without the saved state the same line is answered differently, so the
   // equality above is the state's doing.
