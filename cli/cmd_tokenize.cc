@@ -37,6 +37,9 @@ int TokenizeCommand(const Options& o) {
     p.ok = true;  // `tokenize MODEL ""`: no text, no ids
   } else {
     p = ReadPrompt(o, "nothing to read");
+    // An empty file or stdin is an empty text, as "" is: no ids. Only no
+    // source at all (a terminal, no argument) is a usage error.
+    if (!p.ok && p.read_empty) p.ok = true;
     if (!p.ok) return UsageFailure(o, p.error);
   }
 
@@ -68,15 +71,17 @@ int DetokenizeCommand(const Options& o) {
   // not a missing prompt, is what to say.
   if (!CheckContainerPath(o)) return 1;
   std::vector<int> ids = o.ids;
+  bool read_empty = false;  // an empty file or stdin: no ids, an empty text (tokenize's [] back)
   if (!o.ids_given) {
     PromptText p = ReadPrompt(o, "nothing to read");
-    if (!p.ok) return UsageFailure(o, p.error);
+    read_empty = !p.ok && p.read_empty;
+    if (!p.ok && !read_empty) return UsageFailure(o, p.error);
     std::string bad;
     std::optional<std::vector<int>> parsed = ParseIdList(p.text, &bad);
     if (!parsed) return UsageFailure(o, "invalid token id: " + bad);
     ids = std::move(*parsed);
   }
-  if (ids.empty()) return UsageFailure(o, "nothing to read");
+  if (ids.empty() && !read_empty) return UsageFailure(o, "nothing to read");
 
   std::unique_ptr<ContainerTokenizer> tokenizer = OpenTokenizer(o, "detokenize");
   if (!tokenizer) return 1;

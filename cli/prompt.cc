@@ -47,6 +47,7 @@ void StripTrailingNewlines(std::string* text) {
 PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
   PromptText p;
   bool from_stream = true;
+  bool read = true;
   if (options.file_given) {
     std::string why;
     bool ok = options.file == "-" ? ReadStdinText(&p.text, &why)
@@ -60,10 +61,13 @@ PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
     from_stream = false;
   } else if (options.has_argument() || !StdinIsTerminal()) {
     if (!ReadStdinText(&p.text, &p.error)) return p;
+  } else {
+    read = false;
   }
   if (from_stream) StripTrailingNewlines(&p.text);
   if (p.text.empty()) {
     p.error = empty_error;
+    p.read_empty = read && from_stream;
     return p;
   }
   p.ok = true;

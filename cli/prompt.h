@@ -15,6 +15,9 @@ struct PromptText {
   bool ok = false;
   std::string text;
   std::string error;  // usage error (exit 2) when !ok
+  // !ok because a file or stdin was read and held nothing (as opposed to
+  // no source at all: no argument, no --file, stdin a terminal).
+  bool read_empty = false;
 };
 
 // `empty_error` is the command's message for "nothing there".

@@ -299,6 +299,13 @@ TEST_F(CliHabits, TokenizeEmptyTextAndNoTokenizer) {
   const ProcessResult empty = Waste({"tokenize", kDemo, "", "--json"});
   ASSERT_EQ(empty.exit_code, 0) << Describe(empty);
   EXPECT_EQ(OneObject(empty)["ids"], json::array());
+  // An empty stdin (or file) is an empty text too, and detokenizes back.
+  const ProcessResult piped = Waste({"tokenize", kDemo, "--json"}, "");
+  ASSERT_EQ(piped.exit_code, 0) << Describe(piped);
+  EXPECT_EQ(OneObject(piped)["ids"], json::array());
+  const ProcessResult back = Waste({"detokenize", kDemo, "--json"}, "");
+  ASSERT_EQ(back.exit_code, 0) << Describe(back);
+  EXPECT_EQ(OneObject(back)["text"], "");
   // A container without its tokenizer: the message says to use --ids.
   const fs::path bare = dir_ / "bare";
   fs::create_directories(bare);
