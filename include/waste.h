@@ -194,14 +194,14 @@ WASTE_EXPORT waste_status waste_detokenize(waste_ctx* ctx, const int32_t* ids, s
 WASTE_EXPORT waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
                                          const waste_gen_params* params, waste_token_cb cb,
                                          void* user);
-/* Feeds `ids`; *logits = the last position's logits (valid until the next
- * call on ctx), *vocab = their count. */
 /* Ours: from the next waste_generate on, fill waste_token_info.logprob
  * with the token's log-probability (natural log) under the model's own
  * distribution: the log-softmax of the raw logits, before temperature,
  * top-p/top-k or any other sampling choice. Off by default: it costs a pass
  * over the vocabulary per token (under a millisecond at 163,840 tokens). */
 WASTE_EXPORT waste_status waste_set_logprobs(waste_ctx* ctx, int enabled);
+/* Feeds `ids`; *logits = the last position's logits (valid until the next
+ * call on ctx), *vocab = their count. */
 WASTE_EXPORT waste_status waste_eval(waste_ctx* ctx, const int32_t* ids, size_t n,
                                      const float** logits, int32_t* vocab);
 /* Feeds `ids` as waste_eval does and scores them (Session::Score):

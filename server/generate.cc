@@ -104,8 +104,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   ChatTurn turn(std::move(parser), chat.stops, eos);
   std::vector<Json> deltas;
   // logprobs.content: every generated token but the end of the reply; a
-  // stream sends each token's entry with the first chunk sent after it
-  // (text held back for a stop string or a split character comes later).
+  // stream sends each token's entry on the last chunk of the first flush
+  // that sends anything after it (text held back for a stop string or a
+  // split character comes later).
   Json logprobs = Json::array();
   bool client_gone = false;
   auto flush = [&]() {
@@ -113,9 +114,11 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
       deltas.clear();
       return;
     }
-    for (Json& d : deltas) {
-      Json chunk = DeltaChunk(header, d, nullptr);
-      if (!logprobs.empty()) {
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      Json chunk = DeltaChunk(header, deltas[i], nullptr);
+      // On the flush's last chunk: the one with the newest token's text
+      // (the first may be the role chunk).
+      if (i + 1 == deltas.size() && !logprobs.empty()) {
         chunk["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
         logprobs = Json::array();
       }

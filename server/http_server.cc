@@ -333,14 +333,7 @@ struct HttpServer::Impl {
     if (auto e = ResponsesToChat(body, &chat_body)) return Fail(res, *e);
     auto chat = std::make_shared<PreparedChat>();
     if (auto e = PrepareChat(chat_body, format, engine, limits, chat.get())) {
-      static const std::pair<const char*, const char*> kNames[] = {
-          {"max_tokens", "max_output_tokens"},
-          {"response_format", "text.format"},
-          {"response_format.type", "text.format.type"},
-          {"reasoning_effort", "reasoning.effort"}};
-      for (const auto& [chat_name, name] : kNames) {
-        if (e->param == chat_name) e->param = name;
-      }
+      RenameChatFields(&*e);
       return Fail(res, *e);
     }
     const ResponseHeader rh = NewResponseHeader(body, options.model_id, UnixNow());
@@ -352,38 +345,47 @@ struct HttpServer::Impl {
         return r;
       });
     }
-    ResponsesStream closing(rh);
-    std::vector<std::string> last_words =
-        closing.OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n");
+    // One translator for the run and for a shutdown's last words, so those
+    // continue its numbering and carry its items. The worker uses it in
+    // turn: the run, then (only after it) the last words; or the last words
+    // alone when the request never ran.
+    auto events = std::make_shared<ResponsesStream>(rh);
     Stream(
         res,
-        [this, chat, header, rh](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
-          ResponsesStream events(rh);
+        [this, chat, header, events](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
           auto send = [&](const std::vector<std::string>& out) {
-            bool ok = true;
-            for (const std::string& ev : out) ok = sink(ev) && ok;
-            return ok;
+            for (size_t i = 0; i < out.size(); ++i) {
+              if (!sink(out[i])) {
+                events->Unsent(out.size() - i);
+                return false;
+              }
+            }
+            return true;
           };
-          send(events.Start());
+          send(events->Start());
           return GenerateChat(e, *pool, *chat, format, header,
-                              [&](const std::string& ev) { return send(events.OnChatEvent(ev)); },
+                              [&](const std::string& ev) { return send(events->OnChatEvent(ev)); },
                               cancel);
         },
-        std::move(last_words));
+        [events] { return events->OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n"); });
   }
 
   // A streamed reply: `run` generates on the engine thread, pushing SSE
   // events into a channel this connection's thread writes out. On shutdown
-  // the stream ends with `shutdown_events` (empty: a chat stream's error
-  // event and [DONE]).
+  // the stream ends with what `shutdown_events` gives (unset: a chat
+  // stream's error event and [DONE]).
   using StreamRun = std::function<GenerateResult(Engine&, const EventSink&, const std::atomic<bool>&)>;
-  void Stream(httplib::Response& res, StreamRun run, std::vector<std::string> shutdown_events = {}) {
+  using ShutdownEvents = std::function<std::vector<std::string>()>;
+  void Stream(httplib::Response& res, StreamRun run, ShutdownEvents shutdown_events = {}) {
     auto channel = std::make_shared<EventChannel>();
-    if (shutdown_events.empty()) {
-      shutdown_events = {"data: " + ErrorBody(ShuttingDown()) + "\n\n", "data: [DONE]\n\n"};
+    if (!shutdown_events) {
+      shutdown_events = [] {
+        return std::vector<std::string>{"data: " + ErrorBody(ShuttingDown()) + "\n\n",
+                                        "data: [DONE]\n\n"};
+      };
     }
     auto last_words = [channel, shutdown_events] {
-      for (const std::string& ev : shutdown_events) channel->PushAlways(ev);
+      for (const std::string& ev : shutdown_events()) channel->PushAlways(ev);
     };
     bool queued = worker->Submit(
         [this, run = std::move(run), channel, last_words](Engine& e) {

@@ -11,13 +11,18 @@ Json Bytes(std::string_view piece) {
   return out;
 }
 
-// Code points a piece starts: every byte that is not a UTF-8 continuation
-// byte. Summed over the pieces this is the character index into the
-// decoded text (for valid UTF-8), however the pieces split a character.
-int64_t CharacterStarts(std::string_view piece) {
+// Characters (code points) of valid UTF-8 text.
+int64_t Characters(std::string_view text) {
   int64_t n = 0;
-  for (char c : piece) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
   return n;
+}
+
+// Whether byte `next` carries on the unfinished character `tail` (a valid
+// prefix of one, as CompleteUtf8Prefix leaves it).
+bool ContinuesCharacter(const std::string& tail, char next) {
+  const std::string s = tail + next;
+  return CompleteUtf8Prefix(s) == 0 || SanitizeUtf8(s) == s;
 }
 
 // A completion token's spelling: its text, or, when the piece is not valid
@@ -58,8 +63,19 @@ Json ChatLogprobs(Json content) { return {{"content", std::move(content)}, {"ref
 void CompletionLogprobs::Add(int token, std::string_view piece, std::optional<double> logprob,
                              std::span<const TokenLogprob> top) {
   tokens_.push_back(Spelling(piece));
-  text_offset_.push_back(offset_);
-  offset_ += CharacterStarts(piece);
+  // The index in the text as the reply spells it (each byte that is no
+  // character's, U+FFFD): a token that starts inside a character split
+  // across tokens points at that character; bytes left unfinished count
+  // once a later byte shows they never will be.
+  int64_t offset = done_chars_;
+  if (!tail_.empty() && (piece.empty() || !ContinuesCharacter(tail_, piece[0]))) {
+    offset += Characters(SanitizeUtf8(tail_));
+  }
+  text_offset_.push_back(offset);
+  std::string pending = tail_ + std::string(piece);
+  const size_t complete = CompleteUtf8Prefix(pending);
+  done_chars_ += Characters(SanitizeUtf8(std::string_view(pending).substr(0, complete)));
+  tail_ = pending.substr(complete);
   if (!logprob) {
     token_logprobs_.push_back(nullptr);
     top_logprobs_.push_back(nullptr);

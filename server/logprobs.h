@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "json_text.h"
@@ -44,8 +45,11 @@ class CompletionLogprobs {
   const Engine& engine_;
   Json tokens_ = Json::array(), token_logprobs_ = Json::array(), top_logprobs_ = Json::array(),
        text_offset_ = Json::array();
-  // Characters (Unicode code points) of the text before the next token.
-  int64_t offset_ = 0;
+  // The text so far: its characters up to the last whole one (invalid
+  // bytes count as the U+FFFD each becomes), and the bytes after it that
+  // may still complete a character.
+  int64_t done_chars_ = 0;
+  std::string tail_;
 };
 
 }  // namespace waste::server

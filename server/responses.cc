@@ -186,21 +186,55 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
     }
   }
   if (const Json* text = Field(body, "text")) {
-    const Json* format = text->is_object() ? Field(*text, "format") : nullptr;
-    if (format && format->is_object()) {
-      const std::string type = format->value("type", std::string());
-      if (type == "json_schema") {
-        Json schema = {{"name", format->value("name", std::string("response"))}};
-        if (const Json* s = Field(*format, "schema")) schema["schema"] = *s;
-        if (const Json* s = Field(*format, "strict")) schema["strict"] = *s;
-        (*chat)["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
-      } else if (!type.empty()) {
-        (*chat)["response_format"] = {{"type", type}};
+    if (!text->is_object()) return BadRequest("'text' must be an object", "text");
+    if (const Json* format = Field(*text, "format")) {
+      if (!format->is_object()) return BadRequest("'text.format' must be an object", "text.format");
+      const Json* type = Field(*format, "type");
+      if (!type || !type->is_string()) {
+        return BadRequest("'text.format.type' must be 'text', 'json_object' or 'json_schema'",
+                          "text.format.type");
+      }
+      if (*type == "json_schema") {
+        const Json* name = Field(*format, "name");
+        if (name && !name->is_string()) {
+          return BadRequest("'text.format.name' must be a string", "text.format.name");
+        }
+        const Json* schema = Field(*format, "schema");
+        if (!schema) return BadRequest("'text.format.schema' is required", "text.format.schema");
+        Json js = {{"name", name ? *name : Json("response")}, {"schema", *schema}};
+        if (const Json* strict = Field(*format, "strict")) js["strict"] = *strict;
+        (*chat)["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
+      } else {
+        (*chat)["response_format"] = {{"type", *type}};
       }
     }
   }
-  if (const Json* reasoning = Field(body, "reasoning"); reasoning && reasoning->is_object()) {
+  if (const Json* reasoning = Field(body, "reasoning")) {
+    if (!reasoning->is_object()) return BadRequest("'reasoning' must be an object", "reasoning");
     if (const Json* effort = Field(*reasoning, "effort")) (*chat)["reasoning_effort"] = *effort;
+  }
+  // Logprobs of output text are a chat feature not carried over here yet:
+  // refused rather than silently left out.
+  if (const Json* top = Field(body, "top_logprobs"); top && !(top->is_number() && top->get<double>() == 0)) {
+    return Unsupported("top_logprobs", "log probabilities are served by /v1/chat/completions");
+  }
+  if (const Json* include = Field(body, "include"); include && include->is_array()) {
+    for (const Json& what : *include) {
+      if (what == "message.output_text.logprobs") {
+        return Unsupported("include", "log probabilities are served by /v1/chat/completions");
+      }
+    }
+  }
+  for (const char* key : {"stream", "background", "parallel_tool_calls", "store"}) {
+    if (const Json* v = Field(body, key); v && !v->is_boolean()) {
+      return BadRequest(std::string("'") + key + "' must be a boolean", key);
+    }
+  }
+  if (const Json* v = Field(body, "metadata"); v && !v->is_object()) {
+    return BadRequest("'metadata' must be an object", "metadata");
+  }
+  if (const Json* v = Field(body, "user"); v && !v->is_string()) {
+    return BadRequest("'user' must be a string", "user");
   }
   // The same meaning under the chat names; ParseSampling and friends check them.
   if (const Json* v = Field(body, "max_output_tokens")) (*chat)["max_tokens"] = *v;
@@ -208,8 +242,41 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
     if (const Json* v = Field(body, key)) (*chat)[key] = *v;
   }
   // A stream's last chat chunk carries the usage the final response needs.
-  if ((*chat).value("stream", false) == true) (*chat)["stream_options"] = {{"include_usage", true}};
+  if (const Json* stream = Field(body, "stream"); stream && *stream == true) {
+    (*chat)["stream_options"] = {{"include_usage", true}};
+  }
   return std::nullopt;
+}
+
+namespace {
+
+void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
+    s->replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+void RenameChatFields(ApiError* e) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"max_completion_tokens", "max_output_tokens"},
+      {"max_tokens", "max_output_tokens"},
+      {"response_format", "text.format"},
+      {"reasoning_effort", "reasoning.effort"}};
+  for (const auto& [chat_name, name] : kNames) ReplaceAll(&e->message, chat_name, name);
+  if (e->param) {
+    std::string& p = *e->param;
+    for (const auto& [chat_name, name] : kNames) {
+      if (p.rfind(chat_name, 0) == 0) p = name + p.substr(std::string(chat_name).size());
+    }
+    if (p.rfind("tools[", 0) == 0) ReplaceAll(&p, "].function.", "].");
+    if (p.rfind("messages", 0) == 0) {
+      e->message += " (messages are the input items in order, after the instructions)";
+      p = "input";
+    }
+  }
+  if (e->message.find("tools[") != std::string::npos) ReplaceAll(&e->message, "].function.", "].");
 }
 
 ResponseHeader NewResponseHeader(const Json& body, const std::string& model, int64_t now) {
@@ -497,11 +564,12 @@ std::vector<std::string> ResponsesStream::OnChatEvent(const std::string& sse) {
     // response failed.
     out.push_back(Event({{"type", "error"},
                          {"code", e->value("code", Json(nullptr))},
-                         {"message", e->value("message", std::string())},
+                         {"message", e->value("message", Json(""))},
                          {"param", e->value("param", Json(nullptr))}}));
     Json r = Snapshot("failed");
-    r["error"] = {{"code", e->value("type", std::string("server_error"))},
-                  {"message", e->value("message", std::string())}};
+    const Json code = e->value("code", Json(nullptr));
+    r["error"] = {{"code", code.is_string() ? code : e->value("type", Json("server_error"))},
+                  {"message", e->value("message", Json(""))}};
     out.push_back(Event({{"type", "response.failed"}, {"response", std::move(r)}}));
     done_ = true;
     return out;

@@ -25,6 +25,13 @@ namespace waste::server {
 // "input[2].call_id", "tools[0].type", "previous_response_id").
 std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat);
 
+// A refusal by the chat checks of a translated request, put in the
+// Responses API's names: max_tokens -> max_output_tokens, response_format
+// -> text.format, reasoning_effort -> reasoning.effort, tools[i].function.X
+// -> tools[i].X, and a message's fault -> param "input" (the message text
+// keeps the index in the conversation the items make, instructions first).
+void RenameChatFields(ApiError* e);
+
 // What a Response object repeats of its request, with the defaults filled
 // (temperature 0: this server's greedy default).
 struct ResponseHeader {
@@ -49,6 +56,10 @@ class ResponsesStream {
   explicit ResponsesStream(ResponseHeader header) : h_(std::move(header)) {}
   std::vector<std::string> Start();
   std::vector<std::string> OnChatEvent(const std::string& sse);
+  // The last `n` events returned were not sent (the stream is closing):
+  // their numbers are given back, so whatever is sent next (a shutdown's
+  // last words) follows the last event the client got.
+  void Unsent(size_t n) { sequence_ -= static_cast<int64_t>(n); }
 
  private:
   enum class Open { kNone, kReasoning, kMessage };

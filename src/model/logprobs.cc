@@ -4,6 +4,13 @@
 #include <cmath>
 
 namespace waste {
+namespace {
+
+// Up to this many alternatives a single pass keeping them in order is
+// fastest (an API asks for at most 20); beyond, select then sort.
+constexpr size_t kInsertionLimit = 64;
+
+}  // namespace
 
 LogSoftmax::LogSoftmax(std::span<const float> logits) : logits_(logits) {
   double max = -INFINITY;
@@ -28,6 +35,18 @@ void LogSoftmax::Top(int k, std::vector<TokenLogprob>* out) const {
     float la = logits_[static_cast<size_t>(a)], lb = logits_[static_cast<size_t>(b)];
     return la > lb || (la == lb && a < b);
   };
+  if (n > kInsertionLimit) {
+    // Many alternatives (an embedding host may ask for hundreds): select,
+    // then sort the selection; the same order as the insertion pass.
+    std::vector<int> ids(logits_.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
+    std::nth_element(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n - 1), ids.end(), better);
+    ids.resize(n);
+    std::sort(ids.begin(), ids.end(), better);
+    out->reserve(n);
+    for (int id : ids) out->push_back({id, (*this)(id)});
+    return;
+  }
   std::vector<int> best;
   best.reserve(n + 1);
   for (size_t i = 0; i < logits_.size(); ++i) {

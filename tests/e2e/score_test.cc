@@ -163,6 +163,14 @@ TEST_P(ScoreTest, ScoreTopRanksTheAlternativesOfEvalsLogits) {
     EXPECT_EQ((*scored)[127].top[k].logprob, -all[k].first) << "rank " << k;
   }
   EXPECT_EQ(top->ScoreTop(ids, -1).error().code(), Errc::kArg);
+  // Many alternatives (selected, then sorted): the same leading entries.
+  plain->Reset();
+  const size_t want = std::min<size_t>(300, static_cast<size_t>(model_->info().vocab));
+  auto wide = plain->ScoreTop(ids.first(130), static_cast<int>(want));
+  ASSERT_TRUE(wide.has_value());
+  ASSERT_EQ((*wide)[127].top.size(), want);
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ((*wide)[127].top[k].token, all[k].second) << "rank " << k;
+  for (size_t k = 1; k < want; ++k) ASSERT_GE((*wide)[127].top[k - 1].logprob, (*wide)[127].top[k].logprob);
 }
 
 // Generate's logprobs (GenParams::logprobs, prompt_scores) are the raw

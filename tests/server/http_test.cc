@@ -443,6 +443,8 @@ TEST_F(HttpTest, ChatLogprobsBlockingAndStreamedAgree) {
   for (const Json& chunk : ParseSse(st->body)) {
     if (!chunk.is_object() || chunk["choices"].empty()) continue;
     const Json& lp = chunk["choices"][0]["logprobs"];
+    // Never on the role chunk: an entry rides with its token's text.
+    if (chunk["choices"][0]["delta"].contains("role")) EXPECT_TRUE(lp.is_null()) << chunk.dump();
     if (lp.is_null()) continue;
     for (const Json& e : lp["content"]) streamed.push_back(e);
   }
@@ -520,6 +522,13 @@ TEST_F(HttpTest, CompletionsEchoScoresThePrompt) {
   EXPECT_EQ(streamed_text, text);
   EXPECT_EQ(tokens, lp["tokens"]);
   EXPECT_EQ(offsets, lp["text_offset"]);
+
+  // A byte that is no character's is one U+FFFD in the text, and one
+  // character in the offsets.
+  Json bad = post({{"prompt", Json::array({134, 65, 66})}, {"max_tokens", 0}, {"logprobs", 0},
+                   {"echo", true}});
+  EXPECT_EQ(bad["choices"][0]["text"], "\xef\xbf\xbd" "AB");
+  EXPECT_EQ(bad["choices"][0]["logprobs"]["text_offset"], Json::array({0, 1, 2}));
 
   // Echo without logprobs: the text only.
   Json echoed = post({{"prompt", "Hi"}, {"max_tokens", 1}, {"echo", true}});
@@ -622,7 +631,14 @@ TEST_F(HttpTest, ResponsesApiServesTheChatPath) {
       {{{"model", "tiny"}}, "input"},
       {{{"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens"},
       {{{"input", Json::array({{{"type", "item_reference"}, {"id", "x"}}})}}, "input[0].type"},
-      {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"}};
+      {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", 5}}}}}}, "text.format.type"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format.schema"},
+      {{{"input", "x"}, {"stream", "yes"}}, "stream"},
+      {{{"input", "x"}, {"reasoning", 5}}, "reasoning"},
+      {{{"input", "x"}, {"top_logprobs", 5}}, "top_logprobs"},
+      {{{"input", Json::array({{{"role", "robot"}, {"content", "x"}}})}}, "input"},
+      {{{"input", "x"}, {"tools", Json::array({{{"type", "function"}}})}}, "tools[0].name"}};
   for (const auto& [body, param] : refused) {
     auto [status, text] = post("/v1/responses", body);
     EXPECT_EQ(status, 400) << body.dump();
@@ -852,6 +868,32 @@ TEST_F(HttpTest, StopCancelsTheRunningGenerationAndAnswersTheQueue) {
   EXPECT_EQ(queued_status, 503);
   EXPECT_NE(stream_body.find("shutting_down"), std::string::npos) << stream_body;
   EXPECT_NE(stream_body.find("data: [DONE]"), std::string::npos) << stream_body;
+}
+
+// A Responses stream cut by Stop() ends in its own numbering: an `error`
+// event and response.failed carrying the items streamed so far.
+TEST_F(HttpTest, StopEndsAResponsesStreamInItsOwnNumbering) {
+  auto s = std::make_unique<Running>(ServeOptions{});
+  std::string body;
+  std::thread stream([&] {
+    auto r = s->Client().Post("/v1/responses",
+                              R"({"input": "hi", "max_output_tokens": 4000, "stream": true})",
+                              "application/json");
+    if (r) body = r->body;
+  });
+  ASSERT_EQ(s->AwaitMetric("waste_engine_busy", 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // some items out
+  s->Stop();
+  stream.join();
+  const std::vector<Json> events = ParseSse(body);
+  ASSERT_GE(events.size(), 4u) << body;
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i]["sequence_number"], i) << i;
+  const Json& error = events[events.size() - 2];
+  EXPECT_EQ(error["type"], "error") << body.substr(body.size() > 2000 ? body.size() - 2000 : 0);
+  EXPECT_EQ(error["code"], "shutting_down");
+  EXPECT_EQ(events.back()["type"], "response.failed");
+  EXPECT_EQ(events.back()["response"]["error"]["code"], "shutting_down");
+  EXPECT_FALSE(events.back()["response"]["output"].empty());
 }
 
 // temperature > 0 without a seed samples differently per request; the same
