@@ -108,8 +108,8 @@ Status CheckRequiredTensors(const convert::Checkpoint& ckpt, const convert::Sour
                             Manifest manifest, const convert::TrunkFormats& formats) {
   std::vector<bool> rule_won(formats.rules.size(), false), rule_named(formats.rules.size(), false);
   for (const convert::TrunkSource& t : m.trunk) {
-    std::vector<int64_t> shape;
-    if (const convert::TensorEntry* e = ckpt.Find(t.source)) shape = e->shape;
+    // The logical shape: a packed matrix's header shape is its codes'.
+    WASTE_ASSIGN_OR_RETURN(std::vector<int64_t> shape, convert::SourceShape(ckpt, t.source));
     shape = convert::TrunkShapeFor(t, shape);
     TensorInfo info;
     info.name = t.target;

@@ -48,6 +48,15 @@ struct SourceModel {
   std::string ExpertTensor(int layer, int e, int kind) const;
 };
 
+// config.json's quantization_config (null or absent: nothing quantised) ->
+// how quantised matrices are stored: the fp8 tile (weight_block_size) and
+// compressed-tensors "pack-quantized" int4 with its group size. A
+// pack-quantized scheme other than symmetric 4-bit int groups is refused
+// (kUnsupported) naming the key; a malformed one is a format error. `path`
+// names config.json in messages.
+Result<SourceQuant> ParseQuantizationConfig(const nlohmann::ordered_json& qc,
+                                            const std::string& path);
+
 // Reads config.json and classifies the checkpoint's tensors. Fails with a
 // message naming the file or tensor when the config lacks a required key
 // or expert tensors are missing.

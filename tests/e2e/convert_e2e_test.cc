@@ -1,5 +1,7 @@
 // waste convert end to end on checkpoints written by waste-gen --checkpoint
-// in each family's published layout: the container opens, waste verify
+// in each family's published layout (bf16, fp8, MXFP4 and Kimi-K2-Thinking's
+// int4, the last checked against the numpy oracle's decoder): the container
+// opens, waste verify
 // --source finds it sound, eval runs on it, the bytes do not depend on the
 // thread count, and a conversion killed at any point and rerun ends with
 // the same bytes as an uninterrupted one.
@@ -268,6 +270,182 @@ TEST(ConvertE2E, DeepSeekFp8AndK3Mxfp4Convert) {
     EXPECT_TRUE(rep->complete) << preset;
     ExpectSound(dir / "out", src, 0.25);
   }
+}
+
+// Kimi-K2-Thinking's routed experts: compressed-tensors "pack-quantized"
+// int4 (I32 words, bf16 group scales, W_shape), from waste-gen --dtype int4.
+std::string MakeInt4Checkpoint(const TempDir& dir, int group, bool shared_experts, bool tokenizer) {
+  gen::CheckpointOptions o;
+  o.out_dir = dir / "int4";
+  o.preset = "deepseek-v3-tiny";
+  o.dtype = gen::CheckpointDType::kInt4;
+  o.int4_group = group;
+  o.int4_shared_experts = shared_experts;
+  o.tokenizer = tokenizer;
+  o.vocab = 512;
+  o.seed = 5;
+  auto r = gen::GenerateCheckpoint(o);
+  EXPECT_TRUE(r) << r.error().message();
+  return o.out_dir;
+}
+
+#ifdef WASTE_CLI_BINARY
+// The converter's int4 reader against the numpy oracle's own decoder
+// (tools/oracle/dequant_checkpoint.py, written from the format's description):
+// the oracle rewrites the checkpoint with every packed matrix as F32; each
+// matrix then loads to the same bits from both, and converting either gives
+// the same container. Groups of 48 leave a partial last group in every
+// matrix (128 = 48 + 48 + 32 columns, 64 = 48 + 16), and the shared experts
+// are packed too (trunk matrices read through W_packed).
+TEST(ConvertE2E, Int4PackQuantizedEqualsTheOraclesF32Copy) {
+  if (!std::filesystem::exists(WASTE_PYTHON)) GTEST_SKIP() << WASTE_PYTHON << " not found";
+  if (test::RunProcess({WASTE_PYTHON, "-c", "import numpy"}).exit_code != 0) {
+    GTEST_SKIP() << "numpy is not available to " << WASTE_PYTHON;
+  }
+  TempDir dir;
+  const std::string src = MakeInt4Checkpoint(dir, 48, true, true);
+  const std::string f32 = dir / "f32";
+  test::ProcessResult p = test::RunProcess(
+      {WASTE_PYTHON, std::string(WASTE_SOURCE_DIR) + "/tools/oracle/dequant_checkpoint.py", src, f32});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+
+  auto ck4 = convert::Checkpoint::Open(src);
+  auto ck32 = convert::Checkpoint::Open(f32);
+  ASSERT_TRUE(ck4) << ck4.error().message();
+  ASSERT_TRUE(ck32) << ck32.error().message();
+  auto m4 = convert::DescribeSource(**ck4);
+  auto m32 = convert::DescribeSource(**ck32);
+  ASSERT_TRUE(m4) << m4.error().message();
+  ASSERT_TRUE(m32) << m32.error().message();
+  EXPECT_TRUE(m4->quant.int4_packed);
+  EXPECT_EQ(m4->quant.int4_group, 48);
+  ASSERT_EQ(m4->trunk.size(), m32->trunk.size());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < m4->trunk.size(); ++i) {
+    EXPECT_EQ(m4->trunk[i].source, m32->trunk[i].source);
+    EXPECT_EQ(m4->trunk[i].target, m32->trunk[i].target);
+    names.push_back(m4->trunk[i].source);
+  }
+  for (int l : m4->moe_layers) {
+    for (int e = 0; e < m4->n_experts; ++e) {
+      for (int k = 0; k < 3; ++k) names.push_back(m4->ExpertTensor(l, e, k));
+    }
+  }
+  int packed = 0;
+  for (const std::string& name : names) {
+    auto a = convert::LoadF32(**ck4, name, m4->quant);
+    auto b = convert::LoadF32(**ck32, name, m32->quant);
+    ASSERT_TRUE(a) << a.error().message();
+    ASSERT_TRUE(b) << b.error().message();
+    ASSERT_EQ(a->shape, b->shape) << name;
+    ASSERT_EQ(a->values.size(), b->values.size()) << name;
+    EXPECT_EQ(std::memcmp(a->values.data(), b->values.data(), a->values.size() * 4), 0) << name;
+    packed += (*ck4)->Has(name + "_packed") ? 1 : 0;
+  }
+  EXPECT_EQ(packed, 3 * 8 * 3 + 3 * 3);  // every routed expert and every shared expert matrix
+
+  ASSERT_TRUE(ConvertNow(src, dir / "out-int4", 2));
+  ASSERT_TRUE(ConvertNow(f32, dir / "out-f32", 2));
+  for (const std::string& f : kFiles) {
+    if (f == "convert.json") continue;  // fingerprints its source
+    EXPECT_TRUE(Slurp(dir / ("out-int4/" + f)) == Slurp(dir / ("out-f32/" + f))) << f << " differs";
+  }
+  ExpectSound(dir / "out-int4", src, 0.25);
+}
+#endif
+
+// The release's layout (groups of 32): converts, verifies against its int4
+// source, and the converted model generates.
+TEST(ConvertE2E, Int4CheckpointConvertsVerifiesAndRuns) {
+  TempDir dir;
+  const std::string src = MakeInt4Checkpoint(dir, 32, false, true);
+  auto rep = ConvertNow(src, dir / "out", 2);
+  ASSERT_TRUE(rep) << rep.error().message();
+  EXPECT_TRUE(rep->complete);
+  EXPECT_EQ(rep->family, "deepseek-v3");
+  ExpectSound(dir / "out", src, 0.25);
+#ifdef WASTE_CLI_BINARY
+  test::ProcessResult p =
+      test::RunProcess({WASTE_CLI_BINARY, "run", dir / "out", "hello world", "-n", "8", "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  EXPECT_GE(j.value("tokens", 0), 1) << p.out;  // fewer than 8 only when it ends the text
+  EXPECT_TRUE(j.value("tokens", 0) == 8 || j.value("finish", "") == "eos") << p.out;
+#endif
+}
+
+// What the int4 reader cannot decode is refused with the name of the key or
+// the tensor: a scheme other than symmetric int4 groups before any work, a
+// missing companion when the checkpoint is described, a shape that
+// disagrees when the matrix is read.
+TEST(ConvertE2E, Int4SourcesItCannotReadAreRefusedWithTheirNames) {
+  TempDir dir;
+  const std::string src = MakeInt4Checkpoint(dir, 32, false, false);
+  const std::string config = Slurp(src + "/config.json");
+  auto with_weights = [&](const char* patch) {
+    nlohmann::ordered_json c = nlohmann::ordered_json::parse(config);
+    c["quantization_config"]["config_groups"]["group_0"]["weights"].merge_patch(nlohmann::json::parse(patch));
+    std::ofstream(src + "/config.json") << c.dump(2);
+  };
+  int n = 0;
+  for (auto [patch, says] : {std::pair{R"({"symmetric": false})", "weights.symmetric is false"},
+                             std::pair{R"({"num_bits": 8})", "weights.num_bits is 8"},
+                             std::pair{R"({"strategy": "channel"})", "weights.strategy is \"channel\""},
+                             std::pair{R"({"group_size": null})", "weights has no group_size"}}) {
+    SCOPED_TRACE(patch);
+    with_weights(patch);
+    const std::string out = dir / ("out" + std::to_string(n++));
+    auto r = ConvertNow(src, out, 2);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "parts"));  // before any work
+  }
+  // Scales written for groups of 32 read as groups of 64: the first expert
+  // matrix read names itself and both shapes.
+  with_weights(R"({"group_size": 64})");
+  auto r = ConvertNow(src, dir / "out-group", 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("weight_scale: shape [64, 4], a [64, 128] matrix in groups of 64 columns "
+                                     "needs [64, 2]"),
+            std::string::npos)
+      << r.error().message();
+  std::ofstream(src + "/config.json") << config;
+
+  // A scale dropped from the index: found when the checkpoint is described.
+  const std::string index_path = src + "/model.safetensors.index.json";
+  const std::string index_text = Slurp(index_path);
+  {
+    nlohmann::json index = nlohmann::json::parse(index_text);
+    ASSERT_EQ(index["weight_map"].erase("model.layers.2.mlp.experts.5.up_proj.weight_scale"), 1u);
+    std::ofstream(index_path) << index.dump();
+  }
+  r = ConvertNow(src, dir / "out-scale", 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("tensor model.layers.2.mlp.experts.5.up_proj.weight_packed has no "
+                                     "model.layers.2.mlp.experts.5.up_proj.weight_scale beside it"),
+            std::string::npos)
+      << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(dir / "out-scale/parts"));
+  std::ofstream(index_path) << index_text;
+
+  // A W_shape whose column count needs more words than are packed.
+  {
+    auto ck = convert::Checkpoint::Open(src);
+    ASSERT_TRUE(ck);
+    const convert::TensorEntry* t = (*ck)->Find("model.layers.3.mlp.experts.7.down_proj.weight_shape");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->dtype, convert::DType::kI64);
+    std::fstream f((*ck)->ShardPath(*t), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(t->begin + 8));
+    const int64_t cols = 72;  // 9 words; 64 columns are packed in 8
+    f.write(reinterpret_cast<const char*>(&cols), 8);
+  }
+  r = ConvertNow(src, dir / "out-shape", 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("tensor model.layers.3.mlp.experts.7.down_proj.weight_packed: packed shape "
+                                     "[128, 8], a [128, 72] matrix"),
+            std::string::npos)
+      << r.error().message();
 }
 
 // Converter and engine agree on every family: a checkpoint in the family's

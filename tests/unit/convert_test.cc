@@ -1,5 +1,6 @@
 // The converter's pieces against hand-computed values: source number
-// formats, safetensors validation (errors name file and tensor), the trunk
+// formats (int4 pack-quantized with its config and every refusal),
+// safetensors validation (errors name file and tensor), the trunk
 // quantiser's error against max scaling, k-means determinism across thread
 // counts, and the families it accepts (exactly the engine's family table).
 #include <gtest/gtest.h>
@@ -253,6 +254,263 @@ TEST(ConvertSafetensors, Mxfp4NeedsItsScale) {
   auto w = LoadF32(**ck, "e.w1.weight", SourceQuant{});
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().message().find("e.w1.weight_scale"), std::string::npos);
+}
+
+// --- compressed-tensors pack-quantized int4 (Kimi-K2-Thinking) -------------
+//
+// The words below are written by hand from the format (column c in word
+// c / 8 at bits 4 (c % 8), nibble q + 8), not by an encoder: a 2 x 11 matrix
+// in groups of 4 columns, so the last word has 5 padding nibbles and the
+// last group 3 columns.
+//   row 0: q = -8 7 0 -1 | 1 -2 3 -7 | 5 -3 6, scales 0.5 2 0.25
+//   row 1: q = 0 ... 0 7 (column 10),           scales 1 1 3
+// Row 0's padding nibbles are 0xF (q = 7), row 1's 0 (q = -8): neither may
+// show up anywhere.
+const std::vector<uint32_t> kInt4Words = {0x1B6978F0u, 0xFFFFFE5Du, 0x88888888u, 0x00000F88u};
+const std::vector<float> kInt4Want = {-4, 3.5f, 0, -0.5f, 2, -4, 6, -14, 1.25f, -0.75f, 1.5f,
+                                      0,  0,    0, 0,     0, 0,  0, 0,   0,     0,      21};
+
+std::vector<uint8_t> WordBytes(const std::vector<uint32_t>& w) {
+  std::vector<uint8_t> b(w.size() * 4);
+  for (size_t i = 0; i < w.size(); ++i) {
+    for (int k = 0; k < 4; ++k) b[4 * i + k] = static_cast<uint8_t>(w[i] >> (8 * k));  // little endian
+  }
+  return b;
+}
+
+template <typename T>
+std::vector<uint8_t> RawBytes(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+TEST(ConvertDequant, Int4ByHand) {
+  const float scale[6] = {0.5f, 2, 0.25f, 1, 1, 3};
+  const std::vector<uint8_t> packed = WordBytes(kInt4Words);
+  std::vector<float> out(22, -99.0f);
+  DecodeInt4(packed.data(), scale, 2, 11, 4, out.data());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], kInt4Want[i]) << i;
+  // Nibble by nibble: n -> (n - 8) for every n, in every position of a word.
+  for (int n = 0; n < 16; ++n) {
+    for (int k = 0; k < 8; ++k) {
+      const std::vector<uint8_t> word = WordBytes({0x88888888u ^ ((static_cast<uint32_t>(n) ^ 8u) << (4 * k))});
+      const float one = 1.0f;
+      float v[8];
+      DecodeInt4(word.data(), &one, 1, 8, 8, v);
+      for (int c = 0; c < 8; ++c) EXPECT_EQ(v[c], c == k ? static_cast<float>(n - 8) : 0.0f) << n << " " << k;
+    }
+  }
+}
+
+// The hand-made matrix above as a checkpoint: W_packed, W_scale in `scale_dtype`,
+// W_shape in `shape_dtype`, plus whatever `extra` adds.
+std::vector<FakeTensor> Int4Tensors(const std::string& scale_dtype, const std::string& shape_dtype,
+                                    std::vector<FakeTensor> extra = {}) {
+  std::vector<uint8_t> scale;
+  if (scale_dtype == "BF16") scale = Bf16Bytes({0x3F00, 0x4000, 0x3E80, 0x3F80, 0x3F80, 0x4040});
+  if (scale_dtype == "F16") scale = Bf16Bytes({0x3800, 0x4000, 0x3400, 0x3C00, 0x3C00, 0x4200});
+  if (scale_dtype == "F32") scale = RawBytes(std::vector<float>{0.5f, 2, 0.25f, 1, 1, 3});
+  if (scale_dtype == "I32") scale = RawBytes(std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+  std::vector<FakeTensor> ts = {
+      {"e.gate_proj.weight_packed", "I32", {2, 2}, WordBytes(kInt4Words)},
+      {"e.gate_proj.weight_scale", scale_dtype, {2, 3}, scale},
+      {"e.gate_proj.weight_shape", shape_dtype, {2},
+       shape_dtype == "I64" ? RawBytes(std::vector<int64_t>{2, 11}) : RawBytes(std::vector<int32_t>{2, 11})}};
+  for (FakeTensor& t : extra) {
+    auto same = std::find_if(ts.begin(), ts.end(), [&](const FakeTensor& o) { return o.name == t.name; });
+    if (same != ts.end()) {
+      *same = t;  // a replacement
+    } else {
+      ts.push_back(t);
+    }
+  }
+  return ts;
+}
+
+SourceQuant Int4Quant(int group = 4) {
+  SourceQuant q;
+  q.int4_packed = true;
+  q.int4_group = group;
+  return q;
+}
+
+// Loads e.gate_proj.weight from a one-file checkpoint of `ts`.
+Result<F32Tensor> LoadInt4(const std::vector<FakeTensor>& ts, const SourceQuant& q) {
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", ts);
+  auto ck = Checkpoint::Open(dir.path());
+  if (!ck) return ck.error();
+  return LoadF32(**ck, "e.gate_proj.weight", q);
+}
+
+TEST(ConvertSafetensors, Int4LoadsWithEveryScaleAndShapeDtype) {
+  for (const char* scale : {"BF16", "F16", "F32"}) {
+    for (const char* shape : {"I32", "I64"}) {
+      SCOPED_TRACE(std::string(scale) + " scales, " + shape + " shape");
+      auto w = LoadInt4(Int4Tensors(scale, shape), Int4Quant());
+      ASSERT_TRUE(w) << w.error().message();
+      EXPECT_EQ(w->shape, (std::vector<int64_t>{2, 11}));
+      EXPECT_EQ(w->values, kInt4Want);
+    }
+  }
+  // What the converter counts as read: codes, scales and the shape.
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors", Int4Tensors("BF16", "I64"));
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ck);
+  EXPECT_EQ(SourceBytes(**ck, "e.gate_proj.weight"), 16u + 12u + 16u);
+}
+
+// Every refusal names the tensor and what is wrong with it.
+TEST(ConvertSafetensors, Int4RefusesWhatItCannotDecode) {
+  struct Case {
+    const char* why;
+    std::vector<FakeTensor> tensors;
+    SourceQuant q;
+    const char* says;
+    Errc code = Errc::kFormat;
+  };
+  const std::vector<Case> cases = {
+      {"I32 codes without a pack-quantized config", Int4Tensors("BF16", "I64"), SourceQuant{},
+       "e.gate_proj.weight_packed: dtype I32 (pack-quantized int4), but config.json"},
+      {"U8 codes under a pack-quantized config",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_packed", "U8", {2, 8}, WordBytes(kInt4Words)}}), Int4Quant(),
+       "dtype U8, but config.json declares pack-quantized int4"},
+      {"no scale", {Int4Tensors("BF16", "I64")[0], Int4Tensors("BF16", "I64")[2]}, Int4Quant(),
+       "without their scale tensor e.gate_proj.weight_scale"},
+      {"no shape", {Int4Tensors("BF16", "I64")[0], Int4Tensors("BF16", "I64")[1]}, Int4Quant(),
+       "without their shape tensor e.gate_proj.weight_shape"},
+      {"shape of another dtype",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_shape", "F32", {2}, RawBytes(std::vector<float>{2, 11})}}),
+       Int4Quant(), "weight_shape: dtype F32"},
+      {"shape with three numbers",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_shape", "I64", {3}, RawBytes(std::vector<int64_t>{2, 11, 1})}}),
+       Int4Quant(), "expected 2 elements"},
+      {"shape that is no matrix",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_shape", "I64", {2}, RawBytes(std::vector<int64_t>{2, 0})}}),
+       Int4Quant(), "[2, 0] is not a matrix shape"},
+      {"too many columns for the words",  // 17 columns need 3 words
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_shape", "I64", {2}, RawBytes(std::vector<int64_t>{2, 17})}}),
+       Int4Quant(), "packed shape [2, 2], a [2, 17] matrix (e.gate_proj.weight_shape) needs [2, 3]"},
+      {"a truncated row of words (one word per row)",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_packed", "I32", {2, 1}, WordBytes({1, 2})}}), Int4Quant(),
+       "packed shape [2, 1]"},
+      {"rows disagreeing with the shape",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_shape", "I64", {2}, RawBytes(std::vector<int64_t>{4, 11})}}),
+       Int4Quant(), "needs [4, 2]"},
+      {"scales for another group size", Int4Tensors("BF16", "I64"), Int4Quant(8),
+       "weight_scale: shape [2, 3], a [2, 11] matrix in groups of 8 columns needs [2, 2]"},
+      {"integer scales", Int4Tensors("I32", "I64"), Int4Quant(), "weight_scale: dtype I32 is not a floating-point type"},
+      {"a zero point (asymmetric)",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_zero_point", "I32", {1, 3}, WordBytes({0, 0, 0})}}), Int4Quant(),
+       "e.gate_proj.weight_zero_point is present; only symmetric int4", Errc::kUnsupported},
+      {"a column permutation",
+       Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_g_idx", "I32", {1}, WordBytes({0})}}), Int4Quant(),
+       "e.gate_proj.weight_g_idx is present", Errc::kUnsupported},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    auto w = LoadInt4(c.tensors, c.q);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().code(), c.code);
+    EXPECT_NE(w.error().message().find(c.says), std::string::npos) << w.error().message();
+    EXPECT_NE(w.error().message().find("e.gate_proj.weight"), std::string::npos) << w.error().message();
+  }
+  // Packed words fewer than the header's shape says (a truncated tensor)
+  // are refused when the checkpoint is opened, naming the file and tensor.
+  TempDir dir;
+  WriteSafetensors(dir / "model.safetensors",
+                   Int4Tensors("BF16", "I64", {{"e.gate_proj.weight_packed", "I32", {2, 2}, WordBytes({1, 2, 3})}}));
+  auto ck = Checkpoint::Open(dir.path());
+  ASSERT_FALSE(ck);
+  EXPECT_NE(ck.error().message().find("e.gate_proj.weight_packed"), std::string::npos) << ck.error().message();
+}
+
+// quantization_config as Kimi-K2-Thinking ships it, and every change of a
+// key the decoding depends on.
+nlohmann::ordered_json K2ThinkingQuantConfig() {
+  return nlohmann::ordered_json::parse(R"({
+    "quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+    "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null, "output_activations": null,
+      "weights": {"num_bits": 4, "type": "int", "symmetric": true, "strategy": "group", "group_size": 32,
+                  "dynamic": false, "actorder": null, "block_structure": null, "observer": "minmax"}}},
+    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*"], "kv_cache_scheme": null})");
+}
+
+TEST(ConvertQuantConfig, PackQuantizedInt4IsReadFromTheConfig) {
+  auto q = ParseQuantizationConfig(K2ThinkingQuantConfig(), "config.json");
+  ASSERT_TRUE(q) << q.error().message();
+  EXPECT_TRUE(q->int4_packed);
+  EXPECT_EQ(q->int4_group, 32);
+  EXPECT_FALSE(q->fp8_block_known);
+  // The format given per group instead of at the top.
+  nlohmann::ordered_json per_group = K2ThinkingQuantConfig();
+  per_group.erase("format");
+  per_group["config_groups"]["group_0"]["format"] = "pack-quantized";
+  q = ParseQuantizationConfig(per_group, "config.json");
+  ASSERT_TRUE(q) << q.error().message();
+  EXPECT_TRUE(q->int4_packed);
+  // Not pack-quantized: fp8 block scales, K3's MXFP4, nothing.
+  for (const char* other : {R"({"quant_method": "fp8", "weight_block_size": [128, 64]})",
+                            R"({"quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized"})", "null"}) {
+    q = ParseQuantizationConfig(nlohmann::ordered_json::parse(other), "config.json");
+    ASSERT_TRUE(q) << other << ": " << q.error().message();
+    EXPECT_FALSE(q->int4_packed) << other;
+  }
+  q = ParseQuantizationConfig(nlohmann::ordered_json::parse(R"({"weight_block_size": [128, 64]})"), "c");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->fp8_block_cols, 64);
+  // A second weight group with the same scheme is the same decoding.
+  nlohmann::ordered_json two = K2ThinkingQuantConfig();
+  two["config_groups"]["group_1"] = two["config_groups"]["group_0"];
+  EXPECT_TRUE(ParseQuantizationConfig(two, "config.json"));
+}
+
+TEST(ConvertQuantConfig, PackQuantizedSchemesItCannotDecodeAreRefused) {
+  struct Case {
+    const char* patch;  // JSON merge patch on group_0's weights, or on the config with "/"
+    const char* says;
+    Errc code;
+  };
+  const std::vector<Case> cases = {
+      {R"({"symmetric": false})", "weights.symmetric is false: only symmetric int4", Errc::kUnsupported},
+      {R"({"num_bits": 8})", "weights.num_bits is 8: only 4-bit", Errc::kUnsupported},
+      {R"({"type": "float"})", "weights.type is \"float\": only integer", Errc::kUnsupported},
+      {R"({"strategy": "channel", "group_size": null})", "weights.strategy is \"channel\"", Errc::kUnsupported},
+      {R"({"strategy": "channel"})", "weights.strategy is \"channel\": only \"group\"", Errc::kUnsupported},
+      {R"({"strategy": "tensor_group"})", "weights.strategy is \"tensor_group\"", Errc::kUnsupported},
+      {R"({"group_size": null})", "has no group_size", Errc::kFormat},
+      {R"({"group_size": 0})", "weights.group_size is 0: not a positive number", Errc::kUnsupported},
+      {R"({"group_size": -1})", "weights.group_size is -1", Errc::kUnsupported},
+      {R"({"num_bits": null})", "has no num_bits", Errc::kFormat},
+      {R"({"symmetric": null})", "has no symmetric", Errc::kFormat},
+      {R"({"actorder": "group"})", "weights.actorder is \"group\"", Errc::kUnsupported},
+      {R"({"dynamic": true})", "weights.dynamic is true", Errc::kUnsupported},
+      {R"(/{"quant_method": "gptq"})", "quant_method is not \"compressed-tensors\"", Errc::kFormat},
+      {R"(/{"config_groups": null})", "without config_groups", Errc::kFormat},
+      {R"(/{"config_groups": {"group_0": {"weights": null}}})", "no config group quantizes weights", Errc::kFormat},
+      {R"(/{"config_groups": {"group_1": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+          "symmetric": true, "strategy": "group", "group_size": 128}}}})",
+       "group_size 128 differs from another group's 32", Errc::kUnsupported},
+      {R"(/{"config_groups": {"group_1": {"format": "float-quantized", "weights": {"num_bits": 8}}}})",
+       "weights in format \"float-quantized\" beside pack-quantized ones", Errc::kUnsupported},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.patch);
+    nlohmann::ordered_json qc = K2ThinkingQuantConfig();
+    if (c.patch[0] == '/') {
+      qc.merge_patch(nlohmann::ordered_json::parse(c.patch + 1));
+    } else {
+      qc["config_groups"]["group_0"]["weights"].merge_patch(nlohmann::ordered_json::parse(c.patch));
+    }
+    auto q = ParseQuantizationConfig(qc, "ckpt/config.json");
+    ASSERT_FALSE(q);
+    EXPECT_EQ(q.error().code(), c.code);
+    EXPECT_NE(q.error().message().find(c.says), std::string::npos) << q.error().message();
+    EXPECT_NE(q.error().message().find("ckpt/config.json: quantization_config"), std::string::npos)
+        << q.error().message();
+  }
 }
 
 std::vector<float> HeavyTailed(size_t n, uint32_t seed) {

@@ -179,6 +179,66 @@ void Mxfp4(const std::string& name, int64_t rows, int64_t cols, const std::vecto
   out.push_back(std::move(s));
 }
 
+// compressed-tensors "pack-quantized" int4, as Kimi-K2-Thinking ships its
+// routed experts: per row and group of `group` columns scale = bf16(max|w| /
+// 7.5) (the minmax observer's symmetric range, so both -8 and 7 occur) and
+// q = clamp(round-half-even(w / scale), -8, 7); the nibble q + 8 of column c
+// goes to I32 word c / 8 at bits 4 (c % 8), zero past the last column (as
+// pack_to_int32 pads). W_scale BF16 [rows, ceil(cols/group)], W_shape I64.
+void Int4(const std::string& name, int64_t rows, int64_t cols, const std::vector<float>& v, int group,
+          std::vector<Tensor>& out) {
+  const int64_t words = (cols + 7) / 8, groups = (cols + group - 1) / group;
+  Tensor p{name + "_packed", "I32", {rows, words}, std::vector<uint8_t>(static_cast<size_t>(rows * words * 4))};
+  std::vector<float> scale(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t c0 = g * group, c1 = std::min(cols, c0 + group);
+      float amax = 0.0f;
+      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(v[static_cast<size_t>(r * cols + c)]));
+      uint16_t s16 = ToBf16(amax / 7.5f);
+      if (s16 == 0) s16 = ToBf16(1.0f);  // an all-zero group: any scale codes it as zeros
+      float s;
+      const uint32_t bits = static_cast<uint32_t>(s16) << 16;
+      std::memcpy(&s, &bits, 4);
+      scale[static_cast<size_t>(r * groups + g)] = s;
+      for (int64_t c = c0; c < c1; ++c) {
+        const float q = std::clamp(std::nearbyint(v[static_cast<size_t>(r * cols + c)] / s), -8.0f, 7.0f);
+        const uint32_t nibble = static_cast<uint32_t>(static_cast<int>(q) + 8);
+        uint8_t* word = p.bytes.data() + (r * words + c / 8) * 4;
+        uint32_t w;
+        std::memcpy(&w, word, 4);
+        w |= nibble << (4 * (c % 8));
+        std::memcpy(word, &w, 4);
+      }
+    }
+  }
+  const std::vector<int64_t> shape = {rows, cols};
+  Tensor sh{name + "_shape", "I64", {2}, std::vector<uint8_t>(16)};
+  std::memcpy(sh.bytes.data(), shape.data(), 16);
+  out.push_back(std::move(p));
+  out.push_back(Bf16(name + "_scale", {rows, groups}, scale));
+  out.push_back(std::move(sh));
+}
+
+// quantization_config as compressed-tensors writes it for a pack-quantized
+// checkpoint (Kimi-K2-Thinking's keys): one config group of symmetric int4
+// weights in groups of `group` columns, activations not quantised, and the
+// modules left in bf16 under `ignore`.
+OJson Int4QuantizationConfig(int group, const std::vector<std::string>& ignore) {
+  const OJson weights = {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"},
+                         {"group_size", group}, {"dynamic", false}, {"actorder", nullptr},
+                         {"block_structure", nullptr}, {"observer", "minmax"}, {"observer_kwargs", OJson::object()}};
+  return {{"quant_method", "compressed-tensors"},
+          {"format", "pack-quantized"},
+          {"quantization_status", "compressed"},
+          {"config_groups",
+           {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", nullptr},
+                         {"output_activations", nullptr}}}}},
+          {"ignore", ignore},
+          {"kv_cache_scheme", nullptr},
+          {"sparsity_config", OJson::object()}};
+}
+
 // Container name -> the family's published name.
 std::string SourceName(const std::string& name, bool deepseek) {
   if (!deepseek) return name;
@@ -213,6 +273,7 @@ Status WriteShard(const std::string& path, const std::vector<const Tensor*>& ten
 
 Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
   WASTE_ASSIGN_OR_RETURN(Preset preset, MakePreset(o.preset));
+  if (o.int4_group < 1) return ArgError(fmt::format("int4 group size {} is not positive", o.int4_group));
   OJson cfg = preset.config;
   std::optional<GeneratedTokenizer> tok;
   if (o.tokenizer) {
@@ -259,13 +320,25 @@ Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
   }
 
   std::vector<Tensor> tensors;
+  std::vector<std::string> int4_ignore;  // the linear layers an int4 checkpoint keeps in bf16
   auto add_matrix = [&](const std::string& name, const std::vector<int64_t>& shape, bool expert) {
     std::vector<float> v = Values(name, shape, o.seed);
     const bool matrix = shape.size() == 2;
+    // A linear layer's weight (what compressed-tensors' "Linear" target and
+    // `ignore` list name): projections, kv_a_proj_with_mqa included, and the head.
+    const bool linear = matrix && name.ends_with(".weight") &&
+                        (name.find("_proj") != std::string::npos || name.ends_with("lm_head.weight"));
+    const bool int4 = o.dtype == CheckpointDType::kInt4 && matrix &&
+                      (expert || (o.int4_shared_experts && linear && name.find("shared_experts") != std::string::npos));
+    if (o.dtype == CheckpointDType::kInt4 && linear && !int4) {
+      int4_ignore.push_back(name.substr(0, name.size() - std::string(".weight").size()));
+    }
     if (fp8 && matrix && name.ends_with("_proj.weight")) {
       Fp8(name, shape[0], shape[1], v, o.fp8_block, tensors);
     } else if (o.dtype == CheckpointDType::kMxfp4 && expert) {
       Mxfp4(name, shape[0], shape[1], v, tensors);
+    } else if (int4) {
+      Int4(name, shape[0], shape[1], v, o.int4_group, tensors);
     } else if (name.ends_with("e_score_correction_bias") || name.ends_with("A_log")) {
       tensors.push_back(F32(name, shape, v));
     } else {
@@ -297,6 +370,9 @@ Result<CheckpointReport> GenerateCheckpoint(const CheckpointOptions& o) {
     }
   }
   std::sort(tensors.begin(), tensors.end(), [](const Tensor& a, const Tensor& b) { return a.name < b.name; });
+  if (o.dtype == CheckpointDType::kInt4) {
+    file["quantization_config"] = Int4QuantizationConfig(o.int4_group, int4_ignore);
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);

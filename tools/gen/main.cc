@@ -32,8 +32,10 @@ constexpr const char* kUsage =
     "  --manifest-only  write manifest.json alone (exact offsets; no data files)\n"
     "  --checkpoint     write a checkpoint in the family's published layout instead of a\n"
     "                   container (config.json, index, safetensors shards) for waste convert;\n"
-    "                   with --dtype bf16|fp8|mxfp4 (fp8: every *_proj matrix e4m3 with\n"
-    "                   32x32 block scales; mxfp4: routed experts), --shards N, --vocab N,\n"
+    "                   with --dtype bf16|fp8|mxfp4|int4 (fp8: every *_proj matrix e4m3 with\n"
+    "                   32x32 block scales; mxfp4: routed experts; int4: routed experts\n"
+    "                   pack-quantized as Kimi-K2-Thinking, --int4-group N columns per scale,\n"
+    "                   default 32), --shards N, --vocab N,\n"
     "                   --override JSON (merged into the preset's config)\n";
 
 std::string Count(uint64_t n) {
@@ -86,9 +88,19 @@ int Run(int argc, char** argv) {
         co.dtype = waste::gen::CheckpointDType::kFp8;
       } else if (d == "mxfp4") {
         co.dtype = waste::gen::CheckpointDType::kMxfp4;
+      } else if (d == "int4") {
+        co.dtype = waste::gen::CheckpointDType::kInt4;
       } else {
-        return Usage("--dtype takes bf16, fp8 or mxfp4");
+        return Usage("--dtype takes bf16, fp8, mxfp4 or int4");
       }
+    } else if (a == "--int4-group") {
+      const char* v = value();
+      char* end = nullptr;
+      const long g = v == nullptr ? 0 : std::strtol(v, &end, 10);
+      if (v == nullptr || end == v || *end != '\0' || g < 1 || g > 1 << 20) {
+        return Usage(fmt::format("--int4-group {}: not a positive number of columns", v == nullptr ? "" : v));
+      }
+      co.int4_group = static_cast<int>(g);
     } else if (a == "--override") {
       const char* v = value();
       if (v == nullptr) return Usage("--override needs a JSON object");

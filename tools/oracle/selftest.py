@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 from waste_oracle import Container, FormatError, Model  # noqa: E402
+from waste_oracle.checkpoint import int4_dequantize  # noqa: E402
 from waste_oracle.container import f16_exact, f16_flush  # noqa: E402
 from waste_oracle.forward import rope_omegas, rotate_pairs  # noqa: E402
 
@@ -233,6 +234,17 @@ def t_f16():
     report("f16 scale subnormal exact, codebook subnormal flushed",
            f16_exact(np.array([1], np.uint16))[0] == 2.0 ** -24
            and f16_flush(np.array([1, 0x8001, 0x0400], np.uint16)).tolist() == [0.0, -0.0, 2.0 ** -14])
+
+
+def t_int4():
+    # Checkpoint int4 "pack-quantized" by hand: q = 3 -4 7 -8 0 1 -1 2 5 as
+    # nibbles q + 8 (B 4 F 0 8 9 7 A | D), column c at bits 4*(c % 8) of word
+    # c // 8; the second word's 7 padding nibbles hold junk. Groups of 3.
+    words = [0xA7980F4B, 0x1234567D]
+    scale = np.array([[0.5, 0.125, 4.0]], np.float32)
+    w = int4_dequantize("I32", (1, 2), b"".join(x.to_bytes(4, "little") for x in words), scale, (1, 9), 3)
+    report("checkpoint int4 pack-quantized by hand (sign, nibble order, padding, groups)",
+           w.tolist() == [[1.5, -2.0, 3.5, -1.0, 0.0, 0.125, -4.0, 8.0, 20.0]], "%s" % w.tolist())
 
 
 def t_vq4p_pack(tmp, src):
@@ -605,6 +617,7 @@ def main():
         print("== decoding")
         t_worked_example(src)
         t_f16()
+        t_int4()
         t_vq4p_pack(tmp, src)
         print("== trunk formats")
         t_trunk_reencode(tmp, src, base)

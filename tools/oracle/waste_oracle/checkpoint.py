@@ -7,6 +7,12 @@ Written from the checkpoint facts in the converter's spec (safetensors
 layout, bf16 / f16 / fp8 e4m3 with block scales / MXFP4 decoding, tensor
 names per family, config key spellings), not from the C++ converter.
 Routed experts are dense f64 matrices (no codebooks).
+
+Int4 "pack-quantized" (compressed-tensors, Kimi-K2-Thinking) is decoded from
+the format's description alone: W_packed I32 [rows, ceil(cols/8)], column c
+in word c // 8 at bits 4*(c % 8) .. +3 holding q + 8, q in [-8, 7];
+W_scale [rows, ceil(cols/group_size)] of any float dtype; W_shape = (rows,
+cols); W = q * scale[row, c // group_size], symmetric (no zero point).
 """
 
 import json
@@ -75,6 +81,56 @@ def _to_f32(dtype, shape, data):
     return a.reshape(shape) if shape else a.reshape(1)
 
 
+def int4_group_size(qc):
+    """quantization_config -> the group size of a compressed-tensors
+    pack-quantized int4 checkpoint, or None when it is not one. Schemes the
+    decoder below does not implement are refused."""
+    if not isinstance(qc, dict):
+        return None
+    groups = qc.get("config_groups") or {}
+    formats = [qc.get("format")] + [g.get("format") for g in groups.values() if isinstance(g, dict)]
+    if "pack-quantized" not in formats:
+        return None
+    sizes = set()
+    for name, g in groups.items():
+        w = g.get("weights")
+        if w is None:
+            continue
+        want = {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group"}
+        for k, v in want.items():
+            if w.get(k) != v:
+                raise FormatError("config_groups.%s.weights.%s is %r, not %r" % (name, k, w.get(k), v))
+        if w.get("actorder") not in (None, False):
+            raise FormatError("config_groups.%s.weights.actorder %r" % (name, w.get("actorder")))
+        gs = w.get("group_size")
+        if not isinstance(gs, int) or isinstance(gs, bool) or gs < 1:
+            raise FormatError("config_groups.%s.weights.group_size is %r" % (name, gs))
+        sizes.add(gs)
+    if len(sizes) != 1:
+        raise FormatError("pack-quantized with group sizes %r" % sorted(sizes))
+    return sizes.pop()
+
+
+def int4_dequantize(pdtype, pshape, pdata, scale, shape, group):
+    """Pack-quantized int4 -> f32 [rows, cols]. `scale` is the decoded f32
+    scale array, `shape` the (rows, cols) of W_shape."""
+    rows, cols = (int(v) for v in shape)
+    words = -(-cols // 8)
+    groups = -(-cols // group)
+    if pdtype != "I32":
+        raise FormatError("int4 codes must be I32, not %s" % pdtype)
+    if tuple(pshape) != (rows, words):
+        raise FormatError("packed shape %r, W_shape (%d, %d) needs (%d, %d)" % (pshape, rows, cols, rows, words))
+    if scale.shape != (rows, groups):
+        raise FormatError("scale shape %r, needs (%d, %d)" % (scale.shape, rows, groups))
+    w = np.frombuffer(pdata, "<u4").reshape(rows, words)
+    shifts = (4 * np.arange(8)).astype(np.uint32)
+    nibbles = (w[:, :, None] >> shifts[None, None, :]) & np.uint32(15)  # [rows, words, 8]
+    q = nibbles.reshape(rows, words * 8)[:, :cols].astype(np.int32) - 8  # padding cut off
+    s = np.repeat(scale.astype(np.float32), group, axis=1)[:, :cols]
+    return q.astype(np.float32) * s  # small integers times the scale: exact for bf16 scales
+
+
 class _Entry:
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -116,6 +172,7 @@ class Checkpoint:
             cfg["moe_renormalize"] = True
         qc = raw.get("quantization_config") or cfg.get("quantization_config") or {}
         self.block = tuple(qc.get("weight_block_size", (128, 128)))
+        self.int4_group = int4_group_size(qc)
         self.cfg = Config(cfg, self.warn)
         self.eq = ExpertQuant({"stages": 3, "vec_dim": 8, "entries": 256, "index_bits": 8})
         Container._check_rotary(self)  # the same rotary rules as a container's config
@@ -160,6 +217,12 @@ class Checkpoint:
                 rows = np.arange(a.shape[0]) // bm
                 cols = np.arange(a.shape[1]) // bn
                 a = a * s[rows][:, cols]
+        elif full + "_packed" in self.where and self.int4_group is not None:
+            pdtype, pshape, pdata = self.where[full + "_packed"].raw(full + "_packed")
+            sd, ss, sdata = self.where[full + "_scale"].raw(full + "_scale")
+            hd, _, hdata = self.where[full + "_shape"].raw(full + "_shape")
+            shape = np.frombuffer(hdata, "<i4" if hd == "I32" else "<i8")
+            a = int4_dequantize(pdtype, pshape, pdata, _to_f32(sd, ss, sdata), shape, self.int4_group)
         elif full + "_packed" in self.where:
             _, shape, pdata = self.where[full + "_packed"].raw(full + "_packed")
             _, sshape, sdata = self.where[full + "_scale"].raw(full + "_scale")
@@ -177,11 +240,14 @@ class Checkpoint:
 
     # -- the Container interface Model uses --
     def has(self, name):
-        return self._source(name) in self.where
+        full = self._source(name)
+        return full in self.where or full + "_packed" in self.where
 
     def entry(self, name):
         full = self._source(name)
         if full not in self.where:
+            if full + "_packed" in self.where:
+                return _Entry(self._load(full).shape)
             return None
         return _Entry(self.where[full].header[full]["shape"] or [1])
 
