@@ -66,6 +66,19 @@ std::optional<ApiError> AttachImages(Engine& engine, const PreparedChat& chat,
   return std::nullopt;
 }
 
+// The end of both routes' token callbacks: whether generation goes on. The
+// turn says whether it wants more (`more`: no end marker or stop string
+// yet); a cancelled request or a client gone stops it and marks the result.
+bool GoOn(bool more, const std::atomic<bool>& cancel, bool client_gone, bool* turn_stopped,
+          GenerateResult* r) {
+  if (!more) *turn_stopped = true;
+  if (cancel.load() || client_gone) {
+    r->cancelled = true;
+    return false;
+  }
+  return more;
+}
+
 // A failure before the first token: the blocking reply's status, or (the
 // event-stream headers are out) an error event and the end of the stream.
 GenerateResult FailBeforeFirstToken(GenerateResult r, const ApiError& e, const EventSink& sink) {
@@ -154,12 +167,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     }
     bool more = turn.OnToken(ev.token, ev.piece, &deltas);
     flush();
-    if (!more) turn_stopped = true;
-    if (cancel.load() || client_gone) {
-      r.cancelled = true;
-      return false;
-    }
-    return more;
+    return GoOn(more, cancel, client_gone, &turn_stopped, &r);
   }));
   r.total_ms = MsSince(t0);
   r.completion_tokens = turn.completion_tokens();
@@ -297,12 +305,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
       emit_echo();  // the prompt's entries come before the first token's
       if (req.logprobs.on) logprobs.Add(ev.token, ev.piece, ev.logprob, ev.top_logprobs);
       flush();
-      if (!more) turn_stopped = true;
-      if (cancel.load() || client_gone) {
-        r.cancelled = true;
-        return false;
-      }
-      return more;
+      return GoOn(more, cancel, client_gone, &turn_stopped, &r);
     }));
   }
   r.total_ms = MsSince(t0);

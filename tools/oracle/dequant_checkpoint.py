@@ -27,28 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from waste_oracle.checkpoint import _Shard, _to_f32, int4_dequantize, int4_group_size  # noqa: E402
+from waste_oracle.checkpoint import _to_f32, int4_dequantize, int4_group_size, shard_map  # noqa: E402
 from waste_oracle.container import FormatError  # noqa: E402
-
-
-def shards_of(src):
-    """name -> _Shard for every tensor of the checkpoint."""
-    idx = os.path.join(src, "model.safetensors.index.json")
-    where = {}
-    if os.path.exists(idx):
-        with open(idx) as f:
-            wm = json.load(f)["weight_map"]
-        opened = {}
-        for name, shard in wm.items():
-            if shard not in opened:
-                opened[shard] = _Shard(os.path.join(src, shard))
-            where[name] = opened[shard]
-    else:
-        s = _Shard(os.path.join(src, "model.safetensors"))
-        for name in s.header:
-            if name != "__metadata__":
-                where[name] = s
-    return where
 
 
 def dequantized_tensors(where, group):
@@ -100,7 +80,7 @@ def main(argv):
         group = int4_group_size(cfg.get("quantization_config"))
         if group is None:
             raise FormatError("%s: config.json declares no pack-quantized int4 scheme" % src)
-        tensors = dequantized_tensors(shards_of(src), group)
+        tensors = dequantized_tensors(shard_map(src), group)
     except (FormatError, KeyError, ValueError, OSError) as e:
         print("dequant_checkpoint: %s" % e, file=sys.stderr)
         return 1

@@ -150,6 +150,27 @@ class _Record:
         self.cb = None
 
 
+def shard_map(path):
+    """name -> _Shard for every tensor of the checkpoint at `path` (its
+    index's weight_map, or the one model.safetensors)."""
+    idx = os.path.join(path, "model.safetensors.index.json")
+    where = {}
+    if os.path.exists(idx):
+        with open(idx) as f:
+            wm = json.load(f)["weight_map"]
+        shards = {}
+        for name, shard in wm.items():
+            if shard not in shards:
+                shards[shard] = _Shard(os.path.join(path, shard))
+            where[name] = shards[shard]
+    else:
+        s = _Shard(os.path.join(path, "model.safetensors"))
+        for name in s.header:
+            if name != "__metadata__":
+                where[name] = s
+    return where
+
+
 class Checkpoint:
     def __init__(self, path, warn=None):
         self.path = path
@@ -176,21 +197,7 @@ class Checkpoint:
         self.cfg = Config(cfg, self.warn)
         self.eq = ExpertQuant({"stages": 3, "vec_dim": 8, "entries": 256, "index_bits": 8})
         Container._check_rotary(self)  # the same rotary rules as a container's config
-        idx = os.path.join(path, "model.safetensors.index.json")
-        self.where = {}
-        if os.path.exists(idx):
-            with open(idx) as f:
-                wm = json.load(f)["weight_map"]
-            shards = {}
-            for name, shard in wm.items():
-                if shard not in shards:
-                    shards[shard] = _Shard(os.path.join(path, shard))
-                self.where[name] = shards[shard]
-        else:
-            s = _Shard(os.path.join(path, "model.safetensors"))
-            for name in s.header:
-                if name != "__metadata__":
-                    self.where[name] = s
+        self.where = shard_map(path)
         self.deepseek = any(".mlp.experts." in n for n in self.where)
         self._cache = {}
         self._records = {}
