@@ -118,7 +118,9 @@ void ChatTurn::Release(bool all, std::vector<Json>* deltas) {
 bool ChatTurn::OnToken(int id, std::string_view piece, std::vector<Json>* deltas) {
   if (stopped_ || parser_.done()) return false;
   ++tokens_;
+  const size_t reasoning_before = parser_.reasoning().size();
   parser_.Push(id, id == eos_id_ ? std::string_view() : piece);
+  if (parser_.reasoning().size() > reasoning_before) ++reasoning_tokens_;
   std::string& c = parser_.content();
   if (!stops_.empty() && c.size() > stop_checked_) {
     size_t longest = 0;

@@ -33,6 +33,9 @@ class ChatTurn {
   Json Message() const;
   std::string FinishReason(bool ran_to_max) const;
   int completion_tokens() const { return tokens_; }
+  // Tokens whose text went to the reasoning (the think channel's text; its
+  // markers are not counted): usage's reasoning_tokens.
+  int reasoning_tokens() const { return reasoning_tokens_; }
 
  private:
   void Send(Json delta, std::vector<Json>* deltas);
@@ -42,6 +45,7 @@ class ChatTurn {
   std::vector<std::string> stops_;
   int eos_id_;
   int tokens_ = 0;
+  int reasoning_tokens_ = 0;
   bool stopped_ = false;
   size_t stop_checked_ = 0;    // content bytes already searched for stops
   size_t sent_reasoning_ = 0, sent_content_ = 0;

@@ -93,10 +93,12 @@ GenerateResult FailBeforeFirstToken(GenerateResult r, const ApiError& e, const E
 
 }  // namespace
 
-// usage with the prompt tokens restored from a snapshot (OpenAI's field).
+// usage with the prompt tokens restored from a snapshot and the thinking
+// tokens among the completion's (OpenAI's fields).
 Json UsageWithCache(const GenerateResult& r) {
   Json u = Usage(r.prompt_tokens, r.completion_tokens);
   u["prompt_tokens_details"] = {{"cached_tokens", r.cached_tokens}};
+  u["completion_tokens_details"] = {{"reasoning_tokens", r.reasoning_tokens}};
   return u;
 }
 
@@ -171,6 +173,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   }));
   r.total_ms = MsSince(t0);
   r.completion_tokens = turn.completion_tokens();
+  r.reasoning_tokens = turn.reasoning_tokens();
   bool failed = !st.ok() && !(st.code() == Errc::kCancelled && (turn_stopped || r.cancelled));
   if (r.cancelled) return r;
   // After the headers an error can only be an event (never a second HTTP
@@ -310,6 +313,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   }
   r.total_ms = MsSince(t0);
   r.completion_tokens = turn.completion_tokens();
+  r.reasoning_tokens = turn.reasoning_tokens();
   if (r.cancelled) return r;
   if (!st.ok() && !(st.code() == Errc::kCancelled && turn_stopped)) {
     return fail(EngineFailure(st, session));

@@ -24,6 +24,7 @@ struct GenerateResult {
   Json body;                      // blocking: the response object
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int reasoning_tokens = 0;       // of completion_tokens, thinking (ChatTurn::reasoning_tokens)
   int cached_tokens = 0;          // prompt tokens restored from a snapshot
   double prefill_ms = 0;          // time to first token
   double total_ms = 0;

@@ -328,14 +328,17 @@ Json Skeleton(const ResponseHeader& h, const std::string& status, Json output) {
 Json ResponseUsage(const Json& usage) {
   if (!usage.is_object()) return nullptr;
   int64_t in = usage.value("prompt_tokens", 0), out = usage.value("completion_tokens", 0);
-  int64_t cached = 0;
+  int64_t cached = 0, reasoning = 0;
   if (auto d = usage.find("prompt_tokens_details"); d != usage.end() && d->is_object()) {
     cached = d->value("cached_tokens", 0);
+  }
+  if (auto d = usage.find("completion_tokens_details"); d != usage.end() && d->is_object()) {
+    reasoning = d->value("reasoning_tokens", 0);
   }
   return {{"input_tokens", in},
           {"input_tokens_details", {{"cached_tokens", cached}}},
           {"output_tokens", out},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", reasoning}}},
           {"total_tokens", in + out}};
 }
 

@@ -176,6 +176,8 @@ TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
       if (got.contains("usage")) {
         EXPECT_TRUE(got["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
         got["usage"].erase("prompt_tokens_details");
+        EXPECT_TRUE(got["usage"]["completion_tokens_details"]["reasoning_tokens"].is_number_integer());
+        got["usage"].erase("completion_tokens_details");
       }
       EXPECT_EQ(Dump(got, JsonStyle::kSpaced), Dump(want, JsonStyle::kSpaced));
     }
@@ -573,6 +575,11 @@ TEST_F(HttpTest, ResponsesApiServesTheChatPath) {
   EXPECT_EQ(resp["status"], chat["finish_reason"] == "length" ? "incomplete" : "completed");
   EXPECT_EQ(resp["usage"]["input_tokens"], ParseBody(chat_text)["usage"]["prompt_tokens"]);
   EXPECT_EQ(resp["usage"]["output_tokens"], ParseBody(chat_text)["usage"]["completion_tokens"]);
+  // Thinking tokens are counted apart, the same on both routes.
+  const Json chat_details = ParseBody(chat_text)["usage"]["completion_tokens_details"];
+  EXPECT_EQ(resp["usage"]["output_tokens_details"]["reasoning_tokens"], chat_details["reasoning_tokens"]);
+  EXPECT_EQ(chat_details["reasoning_tokens"].get<int>() > 0, !reasoning.empty());
+  EXPECT_LE(chat_details["reasoning_tokens"].get<int>(), resp["usage"]["output_tokens"].get<int>());
 
   // Streamed: numbered events, deltas that rebuild the blocking items.
   Json stream_req = req;
