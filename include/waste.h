@@ -171,6 +171,21 @@ WASTE_EXPORT void waste_gen_params_init(waste_gen_params* params);
 WASTE_EXPORT waste_status waste_open(const char* container_dir, const waste_cfg* cfg,
                                      waste_ctx** out);
 WASTE_EXPORT void waste_close(waste_ctx* ctx);
+/* Ours: several conversations on one opened model. waste_open_sessions is
+ * waste_open with room in the RAM budget for `max_sessions` sessions (each
+ * its state and scratch at ctx_tokens; 0 = 1, what waste_open reserves).
+ * waste_session_new gives another context on ctx's model: its own
+ * conversation (state, position, waste_set_logprobs), everything else
+ * shared (weights, expert cache, tokenizer). Every call takes a context,
+ * so each conversation is driven as the first one is; contexts may be used
+ * from different threads (one thread per context at a time), and the
+ * model runs their calls one at a time. waste_close closes one
+ * conversation; the model closes with the last. WASTE_E_RAM_BUDGET when
+ * the sessions the model was opened for are all open
+ * (waste_error_detail(ctx) says how many). */
+WASTE_EXPORT waste_status waste_open_sessions(const char* container_dir, const waste_cfg* cfg,
+                                              uint32_t max_sessions, waste_ctx** out);
+WASTE_EXPORT waste_status waste_session_new(waste_ctx* ctx, waste_ctx** out);
 
 WASTE_EXPORT waste_status waste_plan_memory(const char* container_dir, uint32_t ctx_tokens,
                                             waste_mem_plan* out);

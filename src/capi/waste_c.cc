@@ -16,7 +16,9 @@
 #include "waste/waste.h"
 
 struct waste_ctx {
-  std::unique_ptr<waste::Model> model;
+  // Shared by the contexts waste_session_new makes from one opened model;
+  // the model closes with the last of them.
+  std::shared_ptr<waste::Model> model;
   std::unique_ptr<waste::Session> session;
   std::string detail;  // what waste_error_detail returns; empty = NULL
   std::optional<waste::ExpertFailureInfo> failed_expert;  // waste_failed_expert
@@ -112,6 +114,11 @@ void waste_gen_params_init(waste_gen_params* params) {
 }
 
 waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_ctx** out) {
+  return waste_open_sessions(container_dir, cfg, 1, out);
+}
+
+waste_status waste_open_sessions(const char* container_dir, const waste_cfg* cfg,
+                                 uint32_t max_sessions, waste_ctx** out) {
   g_open_detail.clear();
   if (out == nullptr) return WASTE_E_ARG;
   *out = nullptr;
@@ -138,6 +145,7 @@ waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_c
     }
     config.usage_path = c.usage_path != nullptr ? c.usage_path : "";
     config.exclusive_open = c.exclusive_open != 0;
+    config.max_sessions = max_sessions == 0 ? 1 : max_sessions;
     if (c.log != nullptr) {
       waste_log_fn fn = c.log;
       void* user = c.log_user;
@@ -155,6 +163,24 @@ waste_status waste_open(const char* container_dir, const waste_cfg* cfg, waste_c
     ctx->model = std::move(*model);
     ctx->session = std::move(*session);
     *out = ctx;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_session_new(waste_ctx* ctx, waste_ctx** out) {
+  if (out != nullptr) *out = nullptr;
+  if (ctx == nullptr || out == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  try {
+    auto session = ctx->model->NewSession();
+    if (!session) return Fail(ctx, session.error());
+    auto* next = new (std::nothrow) waste_ctx;
+    if (next == nullptr) return WASTE_E_OOM;
+    next->model = ctx->model;
+    next->session = std::move(*session);
+    *out = next;
     return WASTE_OK;
   } catch (...) {
     return WASTE_E_OOM;

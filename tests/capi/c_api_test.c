@@ -341,8 +341,42 @@ int main(void) {
   size_t need = 0;
   CHECK(waste_detokenize(ctx, prompt, n_prompt, NULL, 0, &need) == WASTE_E_ARG && need > 0);
   CHECK(waste_detokenize(ctx, far, 2, NULL, 0, &need) == WASTE_E_ARG);
+  /* A model opened for one session has no room for a second. */
+  waste_ctx* extra = NULL;
+  CHECK(waste_session_new(ctx, &extra) == WASTE_E_RAM_BUDGET && extra == NULL);
+  CHECK(waste_error_detail(ctx) != NULL);
   waste_close(ctx);
   waste_close(NULL);
+
+  /* Two conversations on one model: each its own state, the same greedy
+   * continuation whatever the other does; the model outlives the context
+   * that opened it. */
+  waste_ctx* first = NULL;
+  waste_ctx* second = NULL;
+  waste_ctx* third = NULL;
+  CHECK(waste_open_sessions(container, &cfg, 2, &first) == WASTE_OK && first != NULL);
+  if (first != NULL) {
+    CHECK(waste_session_new(first, &second) == WASTE_OK && second != NULL);
+    CHECK(waste_session_new(first, &third) == WASTE_E_RAM_BUDGET && third == NULL);
+    gp.max_tokens = 16;
+    struct Collected one = {{0}, 0, 0, 0, {0}}, other = {{0}, 0, 0, 0, {0}};
+    int32_t unrelated[] = {5, 6, 7, 8, 9};
+    CHECK(waste_generate(first, prompt, n_prompt, &gp, Collect, &one) == WASTE_OK);
+    if (second != NULL) {
+      gp.max_tokens = 4;
+      CHECK(waste_generate(first, unrelated, 5, &gp, NULL, NULL) == WASTE_OK);
+      gp.max_tokens = 16;
+      waste_close(first);  /* the second conversation keeps the model */
+      first = NULL;
+      CHECK(waste_generate(second, prompt, n_prompt, &gp, Collect, &other) == WASTE_OK);
+      CHECK(SameIds(one.ids, one.n, want, n_want) && SameIds(other.ids, other.n, want, n_want));
+      size_t ids_n = 0;
+      int32_t ids_buf[8];
+      CHECK(waste_tokenize(second, "hello", 0, ids_buf, 8, &ids_n) == WASTE_OK && ids_n > 0);
+      waste_close(second);
+    }
+    waste_close(first);
+  }
   waste_ctx* none = NULL;
   CHECK(waste_open(NULL, &cfg, &none) == WASTE_E_ARG && none == NULL);
   /* A failed open says why through waste_error_detail(NULL). */
