@@ -18,6 +18,7 @@
 #include "platform/platform.h"
 #include "prepare.h"
 #include "responses.h"
+#include "responses_request.h"
 #include "session_pool.h"
 #include "web_page.h"
 

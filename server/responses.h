@@ -1,13 +1,12 @@
 // POST /v1/responses, OpenAI's Responses API (what the Agents SDK and
 // newer agent clients speak), served by the chat path: a request is
-// translated into the chat completions body it means (input items ->
-// messages, flat function tools -> chat tools, text.format ->
-// response_format, max_output_tokens, reasoning.effort), prepared and
-// generated exactly as a chat request, and the chat reply is translated
-// back: the message, its reasoning and its tool calls become output items,
-// and a stream's chat chunks become the Responses events
-// (response.created ... response.output_text.delta ... response.completed).
-// docs/SERVER.md, "The Responses API", says what is and is not taken.
+// translated into the chat completions body it means (responses_request.h),
+// prepared and generated exactly as a chat request, and the chat reply is
+// translated back here: the message, its reasoning and its tool calls
+// become output items, and a stream's chat chunks become the Responses
+// events (response.created ... response.output_text.delta ...
+// response.completed). docs/SERVER.md, "The Responses API", says what is
+// and is not taken.
 #pragma once
 
 #include <cstdint>
@@ -15,22 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "api_error.h"
 #include "json_text.h"
 
 namespace waste::server {
-
-// The chat completions body a Responses request means, or the 400 naming
-// the Responses field that cannot be served (param as the client sent it:
-// "input[2].call_id", "tools[0].type", "previous_response_id").
-std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat);
-
-// A refusal by the chat checks of a translated request, put in the
-// Responses API's names: max_tokens -> max_output_tokens, response_format
-// -> text.format, reasoning_effort -> reasoning.effort, tools[i].function.X
-// -> tools[i].X, and a message's fault -> param "input" (the message text
-// keeps the index in the conversation the items make, instructions first).
-void RenameChatFields(ApiError* e);
 
 // What a Response object repeats of its request, with the defaults filled
 // (temperature 0: this server's greedy default).

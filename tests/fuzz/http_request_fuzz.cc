@@ -20,7 +20,7 @@
 #include "chat_request.h"
 #include "json_text.h"
 #include "render.h"
-#include "responses.h"
+#include "responses_request.h"
 #include "waste/grammar.h"
 
 namespace {
