@@ -11,13 +11,6 @@ namespace {
 bool IsNumber(const Json& v) { return v.is_number(); }  // nlohmann: bool is not a number
 bool IsInteger(const Json& v) { return v.is_number_integer(); }
 
-// A present, non-null field.
-const Json* Field(const Json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::optional<ApiError> NumberIn(const Json& body, const char* name, double lo, double hi,
                                  std::optional<float>* out) {
   const Json* v = Field(body, name);

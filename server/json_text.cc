@@ -138,4 +138,10 @@ bool ParseJson(std::string_view text, Json* out, std::string* error) {
   return true;
 }
 
+const Json* Field(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
 }  // namespace waste::server

@@ -24,6 +24,10 @@ std::string Dump(const Json& value, JsonStyle style, bool sort_keys = false);
 // Python's repr of a double ("1.5", "100.0", "1e-07", "NaN").
 std::string PythonFloat(double v);
 
+// A request field: the member `name` of `body` when present and not null,
+// else nullptr (OpenAI treats an explicit null as absent).
+const Json* Field(const Json& body, const char* name);
+
 // Parses request JSON the permissive way clients expect (duplicate keys
 // keep the last value). Returns false and sets `error` on failure.
 bool ParseJson(std::string_view text, Json* out, std::string* error);

@@ -5,12 +5,6 @@
 namespace waste::server {
 namespace {
 
-const Json* Field(const Json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 // The Responses API's ids: resp_, msg_, rs_, fc_ and 24 hex digits.
 std::string ItemId(const char* prefix) {
   std::string id = NewResponseId(prefix);

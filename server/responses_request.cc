@@ -7,12 +7,6 @@
 namespace waste::server {
 namespace {
 
-const Json* Field(const Json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 ApiError Unsupported(const std::string& param, const std::string& what) {
   return BadRequest("'" + param + "' is not supported by this server: " + what, param,
                     "unsupported_parameter");
