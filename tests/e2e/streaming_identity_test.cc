@@ -151,5 +151,38 @@ TEST_F(StreamingIdentity, VerifiedReadsGiveTheSameLogits) {
   EXPECT_TRUE(SameBits(ref, r));
 }
 
+// TokenEvent::ms_io (and the C API's waste_token_info.ms_io) is the time
+// each generated token spent on expert reads: at the floor with
+// synchronous reads and no lookahead every miss is read in its token's
+// step, and the tokens' figures add up to the engine's own read time after
+// the prompt.
+TEST_F(StreamingIdentity, TokenReadTimesAddUpToTheEnginesFigure) {
+  auto e = Engine::Open(StreamingContainer(), Tiny(0, 0));
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  Engine& engine = **e;
+  GenParams p;
+  p.max_tokens = 8;
+  p.ignore_eos = true;
+  double io_after_prompt = -1;
+  p.on_prefill = [&](int done, int total) {
+    if (done == total) io_after_prompt = engine.stats().sec_io;
+    return true;
+  };
+  double ms_io = 0, ms_total = 0;
+  uint64_t missed = 0;
+  auto r = engine.Generate(testing::TestPrompt(engine.info().vocab), p, [&](const TokenEvent& ev) {
+    ms_io += ev.ms_io;
+    ms_total += ev.ms_total;
+    missed += ev.experts_missed;
+    return true;
+  });
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_GE(io_after_prompt, 0.0);
+  EXPECT_GT(missed, 0u);
+  EXPECT_GT(ms_io, 0.0);
+  EXPECT_LE(ms_io, ms_total);
+  EXPECT_NEAR(ms_io / 1000.0, engine.stats().sec_io - io_after_prompt, 1e-9);
+}
+
 }  // namespace
 }  // namespace waste
