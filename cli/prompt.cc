@@ -46,8 +46,7 @@ void StripTrailingNewlines(std::string* text) {
 
 PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
   PromptText p;
-  bool from_stream = true;
-  bool read = true;
+  bool from_stream = true;  // a file or stdin (false: an argument, or nothing)
   if (options.file_given) {
     std::string why;
     bool ok = options.file == "-" ? ReadStdinText(&p.text, &why)
@@ -62,12 +61,12 @@ PromptText ReadPrompt(const Options& options, const std::string& empty_error) {
   } else if (options.has_argument() || !StdinIsTerminal()) {
     if (!ReadStdinText(&p.text, &p.error)) return p;
   } else {
-    read = false;
+    from_stream = false;  // no source at all
   }
   if (from_stream) StripTrailingNewlines(&p.text);
   if (p.text.empty()) {
     p.error = empty_error;
-    p.read_empty = read && from_stream;
+    p.read_empty = from_stream;
     return p;
   }
   p.ok = true;

@@ -207,10 +207,13 @@ Result<std::pair<int64_t, int64_t>> ReadInt4Shape(const Checkpoint& ckpt, const 
   WASTE_TRY(ckpt.ReadRaw(*t, &bytes));
   int64_t v[2];
   for (int i = 0; i < 2; ++i) {
+    // Little endian either way (the file's order, whatever the host's).
     if (t->dtype == DType::kI32) {
       v[i] = static_cast<int32_t>(format::LoadU32(bytes.data() + 4 * i));
     } else {
-      std::memcpy(&v[i], bytes.data() + 8 * i, 8);
+      const uint64_t lo = format::LoadU32(bytes.data() + 8 * i);
+      const uint64_t hi = format::LoadU32(bytes.data() + 8 * i + 4);
+      v[i] = static_cast<int64_t>(lo | hi << 32);
     }
   }
   if (v[0] < 1 || v[1] < 1) {
