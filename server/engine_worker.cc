@@ -1,13 +1,22 @@
 #include "engine_worker.h"
 
+#include <algorithm>
+
 namespace waste::server {
 
-EngineWorker::EngineWorker(Engine& engine, size_t max_waiting)
-    : engine_(engine), max_waiting_(max_waiting), thread_([this] { Loop(); }) {}
+EngineWorker::EngineWorker(Engine& engine, size_t concurrency, size_t max_waiting)
+    : engine_(engine), max_waiting_(max_waiting) {
+  concurrency = std::max<size_t>(1, concurrency);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_ = concurrency;  // counted before they start, so Submit sees room at once
+  }
+  for (size_t i = 0; i < concurrency; ++i) threads_.emplace_back([this] { Loop(); });
+}
 
 EngineWorker::~EngineWorker() {
   Shutdown();
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 void EngineWorker::Shutdown() {
@@ -35,7 +44,9 @@ bool EngineWorker::stopping() const {
 bool EngineWorker::Submit(Job job, Drop drop) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || queue_.size() >= max_waiting_ + (busy_.load() ? 0 : 1)) return false;
+    // As many queued jobs as there are idle threads start at once; the
+    // rest wait.
+    if (stopping_ || queue_.size() >= max_waiting_ + idle_) return false;
     queue_.emplace_back(std::move(job), std::move(drop));
   }
   cv_.notify_one();
@@ -56,14 +67,20 @@ void EngineWorker::Loop() {
       if (queue_.empty()) return;  // stopping (the queue was dropped)
       job = std::move(queue_.front().first);
       queue_.pop_front();
-      busy_ = true;
+      --idle_;
+      ++running_;
     }
     // A job reports its own failures; nothing it does may end this thread.
     try {
       job(engine_);
     } catch (...) {
     }
-    busy_ = false;
+    job = nullptr;  // what the job holds goes before it counts as done
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++idle_;
+      --running_;
+    }
   }
 }
 

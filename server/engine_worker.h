@@ -1,10 +1,14 @@
-// The one thread that drives the engine. Requests are validated and
-// tokenized on their own HTTP threads, then queued here and run strictly
-// first in, first out, one at a time (the engine has one conversation
-// state). A full queue refuses at once, so the HTTP layer can answer 503
-// with Retry-After instead of holding the connection. Shutdown() refuses
-// new jobs and drops the queued ones (each told so through its `drop`
-// callback), leaving only the running one, which its owner cancels.
+// The threads that drive the engine. Requests are validated and tokenized
+// on their own HTTP threads, then queued here and started first in, first
+// out, up to `concurrency` at a time (one per conversation slot,
+// `--parallel`). Running requests share the model a forward step at a
+// time: the engine hands its run lock over in turn (include/waste/model.h),
+// so concurrent streams advance token by token, each on its own session,
+// each with the tokens it would get alone. A full queue refuses at once,
+// so the HTTP layer can answer 503 with Retry-After instead of holding the
+// connection. Shutdown() refuses new jobs and drops the queued ones (each
+// told so through its `drop` callback), leaving the running ones, which
+// their owners cancel.
 #pragma once
 
 #include <atomic>
@@ -15,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "waste/waste.h"
 
@@ -26,8 +31,9 @@ class EngineWorker {
   // Called instead of the job when the worker shuts down before running it.
   using Drop = std::function<void()>;
 
-  // `max_waiting`: jobs that may wait behind the running one.
-  EngineWorker(Engine& engine, size_t max_waiting);
+  // `concurrency` (>= 1): jobs run at once; `max_waiting`: jobs that may
+  // wait behind them.
+  EngineWorker(Engine& engine, size_t concurrency, size_t max_waiting);
   ~EngineWorker();
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
@@ -36,12 +42,13 @@ class EngineWorker {
   // is not run, `drop` is not called).
   bool Submit(Job job, Drop drop = {});
   // Refuses new jobs and calls the `drop` of every queued one (on this
-  // thread); the running job is left to finish. Idempotent; the
-  // destructor calls it, then waits for the running job.
+  // thread); the running jobs are left to finish. Idempotent; the
+  // destructor calls it, then waits for the running jobs.
   void Shutdown();
   bool stopping() const;
   size_t waiting() const;
-  bool busy() const { return busy_.load(); }
+  size_t running() const { return running_.load(); }
+  size_t concurrency() const { return threads_.size(); }
 
  private:
   void Loop();
@@ -52,8 +59,9 @@ class EngineWorker {
   std::condition_variable cv_;
   std::deque<std::pair<Job, Drop>> queue_;
   bool stopping_ = false;
-  std::atomic<bool> busy_{false};
-  std::thread thread_;
+  size_t idle_ = 0;  // threads waiting for a job (under mu_)
+  std::atomic<size_t> running_{0};
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace waste::server

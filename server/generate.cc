@@ -32,13 +32,37 @@ ApiError EngineFailure(const Status& st, const Session* session) {
   return ApiError{500, "engine_error", msg, std::nullopt, std::nullopt};
 }
 
+// The model's image queue for a request that uses it: one with images, or
+// whose prompt holds a media pad (token ids may name one). Held until the
+// request ends, so concurrent requests never see each other's images; the
+// queue starts empty (nothing a failed request queued may leak into this
+// one). A request that does not use it gets an empty lock and leaves the
+// queue alone.
+std::unique_lock<std::mutex> ImageQueueFor(Engine& engine, SessionPool& pool, bool has_images,
+                                           std::span<const int> ids) {
+  const int pad = engine.media_pad_id();
+  if (!has_images && (pad < 0 || std::find(ids.begin(), ids.end(), pad) == ids.end())) return {};
+  std::unique_lock<std::mutex> lock(pool.image_queue());
+  engine.ClearImages();
+  return lock;
+}
+
+// Clears the queue when the request that held it ends (its rows are spent).
+struct ClearImagesAtEnd {
+  Engine& engine;
+  std::unique_lock<std::mutex> lock;
+  ~ClearImagesAtEnd() {
+    if (lock.owns_lock()) engine.ClearImages();
+  }
+};
+
 // The request's images encoded and queued on the model (the tower runs
-// here, on the engine thread), and the prompt with each pad expanded to its
-// image's rows. The header was probed before queueing; a body that fails
-// to decode is still the request's fault (400), anything else the engine's.
+// here, on the request's engine thread, while the request holds the queue),
+// and the prompt with each pad expanded to its image's rows. The header was
+// probed before queueing; a body that fails to decode is still the
+// request's fault (400), anything else the engine's.
 std::optional<ApiError> AttachImages(Engine& engine, const PreparedChat& chat,
                                      std::vector<int>* ids) {
-  engine.ClearImages();  // nothing a failed request queued may leak into this one
   if (chat.images.empty()) {
     *ids = chat.ids;
     return std::nullopt;
@@ -108,7 +132,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   GenerateResult r;
   r.prompt_tokens = chat.prompt_tokens > 0 ? chat.prompt_tokens : static_cast<int>(chat.ids.size());
   auto fail = [&](const ApiError& e) { return FailBeforeFirstToken(r, e, sink); };
-  const Stats before = engine.model().stats();
+  ClearImagesAtEnd images{engine, ImageQueueFor(engine, pool, !chat.images.empty(), chat.ids)};
   std::vector<int> ids;
   if (auto e = AttachImages(engine, chat, &ids)) return fail(*e);
   ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
@@ -183,7 +207,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   bool ran_to_max = st.ok() && delivered == chat.params.max_tokens;
   std::string finish = turn.FinishReason(ran_to_max);
   Json usage = UsageWithCache(r);
-  Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
+  Json waste = WasteCounters(run->before, run->session->stats(), r.total_ms);
   if (!sink) {
     r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
     if (chat.logprobs.on) r.body["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
@@ -207,11 +231,11 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   GenerateResult r;
   r.prompt_tokens = static_cast<int>(req.ids.size());
   auto fail = [&](const ApiError& e) { return FailBeforeFirstToken(r, e, sink); };
-  const Stats before = engine.model().stats();
   auto t0 = Clock::now();
   int eos = engine.info().eos_id;
   if (eos == format.stop_id) eos = -1;
-  engine.ClearImages();
+  // Pads in a token-id prompt find the queue empty (this request's alone).
+  ClearImagesAtEnd images{engine, ImageQueueFor(engine, pool, false, req.ids)};
   // The text is the reply parser's plain form: every piece is text until the
   // format's stop token; the end-of-sequence piece is not text.
   ChatTurn turn(ReplyParser(format.stop_id), req.stops, eos);
@@ -270,13 +294,16 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   bool turn_stopped = false;
   Status st = Status::Ok();
   Session* session = nullptr;
+  SessionPool::Run held;  // the slot, until the reply is built
   if (req.score_only) {
     // max_tokens 0 with echo: the prompt only, scored span by span from a
     // fresh slot (a span boundary's last row scores the next span's first
     // token, so the pieces are one call's scores).
     if (scored_prompt) {
-      SessionPool::Run run = pool.PrepareFresh(req.ids);
-      session = run.session;
+      Result<SessionPool::Run> run = pool.PrepareFresh(req.ids);
+      if (!run) return fail(EngineFailure(run.error(), nullptr));
+      held = std::move(*run);
+      session = held.session;
       const std::span<const int> ids(req.ids);
       const size_t span = SessionPool::kSpan;
       for (size_t at = 0; at < ids.size() && st.ok(); at += span) {
@@ -296,13 +323,13 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     r.prefill_ms = MsSince(t0);
   } else {
     // Scoring needs every prompt position computed: no prefix reuse then.
-    Result<SessionPool::Run> run =
-        scored_prompt ? Result<SessionPool::Run>(pool.PrepareFresh(req.ids)) : pool.Prepare(req.ids, gone);
+    Result<SessionPool::Run> run = scored_prompt ? pool.PrepareFresh(req.ids) : pool.Prepare(req.ids, gone);
     if (!run && r.cancelled) return r;
     if (!run) return fail(EngineFailure(run.error(), nullptr));
-    r.cached_tokens = run->cached_tokens;
-    session = run->session;
-    st = AsStatus(session->Generate(run->rest, params, [&](const TokenEvent& ev) {
+    held = std::move(*run);
+    r.cached_tokens = held.cached_tokens;
+    session = held.session;
+    st = AsStatus(session->Generate(held.rest, params, [&](const TokenEvent& ev) {
       if (delivered++ == 0) r.prefill_ms = MsSince(t0);
       bool more = turn.OnToken(ev.token, ev.piece, &deltas);
       emit_echo();  // the prompt's entries come before the first token's
@@ -322,7 +349,8 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   bool ran_to_max = req.score_only || (st.ok() && delivered == req.params.max_tokens);
   std::string finish = turn.FinishReason(ran_to_max);
   Json usage = UsageWithCache(r);
-  Json waste = WasteCounters(before, engine.model().stats(), r.total_ms);
+  Json waste = session != nullptr ? WasteCounters(held.before, session->stats(), r.total_ms)
+                                   : WasteCounters(Stats{}, Stats{}, r.total_ms);
   if (!sink) {
     flush();  // the echoed prompt's entries, when no token came
     const Json message = turn.Message();

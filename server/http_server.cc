@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <set>
 
 #include "chat_turn.h"
 #include "engine_worker.h"
@@ -121,7 +122,7 @@ struct HttpServer::Impl {
   ChatFormat format;
   ServeLimits limits;
   Metrics metrics;
-  std::unique_ptr<SessionPool> pool;  // used on the worker thread only
+  std::unique_ptr<SessionPool> pool;  // used by the worker threads (thread-safe)
   std::unique_ptr<EngineWorker> worker;
   httplib::Server http;
   int64_t started_unix = UnixNow();
@@ -177,7 +178,7 @@ struct HttpServer::Impl {
         Fail(res, {404, "not_found_error", "no such model: " + id, "model", std::nullopt});
       }
     } else if (path == "/metrics") {
-      res.set_content(metrics.Render(worker->waiting(), worker->busy()),
+      res.set_content(metrics.Render(worker->waiting(), worker->running()),
                       "text/plain; version=0.0.4");
     } else {
       Fail(res, {404, "not_found_error", "no route for GET " + req.path, std::nullopt, std::nullopt});
@@ -251,32 +252,32 @@ struct HttpServer::Impl {
   }
 
   // Shutdown (docs/SERVER.md, "Stopping"): queued requests are answered 503
-  // at once, the running generation stops at its next token (or prefill
-  // span) through its cancel flag, which a job registers while it runs.
+  // at once, the running generations stop at their next token (or prefill
+  // span) through their cancel flags, which each job registers while it runs.
   std::atomic<bool> stopping{false};
   std::mutex running_mu;
-  std::shared_ptr<std::atomic<bool>> running_cancel;
+  std::set<std::shared_ptr<std::atomic<bool>>> running_cancels;
 
   static ApiError ShuttingDown() {
     return {503, "server_busy", "the server is shutting down", std::nullopt, "shutting_down"};
   }
-  // On the engine thread, as a job starts: false when it must not run (its
+  // On a worker thread, as a job starts: false when it must not run (its
   // client left while it was queued, or the server is stopping).
-  bool Enter(std::shared_ptr<std::atomic<bool>> cancel) {
+  bool Enter(const std::shared_ptr<std::atomic<bool>>& cancel) {
     std::lock_guard<std::mutex> lock(running_mu);
-    running_cancel = cancel;
+    running_cancels.insert(cancel);
     if (stopping.load()) *cancel = true;
     return !cancel->load();
   }
-  void Leave() {
+  void Leave(const std::shared_ptr<std::atomic<bool>>& cancel) {
     std::lock_guard<std::mutex> lock(running_mu);
-    running_cancel.reset();
+    running_cancels.erase(cancel);
   }
   void Shutdown() {
     stopping = true;
     if (worker) worker->Shutdown();
     std::lock_guard<std::mutex> lock(running_mu);
-    if (running_cancel) *running_cancel = true;
+    for (const auto& cancel : running_cancels) *cancel = true;
   }
 
   // A blocking reply: `run` generates on the engine thread while this
@@ -294,7 +295,7 @@ struct HttpServer::Impl {
           } else {
             r.cancelled = true;  // left while queued (or stopping): nothing to run
           }
-          Leave();
+          Leave(cancel);
           metrics.CountGeneration(r, e.model().stats());
           done->set_value(std::move(r));
         },
@@ -399,7 +400,7 @@ struct HttpServer::Impl {
           } else if (stopping.load()) {
             last_words();
           }
-          Leave();
+          Leave(cancel);
           channel->Finish();
         },
         [channel, last_words] {
@@ -606,7 +607,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const Ser
   auto pool = SessionPool::Create(engine, std::max(1, options.parallel));
   if (!pool) return pool.error();
   impl->pool = std::move(*pool);
-  impl->worker = std::make_unique<EngineWorker>(engine, static_cast<size_t>(std::max(0, options.queue)));
+  // One worker per slot: that many requests run at once, sharing the model
+  // a step at a time (server/engine_worker.h).
+  impl->worker = std::make_unique<EngineWorker>(engine, static_cast<size_t>(impl->pool->slots()),
+                                                static_cast<size_t>(std::max(0, options.queue)));
   impl->Setup();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

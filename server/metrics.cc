@@ -45,7 +45,7 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   stats_ = s;
 }
 
-std::string Metrics::Render(size_t queue_waiting, bool busy) const {
+std::string Metrics::Render(size_t queue_waiting, size_t running) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   Line(&out, "waste_http_requests_total", "counter", "HTTP requests by route and status.");
@@ -76,7 +76,9 @@ std::string Metrics::Render(size_t queue_waiting, bool busy) const {
   Line(&out, "waste_queue_waiting", "gauge", "Requests waiting for the engine.");
   out += "waste_queue_waiting " + std::to_string(queue_waiting) + "\n";
   Line(&out, "waste_engine_busy", "gauge", "1 while a request runs on the engine.");
-  out += std::string("waste_engine_busy ") + (busy ? "1" : "0") + "\n";
+  out += std::string("waste_engine_busy ") + (running > 0 ? "1" : "0") + "\n";
+  Line(&out, "waste_requests_running", "gauge", "Requests running at once (up to --parallel).");
+  out += "waste_requests_running " + std::to_string(running) + "\n";
   uint64_t all = stats_.experts_hit + stats_.experts_missed;
   Line(&out, "waste_expert_hit_rate", "gauge", "Expert cache hit rate since start.");
   out += "waste_expert_hit_rate " +

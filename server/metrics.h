@@ -19,7 +19,7 @@ class Metrics {
   void CountRequest(const std::string& path, int status);
   void CountRejected();
   void CountGeneration(const GenerateResult& r, const Stats& engine_stats);
-  std::string Render(size_t queue_waiting, bool busy) const;
+  std::string Render(size_t queue_waiting, size_t running) const;
 
  private:
   mutable std::mutex mu_;

@@ -21,12 +21,16 @@
 // token must stay to produce the logits) and before its first image pad
 // (an image's rows are spliced only by the call that sees all its pads).
 //
-// Used only on the engine thread; not thread-safe.
+// Concurrency. Requests run at once (server/engine_worker.h), each on a
+// slot of its own: a Run holds its slot until it is destroyed, and Prepare
+// chooses among the free slots only (the longest usable prefix among them,
+// else the least recently used). Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,39 +51,75 @@ class SessionPool {
   // when the engine was opened without Config::rewind_marks.
   static Result<std::unique_ptr<SessionPool>> Create(Engine& engine, int slots);
 
+  struct Slot;
+  // A slot held by one request; given back when destroyed.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(SessionPool* pool, Slot* slot) : pool_(pool), slot_(slot) {}
+    Lease(Lease&& o) noexcept : pool_(o.pool_), slot_(o.slot_) { o.slot_ = nullptr; }
+    Lease& operator=(Lease&& o) noexcept;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease();
+
+   private:
+    SessionPool* pool_ = nullptr;
+    Slot* slot_ = nullptr;
+  };
+
   struct Run {
     Session* session = nullptr;
     int cached_tokens = 0;   // prompt tokens rewound to instead of prefilled
     std::span<const int> rest;  // what Generate must still be given
+    // The session's counters when the request took it (before any prefill):
+    // with session->stats() after, the request's own expert traffic.
+    Stats before;
+    Lease lease;
   };
-  // Picks the slot with the longest usable prefix (else the least recently
-  // used), rewinds or resets it, prefills up to the new restore point and
-  // marks it there. `ids` must outlive the returned span. `cancelled`
-  // (optional) is asked before each span; true stops with kCancelled (the
-  // slot keeps its previous mark: what was fed since lies past it).
+  // Picks the free slot with the longest usable prefix (else the least
+  // recently used), rewinds or resets it, prefills up to the new restore
+  // point and marks it there. `ids` must outlive the returned span.
+  // `cancelled` (optional) is asked before each span; true stops with
+  // kCancelled (the slot keeps its previous mark: what was fed since lies
+  // past it). kBusy when every slot is held.
   Result<Run> Prepare(std::span<const int> ids, const std::function<bool()>& cancelled = {});
-  // A slot reset to position 0 with nothing fed (the least recently used
-  // one; it keeps no restore point): for a request that needs every prompt
-  // position computed, such as one scoring its prompt. `rest` is all of ids.
-  Run PrepareFresh(std::span<const int> ids);
+  // A free slot reset to position 0 with nothing fed (the least recently
+  // used one; it keeps no restore point): for a request that needs every
+  // prompt position computed, such as one scoring its prompt. `rest` is all
+  // of ids. kBusy when every slot is held.
+  Result<Run> PrepareFresh(std::span<const int> ids);
 
   int slots() const { return static_cast<int>(slots_.size()); }
   // Prompt tokens the slots' marks cover, all slots together.
   uint64_t kept_tokens() const;
+  // The model's image queue is one for all sessions (include/waste/model.h):
+  // a request that queues images, or feeds media pads, holds this from
+  // clearing the queue until its generation ends.
+  std::mutex& image_queue() { return images_mu_; }
 
- private:
   struct Slot {
     Session* session = nullptr;
     std::unique_ptr<Session> owned;  // null for the engine's own session
     std::vector<int> tokens;         // the tokens up to the session's mark; empty = none kept
     uint64_t last_used = 0;
+    bool held = false;               // a request is using it (under mu_)
   };
+
+ private:
   SessionPool(Engine& engine) : engine_(engine) {}
   int Usable(const Slot& s, std::span<const int> ids, size_t limit) const;
+  // Marks and returns the free slot with the longest usable prefix of `ids`
+  // within `limit` (its length in *usable), else the least recently used
+  // free one; null when every slot is held.
+  Slot* Take(std::span<const int> ids, size_t limit, int* usable);
+  void Give(Slot* slot);
 
   Engine& engine_;
   std::vector<Slot> slots_;
+  mutable std::mutex mu_;  // slots' `tokens`, `last_used`, `held`; clock_
   uint64_t clock_ = 0;
+  std::mutex images_mu_;
 };
 
 }  // namespace waste::server

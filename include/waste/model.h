@@ -16,9 +16,15 @@
 // Threading rule. A model runs one session at a time: the calls that run
 // the network (Session::Eval, Generate, SaveState, Snapshot, Restore,
 // SetMark, RewindToMark, LoadState, Reset) take the model's lock, so
-// calling them from several threads at once is safe and they take turns;
-// Generate releases the lock while the token callback runs, so the
-// callback may drive other sessions of the same model (not its own).
+// calling them from several threads at once is safe and they take turns,
+// in the order they asked for the lock (a fair hand-over, so concurrent
+// streams advance alike); Generate releases the lock while the token
+// callback and the prefill callback run (the latter between the prompt's
+// spans, unless the prompt holds image pads), so other sessions interleave
+// token by token, and a callback may drive other sessions of the same model
+// (not its own). The queue of images (AddImage) is the model's, not a
+// session's: a host that interleaves sessions queues images for one only
+// while no other feeds media pads.
 // Everything else is safe from any thread at any time: the model's const
 // calls (info, tokenizer, memory_used, stats) and a session's const
 // getters while that session is not running.
@@ -146,7 +152,11 @@ class WASTE_EXPORT Session {
 
   int position() const noexcept;       // next absolute position
   uint32_t ctx_tokens() const noexcept;
-  // This session's generation counters plus the model-wide cache counters.
+  // This session's counters: tokens and times, and its own expert traffic
+  // (experts_hit, experts_missed, bytes_read, sec_io, read_waits: what its
+  // calls asked of the shared cache); the cache's other figures (evictions,
+  // io_*, warm_reads, read-ahead, policy) are the model's. Model::stats()
+  // has the traffic of all sessions together.
   Stats stats() const noexcept;
   // Why the last call failed or stopped early, or empty.
   const std::string& error_detail() const noexcept;

@@ -398,7 +398,7 @@ Result<int> Model::AddImage(const std::string& path) noexcept {
   ModelCore& m = *core_;
   if (!m.vision) return NoVision(m);
   try {
-    std::lock_guard<std::mutex> run(m.run_mu);  // the tower runs on the model's pool
+    std::lock_guard<FairMutex> run(m.run_mu);  // the tower runs on the model's pool
     return m.vision->AddFile(*m.ops, path);
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while encoding " + path);
@@ -411,7 +411,7 @@ Result<int> Model::AddImageBytes(std::span<const uint8_t> bytes, std::string_vie
   ModelCore& m = *core_;
   if (!m.vision) return NoVision(m);
   try {
-    std::lock_guard<std::mutex> run(m.run_mu);
+    std::lock_guard<FairMutex> run(m.run_mu);
     return m.vision->AddBytes(*m.ops, bytes, name);
   } catch (const std::bad_alloc&) {
     return OomError("allocation failed while encoding an image");

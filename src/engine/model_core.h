@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/engine_env.h"
+#include "base/fair_mutex.h"
 #include "base/profile.h"
 #include "container/container.h"
 #include "kernels/kernel_table.h"
@@ -58,8 +59,9 @@ struct ModelCore {
   uint64_t id = 0;  // unique per opened model in this process (snapshots check it)
 
   // One session runs the network at a time (the pool, ops scratch and the
-  // cache's demand path are not reentrant).
-  std::mutex run_mu;
+  // cache's demand path are not reentrant); sessions waiting for it get it
+  // in the order they asked (FairMutex), so interleaved streams take turns.
+  FairMutex run_mu;
 
   // Session accounting, under acct_mu.
   mutable std::mutex acct_mu;
@@ -77,12 +79,17 @@ struct ModelCore {
 // Image queue lifetime around one Eval/Generate call (docs/VISION.md).
 struct ImageCall {
   ModelCore& m;
+  bool armed = true;
   explicit ImageCall(ModelCore& model) : m(model) {
     if (m.vision) m.vision->queue().Arm();
   }
-  ~ImageCall() {
-    if (m.vision) m.vision->queue().Release();
+  // Ends the call's use of the queue early: Generate does so once its prompt
+  // is fed, before its token callbacks let other sessions' calls re-arm it.
+  void Done() {
+    if (armed && m.vision) m.vision->queue().Release();
+    armed = false;
   }
+  ~ImageCall() { Done(); }
 };
 
 // Session::SetMark's rewind point (rewind_mark.cc): the recurrent state
@@ -103,7 +110,10 @@ struct SessionCore {
   uint64_t charge = 0;
   std::unique_ptr<SessionState> state;
   std::unique_ptr<Forward> forward;
-  Stats stats;        // this session's generation counters
+  // This session's generation counters, and its own expert traffic
+  // (experts_hit/missed, bytes_read, sec_io, read_waits: what its forward
+  // passes asked of the shared cache, counted in Feed under run_mu).
+  Stats stats;
   std::string detail;
   // The expert record the last call failed on (its Status::failed_expert()).
   std::optional<ExpertFailureInfo> failed_expert;
@@ -160,6 +170,8 @@ struct SessionCore {
   Status CheckLogits() const;
   // Adds generation counters to this session's and the model's totals.
   void Account(double prefill_s, uint64_t prefill_tokens, double decode_s, uint64_t generated);
+  // Adds the cache traffic of one forward pass (counters around it) to stats.
+  void CountTraffic(const ExpertCacheCounters& before, const ExpertCacheCounters& after);
 };
 
 // The state file (ENGINE.md §8) and in-RAM snapshot helpers (snapshot.cc).

@@ -27,7 +27,7 @@ Status Session::SetMark() noexcept {
                   "rewind marks need the model opened with Config::rewind_marks");
   }
   try {
-    std::lock_guard<std::mutex> run(s.model->run_mu);
+    std::lock_guard<FairMutex> run(s.model->run_mu);
     const int layers = s.model->container->config().n_layers;
     if (!s.mark) {
       s.mark = std::make_unique<RewindMark>();
@@ -58,7 +58,7 @@ Status Session::SetMark() noexcept {
 Status Session::RewindToMark() noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   SessionCore& s = *core_;
-  std::lock_guard<std::mutex> run(s.model->run_mu);
+  std::lock_guard<FairMutex> run(s.model->run_mu);
   if (!s.mark || !s.mark->valid) {
     return ArgError(
         "no rewind mark to go back to (none was set, or the session was reset, restored or "

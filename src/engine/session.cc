@@ -140,9 +140,11 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
   }
   if (run.empty()) return Status::Ok();
   const size_t scored_before = scores != nullptr ? scores->size() : 0;
+  const ExpertCacheCounters before = model->cache->counters();
   Status st = scores != nullptr
                   ? forward->RunScored(*model->ops, run, want_logits, scores, top, next_after)
                   : forward->Run(*model->ops, run, want_logits);
+  CountTraffic(before, model->cache->counters());
   // The pending token's row predicts ids[0], which is not the caller's to score.
   if (st.ok() && scores != nullptr && pending >= 0 && scores->size() > scored_before) {
     scores->erase(scores->begin() + static_cast<std::ptrdiff_t>(scored_before));
@@ -210,6 +212,17 @@ void SessionCore::Account(double prefill_s, uint64_t prefill_tokens, double deco
   }
 }
 
+// The cache's counters move only under run_mu, which the caller holds, so
+// the difference is this session's traffic alone.
+void SessionCore::CountTraffic(const ExpertCacheCounters& before, const ExpertCacheCounters& after) {
+  std::lock_guard<std::mutex> lock(model->acct_mu);
+  stats.experts_hit += after.hits - before.hits;
+  stats.experts_missed += after.misses - before.misses;
+  stats.bytes_read += after.bytes_read - before.bytes_read;
+  stats.sec_io += after.read_seconds - before.read_seconds;
+  stats.read_waits += after.waits - before.waits;
+}
+
 Session::Session(std::unique_ptr<SessionCore> core) noexcept : core_(std::move(core)) {}
 Session::~Session() = default;
 
@@ -222,12 +235,19 @@ std::optional<ExpertFailureInfo> Session::failed_expert() const noexcept {
 
 Stats Session::stats() const noexcept {
   try {
-    Stats s;
+    Stats own;
     {
       std::lock_guard<std::mutex> lock(core_->model->acct_mu);
-      s = core_->stats;
+      own = core_->stats;
     }
+    Stats s = own;
     core_->model->FillCacheStats(&s);
+    // The traffic is this session's; the rest of the cache's facts are the model's.
+    s.experts_hit = own.experts_hit;
+    s.experts_missed = own.experts_missed;
+    s.bytes_read = own.bytes_read;
+    s.sec_io = own.sec_io;
+    s.read_waits = own.read_waits;
     return s;
   } catch (...) {
     return {};
@@ -241,7 +261,7 @@ Status SessionCore::FeedCall(std::span<const int> ids, std::vector<TokenScore>* 
   if (ids.empty()) return ArgError("empty prompt");
   WASTE_TRY(CheckIds(ids));
   if (next >= 0) WASTE_TRY(CheckIds(std::span<const int>(&next, 1)));
-  std::lock_guard<std::mutex> run(model->run_mu);
+  std::lock_guard<FairMutex> run(model->run_mu);
   ReportOnExit report{*this};
   ImageCall images(*model);
   int64_t need = static_cast<int64_t>(ids.size()) + (pending >= 0 ? 1 : 0);
@@ -350,7 +370,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
-    std::unique_lock<std::mutex> run(s.model->run_mu);
+    std::unique_lock<FairMutex> run(s.model->run_mu);
     ReportOnExit report{s};
     ImageCall images(*s.model);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
@@ -407,6 +427,12 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     size_t fed_tokens = 0;
     std::string prefill_threw;  // the host's progress callback threw: its error, not ours
     std::function<bool(int, int)> on_prefill;
+    // Between the prompt's spans other sessions may run (as during the token
+    // callback), unless the prompt splices images: the model's one image
+    // queue is this call's until its pads are fed.
+    const int pad = s.model->vision ? s.model->vision->queue().pad_id() : -1;
+    const bool yield_between_spans =
+        pad < 0 || std::find(prompt.begin(), prompt.end(), pad) == prompt.end();
     if (params.on_prefill) {
       on_prefill = [&](int done, int total) {
         struct InCallback {
@@ -414,6 +440,13 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           explicit InCallback(std::atomic<bool>& f) : flag(f) { flag = true; }
           ~InCallback() { flag = false; }
         } mark_callback(s.in_callback);
+        struct Yield {
+          std::unique_lock<FairMutex>* run;
+          ~Yield() {
+            if (run != nullptr) run->lock();
+          }
+        } yield{yield_between_spans && done < total ? &run : nullptr};
+        if (yield.run != nullptr) run.unlock();
         try {
           return params.on_prefill(done, total);
         } catch (const std::exception& e) {
@@ -440,6 +473,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     }
     WASTE_TRY(fed);
     if (cancelled) return FinishReason::kCancelled;
+    images.Done();
     int tok = pick(s.forward->logits());
     const int eos = params.ignore_eos ? -1 : s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
@@ -531,7 +565,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
 Result<SessionSnapshot> Session::Snapshot() noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   try {
-    std::lock_guard<std::mutex> run(core_->model->run_mu);
+    std::lock_guard<FairMutex> run(core_->model->run_mu);
     WASTE_TRY(core_->Flush());
     return SessionSnapshot(TakeSnapshot(*core_->model, *core_->state));
   } catch (const std::bad_alloc&) {
@@ -545,7 +579,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   if (snapshot.empty()) return ArgError("empty snapshot");
   try {
-    std::lock_guard<std::mutex> run(core_->model->run_mu);
+    std::lock_guard<FairMutex> run(core_->model->run_mu);
     WASTE_TRY(RestoreSnapshot(*core_->model, *snapshot.data_, *core_->state));
     core_->pending = -1;
     if (core_->mark) core_->mark->valid = false;
@@ -561,7 +595,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
 Status Session::SaveState(const std::string& path) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   try {
-    std::lock_guard<std::mutex> run(core_->model->run_mu);
+    std::lock_guard<FairMutex> run(core_->model->run_mu);
     WASTE_TRY(core_->Flush());
     return core_->state->Save(path, core_->forward->last_hidden());
   } catch (const std::exception& e) {
@@ -572,7 +606,7 @@ Status Session::SaveState(const std::string& path) noexcept {
 Status Session::LoadState(const std::string& path, bool any_container) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   try {
-    std::lock_guard<std::mutex> run(core_->model->run_mu);
+    std::lock_guard<FairMutex> run(core_->model->run_mu);
     Status st = core_->state->Load(path, any_container);
     if (st.ok()) {
       core_->pending = -1;
@@ -586,7 +620,7 @@ Status Session::LoadState(const std::string& path, bool any_container) noexcept 
 
 void Session::Reset() noexcept {
   if (core_->in_callback.load()) return;  // documented: ignored from its own callback
-  std::lock_guard<std::mutex> run(core_->model->run_mu);
+  std::lock_guard<FairMutex> run(core_->model->run_mu);
   core_->state->Reset();
   core_->pending = -1;
   if (core_->mark) core_->mark->valid = false;
