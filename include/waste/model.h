@@ -153,10 +153,12 @@ class WASTE_EXPORT Session {
   int position() const noexcept;       // next absolute position
   uint32_t ctx_tokens() const noexcept;
   // This session's counters: tokens and times, and its own expert traffic
-  // (experts_hit, experts_missed, bytes_read, sec_io, read_waits: what its
-  // calls asked of the shared cache); the cache's other figures (evictions,
-  // io_*, warm_reads, read-ahead, policy) are the model's. Model::stats()
-  // has the traffic of all sessions together.
+  // (experts_hit, experts_missed, sec_io, read_waits: what its calls asked
+  // of the shared cache; bytes_read: the reads that completed during its
+  // calls — a read-ahead landing between two calls is in the model's figure
+  // only); the cache's other figures (evictions, io_*, warm_reads,
+  // read-ahead, policy) are the model's. Model::stats() has the traffic of
+  // all sessions together.
   Stats stats() const noexcept;
   // Why the last call failed or stopped early, or empty.
   const std::string& error_detail() const noexcept;

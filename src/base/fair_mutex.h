@@ -13,6 +13,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -35,6 +36,12 @@ class FairMutex {
     ++next_;
     return true;
   }
+  // Tickets taken and not yet served, less the one whose turn it is: the
+  // threads waiting behind the holder (for tests and diagnostics).
+  size_t waiters() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<size_t>(next_ - serving_) - (next_ > serving_ ? 1 : 0);
+  }
   void unlock() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -44,7 +51,7 @@ class FairMutex {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable turn_;
   uint64_t next_ = 0;     // the ticket the next lock() takes
   uint64_t serving_ = 0;  // the ticket that holds (or may take) the lock

@@ -9,6 +9,8 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <map>
 #include <set>
 #include <memory>
@@ -27,11 +29,12 @@ using testing::TinyEngine;
 // One running server; stopped and joined on destruction.
 class Running {
  public:
-  explicit Running(ServeOptions o) {
+  // On `engine` (default: the shared tiny engine, one session).
+  explicit Running(ServeOptions o, Engine* engine = nullptr) {
     o.host = "127.0.0.1";
     o.port = 0;
     o.container_dir = testing::TinyTokContainer();
-    auto s = HttpServer::Create(*TinyEngine(), o);
+    auto s = HttpServer::Create(engine != nullptr ? *engine : *TinyEngine(), o);
     server_ = std::move(*s);
     auto port = server_->Bind();
     port_ = port ? *port : -1;
@@ -314,6 +317,83 @@ TEST_F(HttpTest, ClientLeavingWhileQueuedIsDroppedUnrun) {
   EXPECT_GT(made, 0);
   EXPECT_EQ(s.AwaitMetric("waste_generations_cancelled_total", 1), 1);
   EXPECT_EQ(s.Metric("waste_completion_tokens_total"), made);  // the dropped one made none
+}
+
+// --parallel 2: two requests run at once, taking turns a token at a time.
+// A long stream is under way when a short blocking request arrives; the
+// short one is answered while the long one still streams (it does not
+// wait behind it), both replies are the ones each gets alone, and each
+// reply's `waste` counters are its own (tokens_generated).
+TEST_F(HttpTest, ParallelRequestsTakeTurnsAndMatchEachAlone) {
+  Config cfg;
+  cfg.rewind_marks = true;
+  cfg.max_sessions = 2;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine) << engine.error().ToString();
+  ServeOptions o;
+  o.parallel = 2;
+  Running s(o, engine->get());
+  const std::string long_req =
+      R"({"prompt": "In the beginning", "max_tokens": 600, "temperature": 0, "stream": true})";
+  const std::string short_req = R"({"prompt": "And it came to pass", "max_tokens": 12, "temperature": 0})";
+  auto text_of_stream = [](const std::string& body) {
+    std::string text;
+    for (const Json& ev : ParseSse(body)) {
+      if (ev.is_object() && ev.contains("choices") && !ev["choices"].empty()) {
+        text += ev["choices"][0]["text"].get<std::string>();
+      }
+    }
+    return text;
+  };
+  // Each alone first.
+  auto long_alone = s.Client().Post("/v1/completions", long_req, "application/json");
+  auto short_alone = s.Client().Post("/v1/completions", short_req, "application/json");
+  ASSERT_TRUE(long_alone && short_alone);
+  ASSERT_EQ(short_alone->status, 200) << short_alone->body;
+  const std::string long_text = text_of_stream(long_alone->body);
+  ASSERT_GT(long_text.size(), 100u) << "the long reply ended early; the test needs it long";
+
+  // Together: the short request starts once the long one has streamed a chunk.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool streaming = false, long_done = false, long_done_before_short = false;
+  std::string long_body;
+  std::thread long_client([&] {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = long_req;
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      long_body.append(data, n);
+      std::lock_guard<std::mutex> lock(mu);
+      streaming = true;
+      cv.notify_all();
+      return true;
+    };
+    httplib::Client c = s.Client();
+    auto r = c.send(req);
+    std::lock_guard<std::mutex> lock(mu);
+    long_done = true;
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return streaming; }));
+  }
+  auto short_together = s.Client().Post("/v1/completions", short_req, "application/json");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    long_done_before_short = long_done;
+  }
+  long_client.join();
+  ASSERT_TRUE(short_together);
+  ASSERT_EQ(short_together->status, 200) << short_together->body;
+  EXPECT_FALSE(long_done_before_short) << "the short request waited for the long one";
+  const Json alone = ParseBody(short_alone->body), together = ParseBody(short_together->body);
+  EXPECT_EQ(together["choices"][0]["text"], alone["choices"][0]["text"]);
+  EXPECT_EQ(together["waste"]["tokens_generated"], 12);
+  EXPECT_EQ(text_of_stream(long_body), long_text);
+  EXPECT_EQ(s.Metric("waste_requests_running"), 0);
 }
 
 TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
