@@ -74,7 +74,9 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_flag("--vision", vision, "load the vision tower and accept images in requests");
   app.add_flag("--allow-local-images", so.allow_local_images,
                "let image parts name files on the server (off: base64 data: URLs only)");
-  app.add_option("--parallel", so.parallel, "conversation sessions kept for prefix reuse (default 1)")
+  app.add_option("--parallel", so.parallel,
+                 "requests served at once, each on its own conversation slot kept for prefix "
+                 "reuse (default 1)")
       ->check(CLI::Range(1, 64));
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
       ->check(CLI::Range(0, 100000));
@@ -182,7 +184,8 @@ int ServeMain(const std::vector<std::string>& args) {
     std::printf("vision: image_url parts accepted (base64 data: URLs%s)\n",
                 so.allow_local_images ? " and server paths" : "");
   }
-  std::printf("prefix reuse: %d conversation slot%s\n", so.parallel, so.parallel == 1 ? "" : "s");
+  std::printf("parallel: %d request%s at once, %d conversation slot%s for prefix reuse\n",
+              so.parallel, so.parallel == 1 ? "" : "s", so.parallel, so.parallel == 1 ? "" : "s");
   std::string shown = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   std::printf("listening on http://%s:%d\n", shown.c_str(), *port);
   std::fflush(stdout);

@@ -187,6 +187,38 @@ try {
   } finally {
     await keyed.stop();
   }
+  // --parallel 2: a short stream started while a long one runs is served
+  // beside it (it ends first), and both texts are each request's alone.
+  const par = await startServer(waste, container, ["--parallel", "2"]);
+  try {
+    const c = new OpenAI({ baseURL: par.url + "/v1", apiKey: "unused", maxRetries: 0 });
+    const longReq = { model: "tiny", prompt: "In the beginning", max_tokens: 400, temperature: 0 };
+    const shortReq = { model: "tiny", prompt: "And it came to pass", max_tokens: 16, temperature: 0 };
+    const longAlone = (await c.completions.create(longReq)).choices[0].text;
+    const shortAlone = (await c.completions.create(shortReq)).choices[0].text;
+    const arrivals = [];
+    const streamText = async (req, label, onFirst) => {
+      let text = "";
+      for await (const chunk of await c.completions.create({ ...req, stream: true })) {
+        if (text === "" && onFirst) onFirst();
+        text += chunk.choices[0]?.text ?? "";
+        arrivals.push(label);
+      }
+      arrivals.push(label + " done");
+      return text;
+    };
+    let startShort;
+    const shortStarted = new Promise(r => { startShort = r; });
+    const longText = streamText(longReq, "long", () => startShort());
+    await shortStarted;
+    const shortText = await streamText(shortReq, "short");
+    const longDone = arrivals.includes("long done");
+    check(!longDone, "--parallel 2: the short stream ended while the long one still ran");
+    check(shortText === shortAlone && await longText === longAlone,
+          "--parallel 2: both streamed texts equal each request alone");
+  } finally {
+    await par.stop();
+  }
   // Ctrl-C during a long generation: the request is answered 503 and the
   // server exits 0 promptly (not after the 4000 tokens).
   const busy = await startServer(waste, container);
