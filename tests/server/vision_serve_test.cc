@@ -13,6 +13,7 @@
 #include <iterator>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "chat_turn.h"
 #include "cli/subprocess.h"
@@ -143,8 +144,9 @@ class VisionServe : public ::testing::Test {
       if (thread.joinable()) thread.join();
     }
   };
-  std::unique_ptr<Server> Start(Engine* engine, bool vision) {
+  std::unique_ptr<Server> Start(Engine* engine, bool vision, int parallel = 1) {
     ServeOptions o;
+    o.parallel = parallel;
     o.host = "127.0.0.1";
     o.port = 0;
     o.container_dir = dir_;
@@ -231,6 +233,51 @@ TEST_F(VisionServe, SameGreedyTokensAsTheLibrary) {
   Json r2 = Post(*server, plain, &status);
   ASSERT_EQ(status, 200);
   EXPECT_LT(r2["usage"]["prompt_tokens"].get<int>(), static_cast<int>(ids->size()));
+}
+
+// --parallel 3: two requests with images and one without, sent at once,
+// get exactly the replies each gets alone. The model's image queue is one
+// for all sessions: the image requests hold it in turn while the text one
+// runs beside them, so no request splices another's rows (without the
+// lock, requests fail or get another's image within the first rounds).
+TEST_F(VisionServe, ConcurrentImageRequestsGetTheirOwnImages) {
+  Config cfg;
+  cfg.vision = true;
+  cfg.ctx_tokens = 1024;
+  cfg.rewind_marks = true;
+  cfg.max_sessions = 3;
+  auto engine = Engine::Open(dir_, cfg);
+  ASSERT_TRUE(engine) << engine.error().ToString();
+  auto server = Start(engine->get(), true, 3);
+  ASSERT_TRUE(server);
+  const Json bodies[] = {
+      Request(Json::array({{{"type", "text"}, {"text", "Describe "}},
+                           ImagePart("data:image/bmp;base64," + Base64(GradientBmp()))})),
+      Request(Json::array({{{"type", "text"}, {"text", "Describe "}},
+                           ImagePart(DataUrl("baseline.jpg", "image/jpeg"))})),
+      Request(Json::array({{{"type", "text"}, {"text", "Describe nothing at all, at length"}}})),
+  };
+  Json alone[3], together[3];
+  int status[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    alone[i] = Post(*server, bodies[i], &status[i]);
+    ASSERT_EQ(status[i], 200) << Dump(alone[i], JsonStyle::kSpaced);
+  }
+  // The two images give different prompts (so a swapped splice would show).
+  EXPECT_NE(alone[0]["usage"]["prompt_tokens"], alone[1]["usage"]["prompt_tokens"]);
+  for (int round = 0; round < 12; ++round) {
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 3; ++i) {
+      clients.emplace_back([&, i] { together[i] = Post(*server, bodies[i], &status[i]); });
+    }
+    for (std::thread& t : clients) t.join();
+    for (int i = 0; i < 3; ++i) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", request " + std::to_string(i));
+      ASSERT_EQ(status[i], 200) << Dump(together[i], JsonStyle::kSpaced);
+      EXPECT_EQ(together[i]["choices"][0]["message"], alone[i]["choices"][0]["message"]);
+      EXPECT_EQ(together[i]["usage"]["prompt_tokens"], alone[i]["usage"]["prompt_tokens"]);
+    }
+  }
 }
 
 TEST_F(VisionServe, BadImagesAre400sNamingTheField) {
