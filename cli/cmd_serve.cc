@@ -78,6 +78,10 @@ int ServeMain(const std::vector<std::string>& args) {
                  "requests served at once, each on its own conversation slot kept for prefix "
                  "reuse (default 1)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--prompt-cache", so.prompt_cache_dir,
+                 "keep the conversation slots' prompt prefixes in DIR across restarts "
+                 "(loaded at start, saved at exit)")
+      ->type_name("DIR");
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--body-limit", body_limit_mib, "largest request body in MiB (default 64)")
@@ -186,6 +190,12 @@ int ServeMain(const std::vector<std::string>& args) {
   }
   std::printf("parallel: %d request%s at once, %d conversation slot%s for prefix reuse\n",
               so.parallel, so.parallel == 1 ? "" : "s", so.parallel, so.parallel == 1 ? "" : "s");
+  if (!so.prompt_cache_dir.empty()) {
+    std::printf("prompt cache: %s\n", (*server)->PromptCacheDescription().c_str());
+    for (const std::string& why : (*server)->prompt_cache_skipped()) {
+      std::fprintf(stderr, "warning: prompt cache: not restored: %s\n", why.c_str());
+    }
+  }
   std::string shown = so.host.find(':') != std::string::npos ? "[" + so.host + "]" : so.host;
   std::printf("listening on http://%s:%d\n", shown.c_str(), *port);
   std::fflush(stdout);
@@ -208,6 +218,13 @@ int ServeMain(const std::vector<std::string>& args) {
   Status st = s->Serve();
   served = true;
   watcher.join();
+  if (!so.prompt_cache_dir.empty()) {
+    std::string saved = s->SavePromptCache();
+    std::fprintf(stderr, "prompt cache: %s\n", saved.c_str());
+    for (const std::string& why : s->prompt_cache_skipped()) {
+      std::fprintf(stderr, "warning: prompt cache: not saved: %s\n", why.c_str());
+    }
+  }
   server->reset();
   return st.ok() ? 0 : 1;
 }

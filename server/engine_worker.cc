@@ -14,9 +14,14 @@ EngineWorker::EngineWorker(Engine& engine, size_t concurrency, size_t max_waitin
   for (size_t i = 0; i < concurrency; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
-EngineWorker::~EngineWorker() {
+EngineWorker::~EngineWorker() { Join(); }
+
+void EngineWorker::Join() {
   Shutdown();
-  for (std::thread& t : threads_) t.join();
+  std::lock_guard<std::mutex> lock(join_mu_);
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void EngineWorker::Shutdown() {

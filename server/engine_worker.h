@@ -45,6 +45,9 @@ class EngineWorker {
   // thread); the running jobs are left to finish. Idempotent; the
   // destructor calls it, then waits for the running jobs.
   void Shutdown();
+  // Shutdown, then waits for the running jobs to end (their threads exit).
+  // Idempotent; the object stays usable (Submit refuses).
+  void Join();
   bool stopping() const;
   size_t waiting() const;
   size_t running() const { return running_.load(); }
@@ -61,6 +64,7 @@ class EngineWorker {
   bool stopping_ = false;
   size_t idle_ = 0;  // threads waiting for a job (under mu_)
   std::atomic<size_t> running_{0};
+  std::mutex join_mu_;  // one Join at a time
   std::vector<std::thread> threads_;
 };
 

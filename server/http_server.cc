@@ -123,6 +123,7 @@ struct HttpServer::Impl {
   ServeLimits limits;
   Metrics metrics;
   std::unique_ptr<SessionPool> pool;  // used by the worker threads (thread-safe)
+  SessionPool::CacheReport cache_report;  // the prompt cache's last load or save
   std::unique_ptr<EngineWorker> worker;
   httplib::Server http;
   int64_t started_unix = UnixNow();
@@ -607,6 +608,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const Ser
   auto pool = SessionPool::Create(engine, std::max(1, options.parallel));
   if (!pool) return pool.error();
   impl->pool = std::move(*pool);
+  if (!options.prompt_cache_dir.empty()) {
+    impl->cache_report = impl->pool->LoadMarks(options.prompt_cache_dir);
+  }
   // One worker per slot: that many requests run at once, sharing the model
   // a step at a time (server/engine_worker.h).
   impl->worker = std::make_unique<EngineWorker>(engine, static_cast<size_t>(impl->pool->slots()),
@@ -636,6 +640,32 @@ void HttpServer::Stop() {
   if (!impl_) return;
   impl_->Shutdown();
   impl_->http.stop();
+}
+
+namespace {
+std::string CacheLine(const char* verb, const SessionPool::CacheReport& r, const std::string& dir) {
+  return std::string(verb) + " " + std::to_string(r.conversations) + " conversation" +
+         (r.conversations == 1 ? "" : "s") + " (" + std::to_string(r.tokens) + " prompt tokens) " +
+         (verb[0] == 's' ? "to " : "from ") + dir;
+}
+}  // namespace
+
+std::string HttpServer::PromptCacheDescription() const {
+  const std::string& dir = impl_->options.prompt_cache_dir;
+  return dir.empty() ? std::string() : CacheLine("restored", impl_->cache_report, dir);
+}
+
+const std::vector<std::string>& HttpServer::prompt_cache_skipped() const {
+  return impl_->cache_report.skipped;
+}
+
+std::string HttpServer::SavePromptCache() {
+  Impl& m = *impl_;
+  if (m.options.prompt_cache_dir.empty()) return {};
+  m.Shutdown();
+  m.worker->Join();  // no request runs after this
+  m.cache_report = m.pool->SaveMarks(m.options.prompt_cache_dir);
+  return CacheLine("saved", m.cache_report, m.options.prompt_cache_dir);
 }
 
 std::string HttpServer::FormatDescription() const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "waste/waste.h"
 
@@ -22,9 +23,13 @@ struct ServeOptions {
   std::string api_key;                    // empty = no authentication
   uint64_t default_max_tokens = 4096;
   bool no_thinking = false;
-  int parallel = 1;                       // session slots for prefix reuse (docs/SERVER.md); the
+  int parallel = 1;                       // requests served at once, each on a session slot
+                                          // kept for prefix reuse (docs/SERVER.md); the
                                           // engine needs Config::max_sessions >= parallel
                                           // and Config::rewind_marks
+  std::string prompt_cache_dir;           // slots' restore points kept here across restarts
+                                          // (empty = none): loaded by Create, written by
+                                          // SavePromptCache
   int queue = 16;                         // requests that may wait for the engine
   size_t body_limit = 64u << 20;          // request body bytes
   std::string cors_origin;                // empty = no CORS headers
@@ -51,6 +56,16 @@ class HttpServer {
 
   // The chat format in use, e.g. "xtml (thinking on)" — for the banner.
   std::string FormatDescription() const;
+
+  // With ServeOptions::prompt_cache_dir: what Create restored, for the
+  // banner ("" without a cache), and the pairs it skipped and why.
+  std::string PromptCacheDescription() const;
+  const std::vector<std::string>& prompt_cache_skipped() const;
+  // After Serve() returned: waits for the requests still running (Stop()
+  // cancelled them), then writes every slot's restore point to the cache
+  // directory. Returns what was saved as one line; the skipped pairs are
+  // in prompt_cache_skipped(). "" without a cache directory.
+  std::string SavePromptCache();
 
   struct Impl;
 

@@ -90,6 +90,24 @@ class SessionPool {
   // of ids. kBusy when every slot is held.
   Result<Run> PrepareFresh(std::span<const int> ids);
 
+  // The prompt cache (`waste serve --prompt-cache DIR`, server/prompt_cache.cc):
+  // every slot's restore point kept on disk across restarts. Save writes
+  // slot-N.state (the session at its mark, the engine's session file) and
+  // slot-N.tokens.json (the tokens before it) for each slot that has one,
+  // and removes the pair of a slot that has none; call it when no request
+  // runs (every session is rewound to its mark). Load restores each pair
+  // that is sound into its slot; a pair that is not (unreadable, another
+  // container, tokens that do not match the state or the vocabulary, a
+  // point not on a chunk boundary) leaves its slot empty and is named in
+  // `skipped`. Neither touches files other than those pairs.
+  struct CacheReport {
+    int conversations = 0;          // slots saved or restored
+    uint64_t tokens = 0;            // their tokens, all together
+    std::vector<std::string> skipped;  // "slot-N: why", per pair not restored or saved
+  };
+  CacheReport SaveMarks(const std::string& dir);
+  CacheReport LoadMarks(const std::string& dir);
+
   int slots() const { return static_cast<int>(slots_.size()); }
   // Prompt tokens the slots' marks cover, all slots together.
   uint64_t kept_tokens() const;

@@ -5,7 +5,7 @@
 import OpenAI from "openai";
 import { startServer, check } from "./serve_util.mjs";
 
-const [waste, container] = process.argv.slice(2);
+const [waste, container, work] = process.argv.slice(2);
 const server = await startServer(waste, container);
 try {
   const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "unused", maxRetries: 0 });
@@ -218,6 +218,37 @@ try {
           "--parallel 2: both streamed texts equal each request alone");
   } finally {
     await par.stop();
+  }
+  // --prompt-cache: a long system prompt prefilled before a restart is
+  // reused after it (cached_tokens), and the reply is the same.
+  {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const dir = mkdtempSync((work ?? "/tmp") + "/prompt-cache-");
+    const req = {
+      model: "tiny", max_tokens: 6, temperature: 0,
+      messages: [{ role: "system", content: "Thou art a helpful assistant. ".repeat(30) },
+                 { role: "user", content: "Speak." }],
+    };
+    const ask = async () => {
+      const srv = await startServer(waste, container, ["--prompt-cache", dir]);
+      try {
+        const c = new OpenAI({ baseURL: srv.url + "/v1", apiKey: "unused", maxRetries: 0 });
+        return await c.chat.completions.create(req);
+      } finally {
+        check(await srv.stop() === 0, "the server with --prompt-cache exits 0 on SIGINT");
+      }
+    };
+    try {
+      const first = await ask();
+      const second = await ask();
+      const cached = second.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      check(first.usage.prompt_tokens_details?.cached_tokens === 0 && cached >= 128,
+            `--prompt-cache: the prefix survives a restart (${cached} of ${second.usage.prompt_tokens} tokens reused)`);
+      check(second.choices[0].message.content === first.choices[0].message.content,
+            "--prompt-cache: the reply after the restart is the same");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
   // Ctrl-C during a long generation: the request is answered 503 and the
   // server exits 0 promptly (not after the 4000 tokens).

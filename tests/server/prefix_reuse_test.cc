@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "golden_util.h"
 #include "session_pool.h"
+#include "temp_dir.h"
 
 namespace waste::server {
 namespace {
@@ -134,6 +136,91 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   auto again = (*pool)->Prepare(ids);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->cached_tokens, 0);
+}
+
+// The prompt cache: the slots' restore points saved by one server and
+// loaded by the next resume prompts exactly as before the restart — the
+// same cached-token counts and bit-identical logits — and a damaged or
+// foreign pair leaves its slot empty, named, without touching the others.
+TEST(PrefixReuse, PromptCacheKeepsRestorePointsAcrossRestarts) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 3;
+  cfg.rewind_marks = true;
+  constexpr int kC = kPrefillChunkTokens;
+  waste::testing::TempDir dir;
+  std::vector<int> a, other;
+  std::vector<float> fresh_a, fresh_other;
+  {
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine) << engine.error().ToString();
+    std::string text(static_cast<size_t>(2 * kC + 40), 'a');
+    for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 5) % 26);
+    a = Ids(**engine, text);
+    other = Ids(**engine, std::string(static_cast<size_t>(kC + 30), 'q'));
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    int cached = -1;
+    Resumed(**pool, a, &cached);
+    Resumed(**pool, other, &cached);
+    auto ref = (*engine)->model().NewSession();
+    ASSERT_TRUE(ref);
+    fresh_a = Fresh(**ref, a);
+    fresh_other = Fresh(**ref, other);
+    SessionPool::CacheReport saved = (*pool)->SaveMarks(dir.path());
+    EXPECT_TRUE(saved.skipped.empty()) << saved.skipped[0];
+    EXPECT_EQ(saved.conversations, 2);
+    EXPECT_EQ(saved.tokens, (a.size() - 1) / kC * kC + (other.size() - 1) / kC * kC);
+  }
+  {
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine);
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    SessionPool::CacheReport loaded = (*pool)->LoadMarks(dir.path());
+    EXPECT_TRUE(loaded.skipped.empty()) << loaded.skipped[0];
+    EXPECT_EQ(loaded.conversations, 2);
+    int cached = -1;
+    EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), fresh_a));
+    EXPECT_EQ(cached, static_cast<int>((a.size() - 1) / kC * kC));
+    EXPECT_TRUE(SameBits(Resumed(**pool, other, &cached), fresh_other));
+    EXPECT_EQ(cached, kC);
+  }
+  // Damage: slot 0's tokens no longer match its state (one token fewer
+  // than a chunk multiple), slot 1's state is cut short. Both are skipped
+  // and named; the pool then works from scratch on those slots.
+  {
+    std::ofstream(dir / "slot-0.tokens.json") << "{\"tokens\": [1, 2, 3]}";
+    std::filesystem::resize_file(dir / "slot-1.state", 100);
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine);
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    SessionPool::CacheReport loaded = (*pool)->LoadMarks(dir.path());
+    EXPECT_EQ(loaded.conversations, 0);
+    ASSERT_EQ(loaded.skipped.size(), 2u);
+    EXPECT_NE(loaded.skipped[0].find("slot-0: "), std::string::npos) << loaded.skipped[0];
+    EXPECT_NE(loaded.skipped[0].find("not a restore point"), std::string::npos) << loaded.skipped[0];
+    EXPECT_NE(loaded.skipped[1].find("slot-1: "), std::string::npos) << loaded.skipped[1];
+    EXPECT_EQ((*pool)->kept_tokens(), 0u);
+    int cached = -1;
+    EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), fresh_a));
+    EXPECT_EQ(cached, 0);
+  }
+  // Tokens that are not ids of this vocabulary, and a state of another
+  // context than the tokens say.
+  {
+    std::ofstream(dir / "slot-0.tokens.json") << "{\"tokens\": [-1]}";
+    std::ofstream(dir / "slot-1.tokens.json") << "[1, 2]";
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine);
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    SessionPool::CacheReport loaded = (*pool)->LoadMarks(dir.path());
+    ASSERT_EQ(loaded.skipped.size(), 2u);
+    EXPECT_NE(loaded.skipped[0].find("vocabulary"), std::string::npos) << loaded.skipped[0];
+    EXPECT_NE(loaded.skipped[1].find("no \"tokens\" array"), std::string::npos) << loaded.skipped[1];
+  }
 }
 
 TEST(PrefixReuse, TooManySlotsForThePlanIsAnError) {

@@ -1,0 +1,153 @@
+// SessionPool::SaveMarks / LoadMarks: the prompt cache (session_pool.h).
+// A restore point costs a prefill of every token before it — minutes for a
+// long agent system prompt on a model streaming its experts — so a server
+// restart should not throw them away. Each slot's point is kept as the
+// engine's own session file (validated on load like any session file:
+// shape, container fingerprint, sizes) beside the token ids it covers.
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "json_text.h"
+#include "session_pool.h"
+#include "waste/files.h"
+
+namespace waste::server {
+namespace {
+
+std::string SlotPath(const std::string& dir, size_t i, const char* ext) {
+  return (std::filesystem::path(dir) / ("slot-" + std::to_string(i) + ext)).string();
+}
+
+// The ids a slot's token file lists: a JSON object {"tokens": [ids]}.
+Result<std::vector<int>> ReadTokens(const std::string& path, int vocab, uint32_t ctx) {
+  // At most ctx ids of up to 7 digits and a separator, plus the wrapper.
+  const uint64_t limit = uint64_t{ctx} * 8 + 4096;
+  Result<std::string> text = ReadRegularFile(path, limit, "token file");
+  if (!text) return text.error();
+  Json j;
+  std::string err;
+  if (!ParseJson(*text, &j, &err)) return FormatError(path + ": not JSON (" + err + ")");
+  auto it = j.is_object() ? j.find("tokens") : j.end();
+  if (it == j.end() || !it->is_array()) return FormatError(path + ": no \"tokens\" array");
+  std::vector<int> ids;
+  ids.reserve(it->size());
+  for (const Json& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
+      return FormatError(path + ": token " + std::to_string(ids.size()) +
+                         " is not an id below the vocabulary size " + std::to_string(vocab));
+    }
+    ids.push_back(v.get<int>());
+  }
+  return ids;
+}
+
+Status WriteTokens(const std::string& path, const std::vector<int>& ids) {
+  Json j = {{"tokens", ids}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << Dump(j, JsonStyle::kCompact);
+    out.flush();
+    if (!out) return IoError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+void RemoveIfThere(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
+}  // namespace
+
+SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
+  CacheReport report;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    report.skipped.push_back(dir + ": cannot create the directory: " + ec.message());
+    return report;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    const std::string state = SlotPath(dir, i, ".state"), tokens = SlotPath(dir, i, ".tokens.json");
+    const std::string name = "slot-" + std::to_string(i);
+    if (slot.held) {
+      report.skipped.push_back(name + ": a request still runs on it");
+      continue;
+    }
+    // The token file goes first and comes back last: a pair is complete
+    // only when both are written, and a crash in between leaves a state
+    // without tokens (skipped on load), never tokens naming the wrong state.
+    RemoveIfThere(tokens);
+    if (slot.tokens.empty()) {
+      RemoveIfThere(state);
+      continue;
+    }
+    Status st = slot.session->RewindToMark();
+    if (st.ok()) st = slot.session->SaveState(state);
+    if (st.ok()) st = WriteTokens(tokens, slot.tokens);
+    if (!st.ok()) {
+      report.skipped.push_back(name + ": " + st.ToString());
+      continue;
+    }
+    ++report.conversations;
+    report.tokens += slot.tokens.size();
+  }
+  return report;
+}
+
+SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
+  CacheReport report;
+  const int vocab = engine_.info().vocab;
+  const uint32_t ctx = engine_.info().ctx_tokens;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    const std::string state = SlotPath(dir, i, ".state"), tokens = SlotPath(dir, i, ".tokens.json");
+    const std::string name = "slot-" + std::to_string(i);
+    std::error_code ec;
+    if (!std::filesystem::exists(tokens, ec)) continue;  // nothing kept for this slot
+    auto skip = [&](const std::string& why) {
+      slot.session->Reset();
+      (void)slot.session->SetMark();  // back to an empty mark, as Create left it
+      slot.tokens.clear();
+      report.skipped.push_back(name + ": " + why);
+    };
+    Result<std::vector<int>> ids = ReadTokens(tokens, vocab, ctx);
+    if (!ids) {
+      skip(ids.error().message());
+      continue;
+    }
+    if (ids->empty() || ids->size() % kChunk != 0 || ids->size() >= ctx) {
+      skip(tokens + ": " + std::to_string(ids->size()) +
+           " tokens is not a restore point (a positive multiple of " + std::to_string(kChunk) +
+           " below the context, " + std::to_string(ctx) + ")");
+      continue;
+    }
+    if (Status st = slot.session->LoadState(state); !st.ok()) {
+      skip(st.ToString());
+      continue;
+    }
+    if (slot.session->position() != static_cast<int>(ids->size())) {
+      skip(state + " holds " + std::to_string(slot.session->position()) + " positions but " +
+           tokens + " lists " + std::to_string(ids->size()) + " tokens");
+      continue;
+    }
+    if (Status st = slot.session->SetMark(); !st.ok()) {
+      skip(st.ToString());
+      continue;
+    }
+    slot.tokens = std::move(*ids);
+    ++report.conversations;
+    report.tokens += slot.tokens.size();
+  }
+  return report;
+}
+
+}  // namespace waste::server
