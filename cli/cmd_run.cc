@@ -111,7 +111,8 @@ int RunCommand(const Options& o) {
       Result<std::vector<int>> id = engine->Tokenize(stop, /*markup=*/true, /*add_bos=*/false);
       if (id.has_value() && id->size() == 1) end_ids.push_back((*id)[0]);
     }
-    constraint = std::make_unique<BudgetedGrammar>(*engine, *grammar, end_ids, params.max_tokens);
+    constraint = std::make_unique<BudgetedGrammar>(*grammar, Vocabulary::FromEngine(*engine, end_ids),
+                                                   params.max_tokens, std::vector<int>{}, end_ids);
     params.constraint = constraint.get();
   }
   const Stats before = engine->stats();

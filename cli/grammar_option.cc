@@ -24,24 +24,4 @@ Result<std::shared_ptr<const Grammar>> LoadGrammarOption(const Options& o) noexc
   return g;
 }
 
-BudgetedGrammar::BudgetedGrammar(const Engine& engine, std::shared_ptr<const Grammar> grammar,
-                                 std::vector<int> end_ids, int max_tokens)
-    : matcher_(std::move(grammar), Vocabulary::FromEngine(engine, end_ids)),
-      max_tokens_(max_tokens) {
-  matcher_.SetEndTokens(std::move(end_ids));
-  UpdateClosing();
-}
-
-void BudgetedGrammar::UpdateClosing() {
-  // Each closing step shortens the shortest ending by at least one byte, so
-  // the tokens left must cover it (plus the end token).
-  matcher_.SetClosing(max_tokens_ - used_ <= matcher_.MinBytesToEnd() + 1);
-}
-
-void BudgetedGrammar::Accept(int token) noexcept {
-  matcher_.Accept(token);
-  ++used_;
-  UpdateClosing();
-}
-
 }  // namespace waste::cli

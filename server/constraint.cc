@@ -7,30 +7,6 @@
 
 namespace waste::server {
 
-BudgetedConstraint::BudgetedConstraint(std::shared_ptr<const Grammar> grammar,
-                                       std::shared_ptr<const Vocabulary> vocab, int max_tokens,
-                                       std::vector<int> triggers)
-    : matcher_(std::move(grammar), std::move(vocab), std::move(triggers)),
-      max_tokens_(max_tokens) {
-  UpdateClosing();
-}
-
-void BudgetedConstraint::UpdateClosing() {
-  // Each step of closing mode shortens the shortest ending by at least one
-  // byte, so the tokens left must cover it (plus one spare).
-  const int left = max_tokens_ - used_;
-  matcher_.SetClosing(left <= matcher_.MinBytesToEnd() + 1);
-  // And no token may start what the tokens left after it cannot finish
-  // (each closing step shortens the ending by a byte at least).
-  matcher_.SetMaxBytesToEnd(std::max(0, left - 2));
-}
-
-void BudgetedConstraint::Accept(int token) noexcept {
-  matcher_.Accept(token);
-  ++used_;
-  UpdateClosing();
-}
-
 namespace {
 
 // A GBNF string literal holding `text` byte for byte.

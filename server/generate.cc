@@ -167,9 +167,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     deltas.clear();
   };
   GenParams params = chat.params;
-  std::unique_ptr<BudgetedConstraint> constraint;
+  std::unique_ptr<BudgetedGrammar> constraint;
   if (chat.grammar && format.vocab) {
-    constraint = std::make_unique<BudgetedConstraint>(chat.grammar, format.vocab, params.max_tokens,
+    constraint = std::make_unique<BudgetedGrammar>(chat.grammar, format.vocab, params.max_tokens,
                                                       chat.grammar_triggers);
     params.constraint = constraint.get();
   }

@@ -38,6 +38,7 @@
 namespace waste {
 
 class Engine;
+class Model;
 
 // Implemented by anything that restricts which tokens may come next.
 // Engine::Generate calls Allows() on the token it would pick; only when
@@ -94,6 +95,8 @@ class WASTE_EXPORT Vocabulary {
                                                  std::vector<int> opaque_tokens) noexcept;
   static std::shared_ptr<const Vocabulary> FromEngine(const Engine& engine,
                                                       std::vector<int> opaque_tokens) noexcept;
+  static std::shared_ptr<const Vocabulary> FromModel(const Model& model,
+                                                     std::vector<int> opaque_tokens) noexcept;
   struct Impl;
   const Impl& impl() const noexcept { return *impl_; }
   explicit Vocabulary(std::unique_ptr<Impl> impl);
@@ -185,6 +188,35 @@ class WASTE_EXPORT TriggeredGrammarMatcher : public TokenConstraint {
   bool closing_ = false;
   int max_dist_ = -1;
   int activations_ = 0;
+};
+
+// A grammar under a token budget, as generation uses it: the output must
+// be a sentence of the grammar — from the first token, or after each of
+// `triggers` (TriggeredGrammarMatcher: free text until one is generated) —
+// and must still be complete when `max_tokens` run out: once the tokens
+// left barely cover the shortest way to the end, only tokens that bring the
+// end closer are allowed, and no token may open what the tokens left could
+// not finish. `end_tokens` are allowed once the sentence is complete (the
+// engine stops on them: end of sequence, a chat format's stop marker).
+// What `waste run --grammar`, the server's response_format and tool calls
+// and the C API's waste_gen_params.grammar use. One per generation.
+class WASTE_EXPORT BudgetedGrammar : public TokenConstraint {
+ public:
+  BudgetedGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab,
+                  int max_tokens, std::vector<int> triggers = {},
+                  std::vector<int> end_tokens = {});
+  bool Allows(int token) noexcept override { return matcher_.Allows(token); }
+  void Mask(std::span<float> logits) noexcept override { matcher_.Mask(logits); }
+  void Accept(int token) noexcept override;
+  const TriggeredGrammarMatcher& matcher() const noexcept { return matcher_; }
+  // The output so far is complete (free text counts as complete).
+  bool complete() const noexcept;
+
+ private:
+  void UpdateClosing() noexcept;
+  TriggeredGrammarMatcher matcher_;
+  int max_tokens_;
+  int used_ = 0;
 };
 
 }  // namespace waste

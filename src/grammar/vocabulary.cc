@@ -6,6 +6,7 @@
 
 #include "grammar/vocab_trie.h"
 #include "waste/engine.h"
+#include "waste/model.h"
 
 namespace waste {
 
@@ -74,6 +75,17 @@ std::shared_ptr<const Vocabulary> Vocabulary::FromEngine(const Engine& engine,
   try {
     std::vector<std::string> pieces(static_cast<size_t>(std::max(0, engine.info().vocab)));
     for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = engine.TokenPiece(static_cast<int>(i));
+    return Build(std::move(pieces), std::move(opaque_tokens));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+std::shared_ptr<const Vocabulary> Vocabulary::FromModel(const Model& model,
+                                                        std::vector<int> opaque_tokens) noexcept {
+  try {
+    std::vector<std::string> pieces(static_cast<size_t>(std::max(0, model.info().vocab)));
+    for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = model.TokenPiece(static_cast<int>(i));
     return Build(std::move(pieces), std::move(opaque_tokens));
   } catch (...) {
     return nullptr;

@@ -134,7 +134,7 @@ TEST_F(ToolCallGrammarTest, RandomCallsUnderAutoAreValid) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(static_cast<uint32_t>(seed));
     const int max_tokens = 120;
-    BudgetedConstraint c(chat.grammar, format_.vocab, max_tokens, chat.grammar_triggers);
+    BudgetedGrammar c(chat.grammar, format_.vocab, max_tokens, chat.grammar_triggers);
     ReplyParser parser(mk, true);
     std::string trace;
     auto feed = [&](int t) {
