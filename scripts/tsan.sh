@@ -14,7 +14,7 @@ cmake --preset tsan >/dev/null
 # Only what the tsan test preset runs (and `waste` for the CLI streaming test).
 cmake --build build/tsan -j "$jobs" --target thread_pool_test streaming_identity_test \
   streaming_memory_test streaming_hotlist_test streaming_errors_test streaming_budget_test \
-  expert_cache_test expert_reader_test fair_mutex_test session_test serve_http_test waste
+  expert_cache_test expert_reader_test fair_mutex_test session_test serve_http_test serve_vision_test waste-gen waste
 # setarch -R: TSan needs a fixed memory layout on kernels with high ASLR entropy.
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
   exec setarch "$(uname -m)" -R ctest --preset tsan -j "$jobs" "$@"

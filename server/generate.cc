@@ -26,6 +26,9 @@ Status AsStatus(const Result<FinishReason>& finished) {
 }
 
 ApiError EngineFailure(const Status& st, const Session* session) {
+  if (st.code() == Errc::kBusy) {  // every slot held (more workers than slots)
+    return ApiError{503, "server_busy", st.message(), std::nullopt, std::nullopt};
+  }
   std::string detail = st.message().empty() && session ? session->error_detail() : st.message();
   std::string msg = std::string("generate: ") + ErrcText(st.code());
   if (!detail.empty()) msg += " (" + detail + ")";
@@ -33,11 +36,12 @@ ApiError EngineFailure(const Status& st, const Session* session) {
 }
 
 // The model's image queue for a request that uses it: one with images, or
-// whose prompt holds a media pad (token ids may name one). Held until the
-// request ends, so concurrent requests never see each other's images; the
-// queue starts empty (nothing a failed request queued may leak into this
-// one). A request that does not use it gets an empty lock and leaves the
-// queue alone.
+// whose prompt holds a media pad (token ids may name one). Held until its
+// prompt is fed (the first token, or the end), so concurrent requests never
+// see each other's images; the queue starts empty (nothing a failed request
+// queued may leak into this one). A request that does not use it gets an
+// empty lock and leaves the queue alone: the engine arms the queue only for
+// a call whose tokens hold a pad.
 std::unique_lock<std::mutex> ImageQueueFor(Engine& engine, SessionPool& pool, bool has_images,
                                            std::span<const int> ids) {
   const int pad = engine.media_pad_id();
@@ -47,13 +51,17 @@ std::unique_lock<std::mutex> ImageQueueFor(Engine& engine, SessionPool& pool, bo
   return lock;
 }
 
-// Clears the queue when the request that held it ends (its rows are spent).
-struct ClearImagesAtEnd {
+// Gives the queue back, cleared, once the request's prompt has been fed
+// (Done, at its first token) or when it ends, whichever comes first.
+struct ImageQueueHold {
   Engine& engine;
   std::unique_lock<std::mutex> lock;
-  ~ClearImagesAtEnd() {
-    if (lock.owns_lock()) engine.ClearImages();
+  void Done() {
+    if (!lock.owns_lock()) return;
+    engine.ClearImages();
+    lock.unlock();
   }
+  ~ImageQueueHold() { Done(); }
 };
 
 // The request's images encoded and queued on the model (the tower runs
@@ -132,7 +140,11 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   GenerateResult r;
   r.prompt_tokens = chat.prompt_tokens > 0 ? chat.prompt_tokens : static_cast<int>(chat.ids.size());
   auto fail = [&](const ApiError& e) { return FailBeforeFirstToken(r, e, sink); };
-  ClearImagesAtEnd images{engine, ImageQueueFor(engine, pool, !chat.images.empty(), chat.ids)};
+  ImageQueueHold images{engine, ImageQueueFor(engine, pool, !chat.images.empty(), chat.ids)};
+  if (cancel.load()) {  // left while waiting for the queue
+    r.cancelled = true;
+    return r;
+  }
   std::vector<int> ids;
   if (auto e = AttachImages(engine, chat, &ids)) return fail(*e);
   ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
@@ -187,7 +199,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   int delivered = 0;
   bool turn_stopped = false;
   Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
-    if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+    if (delivered++ == 0) {
+      r.prefill_ms = MsSince(t0);
+      images.Done();  // the prompt's pads are fed
+    }
     if (chat.logprobs.on && ev.token != format.stop_id && ev.token != engine.info().eos_id) {
       logprobs.push_back(ChatLogprobEntry(engine, ev.token, ev.piece, ev.logprob, ev.top_logprobs));
     }
@@ -235,7 +250,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
   int eos = engine.info().eos_id;
   if (eos == format.stop_id) eos = -1;
   // Pads in a token-id prompt find the queue empty (this request's alone).
-  ClearImagesAtEnd images{engine, ImageQueueFor(engine, pool, false, req.ids)};
+  ImageQueueHold images{engine, ImageQueueFor(engine, pool, false, req.ids)};
   // The text is the reply parser's plain form: every piece is text until the
   // format's stop token; the end-of-sequence piece is not text.
   ChatTurn turn(ReplyParser(format.stop_id), req.stops, eos);
@@ -330,7 +345,10 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     r.cached_tokens = held.cached_tokens;
     session = held.session;
     st = AsStatus(session->Generate(held.rest, params, [&](const TokenEvent& ev) {
-      if (delivered++ == 0) r.prefill_ms = MsSince(t0);
+      if (delivered++ == 0) {
+        r.prefill_ms = MsSince(t0);
+        images.Done();  // the prompt's pads are fed
+      }
       bool more = turn.OnToken(ev.token, ev.piece, &deltas);
       emit_echo();  // the prompt's entries come before the first token's
       if (req.logprobs.on) logprobs.Add(ev.token, ev.piece, ev.logprob, ev.top_logprobs);

@@ -588,6 +588,9 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() {
   Stop();
+  // A job whose stream's client left is still running: it uses Impl's
+  // members (metrics, the cancel set, the pool) until it ends.
+  if (impl_ && impl_->worker) impl_->worker->Join();
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {

@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace waste::server {
@@ -42,7 +43,16 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   prompt_tokens_ += static_cast<uint64_t>(r.prompt_tokens);
   completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
   ttft_ms_sum_ += r.prefill_ms;
-  stats_ = s;
+  // Requests end in any order and each read the engine's counters when it
+  // ended: keep the newest value of each (they only grow), so a counter
+  // never goes backwards when an older snapshot arrives last.
+  stats_.prefill_tokens = std::max(stats_.prefill_tokens, s.prefill_tokens);
+  stats_.prefill_s = std::max(stats_.prefill_s, s.prefill_s);
+  stats_.tokens_generated = std::max(stats_.tokens_generated, s.tokens_generated);
+  stats_.decode_s = std::max(stats_.decode_s, s.decode_s);
+  stats_.experts_hit = std::max(stats_.experts_hit, s.experts_hit);
+  stats_.experts_missed = std::max(stats_.experts_missed, s.experts_missed);
+  stats_.bytes_read = std::max(stats_.bytes_read, s.bytes_read);
 }
 
 std::string Metrics::Render(size_t queue_waiting, size_t running) const {

@@ -4,9 +4,12 @@
 // restart should not throw them away. Each slot's point is kept as the
 // engine's own session file (validated on load like any session file:
 // shape, container fingerprint, sizes) beside the token ids it covers.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <system_error>
+#include <vector>
 
 #include "json_text.h"
 #include "session_pool.h"
@@ -19,8 +22,34 @@ std::string SlotPath(const std::string& dir, size_t i, const char* ext) {
   return (std::filesystem::path(dir) / ("slot-" + std::to_string(i) + ext)).string();
 }
 
-// The ids a slot's token file lists: a JSON object {"tokens": [ids]}.
-Result<std::vector<int>> ReadTokens(const std::string& path, int vocab, uint32_t ctx) {
+// FNV-1a over a file, streamed: the token file names the state it belongs
+// to by this, so a pair mixed up (two servers saving into one directory,
+// files copied by hand) is refused instead of resuming the wrong tokens'
+// state. "" when the file cannot be read.
+std::string FileHash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  uint64_t h = 0xcbf29ce484222325ull;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h = (h ^ static_cast<uint8_t>(buf[static_cast<size_t>(i)])) * 0x100000001b3ull;
+    }
+  }
+  if (in.bad()) return {};
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+struct TokenFile {
+  std::vector<int> ids;
+  std::string state_hash;
+};
+
+// A slot's token file: {"tokens": [ids], "state_fnv1a": "<16 hex digits>"}.
+Result<TokenFile> ReadTokens(const std::string& path, int vocab, uint32_t ctx) {
   // At most ctx ids of up to 7 digits and a separator, plus the wrapper.
   const uint64_t limit = uint64_t{ctx} * 8 + 4096;
   Result<std::string> text = ReadRegularFile(path, limit, "token file");
@@ -30,30 +59,45 @@ Result<std::vector<int>> ReadTokens(const std::string& path, int vocab, uint32_t
   if (!ParseJson(*text, &j, &err)) return FormatError(path + ": not JSON (" + err + ")");
   auto it = j.is_object() ? j.find("tokens") : j.end();
   if (it == j.end() || !it->is_array()) return FormatError(path + ": no \"tokens\" array");
-  std::vector<int> ids;
-  ids.reserve(it->size());
+  TokenFile file;
+  file.ids.reserve(it->size());
   for (const Json& v : *it) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
-      return FormatError(path + ": token " + std::to_string(ids.size()) +
+      return FormatError(path + ": token " + std::to_string(file.ids.size()) +
                          " is not an id below the vocabulary size " + std::to_string(vocab));
     }
-    ids.push_back(v.get<int>());
+    file.ids.push_back(v.get<int>());
   }
-  return ids;
+  auto hash = j.find("state_fnv1a");
+  if (hash == j.end() || !hash->is_string()) {
+    return FormatError(path + ": no \"state_fnv1a\" naming its state file");
+  }
+  file.state_hash = hash->get<std::string>();
+  return file;
 }
 
-Status WriteTokens(const std::string& path, const std::vector<int>& ids) {
-  Json j = {{"tokens", ids}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << Dump(j, JsonStyle::kCompact);
-    out.flush();
-    if (!out) return IoError("cannot write " + tmp);
-  }
+// Written to a fresh temporary name (exclusive create: never through a
+// link or over another file), then renamed over `path`.
+Status WriteTokens(const std::string& path, const std::vector<int>& ids,
+                   const std::string& state_hash) {
+  const std::string text =
+      Dump(Json{{"tokens", ids}, {"state_fnv1a", state_hash}}, JsonStyle::kCompact);
+  const std::string tmp = path + ".tmp." + std::to_string(std::random_device{}());
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
+  if (f == nullptr) return IoError("cannot create " + tmp);
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool closed = std::fclose(f) == 0;
   std::error_code ec;
+  if (!written || !closed) {
+    std::filesystem::remove(tmp, ec);
+    return IoError("cannot write " + tmp);
+  }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
   return Status::Ok();
 }
 
@@ -81,6 +125,9 @@ SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
       report.skipped.push_back(name + ": a request still runs on it");
       continue;
     }
+    // A pair this server could not load (another model's, say) is left as
+    // it was unless the slot has a point of its own to put there.
+    if (slot.tokens.empty() && slot.cache_skipped) continue;
     // The token file goes first and comes back last: a pair is complete
     // only when both are written, and a crash in between leaves a state
     // without tokens (skipped on load), never tokens naming the wrong state.
@@ -91,7 +138,12 @@ SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
     }
     Status st = slot.session->RewindToMark();
     if (st.ok()) st = slot.session->SaveState(state);
-    if (st.ok()) st = WriteTokens(tokens, slot.tokens);
+    std::string hash;
+    if (st.ok()) {
+      hash = FileHash(state);
+      if (hash.empty()) st = IoError("cannot read back " + state);
+    }
+    if (st.ok()) st = WriteTokens(tokens, slot.tokens, hash);
     if (!st.ok()) {
       report.skipped.push_back(name + ": " + st.ToString());
       continue;
@@ -117,11 +169,17 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
       slot.session->Reset();
       (void)slot.session->SetMark();  // back to an empty mark, as Create left it
       slot.tokens.clear();
+      slot.cache_skipped = true;
       report.skipped.push_back(name + ": " + why);
     };
-    Result<std::vector<int>> ids = ReadTokens(tokens, vocab, ctx);
-    if (!ids) {
-      skip(ids.error().message());
+    Result<TokenFile> file = ReadTokens(tokens, vocab, ctx);
+    if (!file) {
+      skip(file.error().message());
+      continue;
+    }
+    std::vector<int>* ids = &file->ids;
+    if (FileHash(state) != file->state_hash) {
+      skip(state + " is not the state " + tokens + " was saved with (missing, or another save's)");
       continue;
     }
     if (ids->empty() || ids->size() % kChunk != 0 || ids->size() >= ctx) {

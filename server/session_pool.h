@@ -98,8 +98,10 @@ class SessionPool {
   // runs (every session is rewound to its mark). Load restores each pair
   // that is sound into its slot; a pair that is not (unreadable, another
   // container, tokens that do not match the state or the vocabulary, a
-  // point not on a chunk boundary) leaves its slot empty and is named in
-  // `skipped`. Neither touches files other than those pairs.
+  // point not on a chunk boundary, a state other than the one the token
+  // file names by its hash) leaves its slot empty and is named in
+  // `skipped`; Save leaves such a pair alone unless the slot has its own
+  // point by then. Neither touches files other than those pairs.
   struct CacheReport {
     int conversations = 0;          // slots saved or restored
     uint64_t tokens = 0;            // their tokens, all together
@@ -122,6 +124,7 @@ class SessionPool {
     std::vector<int> tokens;         // the tokens up to the session's mark; empty = none kept
     uint64_t last_used = 0;
     bool held = false;               // a request is using it (under mu_)
+    bool cache_skipped = false;      // LoadMarks found a pair it could not use
   };
 
  private:

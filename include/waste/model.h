@@ -153,10 +153,10 @@ class WASTE_EXPORT Session {
   int position() const noexcept;       // next absolute position
   uint32_t ctx_tokens() const noexcept;
   // This session's counters: tokens and times, and its own expert traffic
-  // (experts_hit, experts_missed, sec_io, read_waits: what its calls asked
-  // of the shared cache; bytes_read: the reads that completed during its
-  // calls — a read-ahead landing between two calls is in the model's figure
-  // only); the cache's other figures (evictions, io_*, warm_reads,
+  // (experts_hit, experts_missed, read_waits: what its calls asked of the
+  // shared cache; bytes_read and sec_io: the reads that completed, and the
+  // read time spent, during its calls — a read-ahead landing between two
+  // calls is in the model's figures only); the cache's other figures (evictions, io_*, warm_reads,
   // read-ahead, policy) are the model's. Model::stats() has the traffic of
   // all sessions together.
   Stats stats() const noexcept;

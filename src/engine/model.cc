@@ -420,9 +420,12 @@ Result<int> Model::AddImageBytes(std::span<const uint8_t> bytes, std::string_vie
   }
 }
 
+// The queue is read and changed under the run lock: the calls of other
+// sessions read it (ImageQueue::Take) while they run.
 Result<std::vector<int>> Model::ExpandImagePads(std::span<const int> ids) const noexcept {
   if (!core_->vision) return NoVision(*core_);
   try {
+    std::lock_guard<FairMutex> run(core_->run_mu);
     return core_->vision->queue().Expand(ids);
   } catch (const std::exception& e) {
     return OomError(e.what());
@@ -437,11 +440,15 @@ Result<int> Model::ImageTokens(ImageDimensions size) const noexcept {
 }
 
 int Model::queued_images() const noexcept {
-  return core_->vision ? static_cast<int>(core_->vision->queue().images()) : 0;
+  if (!core_->vision) return 0;
+  std::lock_guard<FairMutex> run(core_->run_mu);
+  return static_cast<int>(core_->vision->queue().images());
 }
 
 void Model::ClearImages() noexcept {
-  if (core_->vision) core_->vision->queue().Clear();
+  if (!core_->vision) return;
+  std::lock_guard<FairMutex> run(core_->run_mu);
+  core_->vision->queue().Clear();
 }
 
 }  // namespace waste

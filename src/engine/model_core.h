@@ -4,6 +4,7 @@
 // container outlives the Model handle while sessions are open.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -77,11 +78,18 @@ struct ModelCore {
 };
 
 // Image queue lifetime around one Eval/Generate call (docs/VISION.md).
+// A call's use of the model's image queue (vision/image_queue.h): armed
+// only when the call's tokens hold a media pad, so the calls of other
+// sessions never touch another's images.
 struct ImageCall {
   ModelCore& m;
-  bool armed = true;
-  explicit ImageCall(ModelCore& model) : m(model) {
-    if (m.vision) m.vision->queue().Arm();
+  bool armed = false;
+  ImageCall(ModelCore& model, std::span<const int> ids) : m(model) {
+    if (!m.vision) return;
+    const int pad = m.vision->queue().pad_id();
+    if (std::find(ids.begin(), ids.end(), pad) == ids.end()) return;
+    m.vision->queue().Arm();
+    armed = true;
   }
   // Ends the call's use of the queue early: Generate does so once its prompt
   // is fed, before its token callbacks let other sessions' calls re-arm it.

@@ -263,7 +263,7 @@ Status SessionCore::FeedCall(std::span<const int> ids, std::vector<TokenScore>* 
   if (next >= 0) WASTE_TRY(CheckIds(std::span<const int>(&next, 1)));
   std::lock_guard<FairMutex> run(model->run_mu);
   ReportOnExit report{*this};
-  ImageCall images(*model);
+  ImageCall images(*model, ids);
   int64_t need = static_cast<int64_t>(ids.size()) + (pending >= 0 ? 1 : 0);
   if (state->room() < need) {
     detail = DoesNotFit(need, /*reply=*/false);
@@ -372,7 +372,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
     std::unique_lock<FairMutex> run(s.model->run_mu);
     ReportOnExit report{s};
-    ImageCall images(*s.model);
+    ImageCall images(*s.model, prompt);
     int64_t need = static_cast<int64_t>(prompt.size()) + (s.pending >= 0 ? 1 : 0);
     // One position is kept for the first sampled token.
     if (s.state->room() <= need) {
@@ -427,6 +427,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     size_t fed_tokens = 0;
     std::string prefill_threw;  // the host's progress callback threw: its error, not ours
     std::function<bool(int, int)> on_prefill;
+    double yielded_s = 0;
     // Between the prompt's spans other sessions may run (as during the token
     // callback), unless the prompt splices images: the model's one image
     // queue is this call's until its pads are fed.
@@ -440,12 +441,17 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           explicit InCallback(std::atomic<bool>& f) : flag(f) { flag = true; }
           ~InCallback() { flag = false; }
         } mark_callback(s.in_callback);
+        // The time other sessions ran is not this prompt's prefill time.
         struct Yield {
           std::unique_lock<FairMutex>* run;
+          double* yielded_s;
+          Clock::time_point from = Clock::now();
           ~Yield() {
-            if (run != nullptr) run->lock();
+            if (run == nullptr) return;
+            run->lock();
+            *yielded_s += Seconds(from, Clock::now());
           }
-        } yield{yield_between_spans && done < total ? &run : nullptr};
+        } yield{yield_between_spans && done < total ? &run : nullptr, &yielded_s};
         if (yield.run != nullptr) run.unlock();
         try {
           return params.on_prefill(done, total);
@@ -469,7 +475,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     {
       // Only what was fed counts as prefilled (a stop or failure part way).
       std::lock_guard<std::mutex> acct(s.model->acct_mu);
-      s.Account(Seconds(t0, Clock::now()), fed_tokens, 0, 0);
+      s.Account(std::max(0.0, Seconds(t0, Clock::now()) - yielded_s), fed_tokens, 0, 0);
     }
     WASTE_TRY(fed);
     if (cancelled) return FinishReason::kCancelled;

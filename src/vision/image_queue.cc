@@ -27,10 +27,11 @@ void ImageQueue::Clear() {
 void ImageQueue::Release() {
   if (cursor_ > 0) Clear();
   cursor_ = 0;
+  armed_ = false;
 }
 
 bool ImageQueue::Take(int token, float* row) {
-  if (token != pad_id_ || cursor_ * hidden_ >= rows_.size()) return false;
+  if (!armed_ || token != pad_id_ || cursor_ * hidden_ >= rows_.size()) return false;
   std::memcpy(row, rows_.data() + cursor_ * hidden_, hidden_ * sizeof(float));
   ++cursor_;
   return true;

@@ -2,9 +2,12 @@
 // the splice: while a call runs, each media pad position takes the next
 // unused row of the queue (rows of image 0, then image 1, ...) instead of
 // the embedding table's row. Lifetime rule (the reference's, kept on
-// purpose; docs/VISION.md): the queue is armed at the start of every
+// purpose; docs/VISION.md): the queue is armed at the start of an
 // Eval/Generate call with its cursor at 0, and released at the end — if
-// the call used at least one row, the WHOLE queue is dropped.
+// the call used at least one row, the WHOLE queue is dropped. Only a call
+// whose tokens hold a media pad arms it (engine/model_core.h, ImageCall):
+// the queue is the model's, and another session's call must neither take
+// its rows nor reset its cursor. Unarmed, Take keeps the table's row.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,10 @@ class ImageQueue final : public EmbeddingOverride {
   Result<std::vector<int>> Expand(std::span<const int> ids) const;
 
   // Call boundaries (see above).
-  void Arm() { cursor_ = 0; }
+  void Arm() {
+    cursor_ = 0;
+    armed_ = true;
+  }
   void Release();
 
   // EmbeddingOverride: the next unused row for a pad while rows remain.
@@ -46,6 +52,7 @@ class ImageQueue final : public EmbeddingOverride {
   std::vector<float> rows_;    // [total rows][hidden], queue order
   std::vector<int> counts_;    // rows per image
   size_t cursor_ = 0;          // rows used in the current call
+  bool armed_ = false;         // a call that feeds pads is running
 };
 
 }  // namespace waste::vision

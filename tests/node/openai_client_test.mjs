@@ -195,6 +195,7 @@ try {
     const longReq = { model: "tiny", prompt: "In the beginning", max_tokens: 400, temperature: 0 };
     const shortReq = { model: "tiny", prompt: "And it came to pass", max_tokens: 16, temperature: 0 };
     const longAlone = (await c.completions.create(longReq)).choices[0].text;
+    check(longAlone.length > 200, "--parallel 2: the long request's reply is long (the check below needs it)");
     const shortAlone = (await c.completions.create(shortReq)).choices[0].text;
     const arrivals = [];
     const streamText = async (req, label, onFirst) => {

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "golden_util.h"
+#include "json_text.h"
 #include "session_pool.h"
 #include "temp_dir.h"
 
@@ -37,6 +40,11 @@ std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* 
   auto l = run->session->Eval(run->rest);
   EXPECT_TRUE(l);
   return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -167,6 +175,14 @@ TEST(PrefixReuse, PromptCacheKeepsRestorePointsAcrossRestarts) {
     ASSERT_TRUE(ref);
     fresh_a = Fresh(**ref, a);
     fresh_other = Fresh(**ref, other);
+    {
+      // A slot a request holds is not saved (its session is not at rest).
+      auto held = (*pool)->Prepare(other);  // rewound to its point, which stays
+      ASSERT_TRUE(held);
+      SessionPool::CacheReport busy = (*pool)->SaveMarks(dir.path());
+      ASSERT_EQ(busy.skipped.size(), 1u);
+      EXPECT_NE(busy.skipped[0].find("a request still runs on it"), std::string::npos);
+    }
     SessionPool::CacheReport saved = (*pool)->SaveMarks(dir.path());
     EXPECT_TRUE(saved.skipped.empty()) << saved.skipped[0];
     EXPECT_EQ(saved.conversations, 2);
@@ -186,11 +202,18 @@ TEST(PrefixReuse, PromptCacheKeepsRestorePointsAcrossRestarts) {
     EXPECT_TRUE(SameBits(Resumed(**pool, other, &cached), fresh_other));
     EXPECT_EQ(cached, kC);
   }
-  // Damage: slot 0's tokens no longer match its state (one token fewer
-  // than a chunk multiple), slot 1's state is cut short. Both are skipped
-  // and named; the pool then works from scratch on those slots.
+  // Damage, one kind per slot: slot 0's token file keeps its state's hash
+  // but lists 3 tokens (no restore point); slot 1's state is cut short (it
+  // is no longer the state its token file names). Both are skipped and
+  // named; the pool then works from scratch on those slots.
+  const std::string good_state0 = ReadAll(dir / "slot-0.state");
+  const std::string good_tokens0 = ReadAll(dir / "slot-0.tokens.json");
   {
-    std::ofstream(dir / "slot-0.tokens.json") << "{\"tokens\": [1, 2, 3]}";
+    Json t0;
+    std::string err;
+    ASSERT_TRUE(ParseJson(good_tokens0, &t0, &err)) << err;
+    t0["tokens"] = Json::array({1, 2, 3});
+    std::ofstream(dir / "slot-0.tokens.json") << Dump(t0, JsonStyle::kCompact);
     std::filesystem::resize_file(dir / "slot-1.state", 100);
     auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
     ASSERT_TRUE(engine);
@@ -202,15 +225,49 @@ TEST(PrefixReuse, PromptCacheKeepsRestorePointsAcrossRestarts) {
     EXPECT_NE(loaded.skipped[0].find("slot-0: "), std::string::npos) << loaded.skipped[0];
     EXPECT_NE(loaded.skipped[0].find("not a restore point"), std::string::npos) << loaded.skipped[0];
     EXPECT_NE(loaded.skipped[1].find("slot-1: "), std::string::npos) << loaded.skipped[1];
+    EXPECT_NE(loaded.skipped[1].find("is not the state"), std::string::npos) << loaded.skipped[1];
     EXPECT_EQ((*pool)->kept_tokens(), 0u);
     int cached = -1;
     EXPECT_TRUE(SameBits(Resumed(**pool, a, &cached), fresh_a));
     EXPECT_EQ(cached, 0);
+    // Slot 0 now has its own point and is saved over the damaged pair;
+    // slot 1, still empty, keeps the pair it could not load.
+    SessionPool::CacheReport saved = (*pool)->SaveMarks(dir.path());
+    EXPECT_EQ(saved.conversations, 1);
+    EXPECT_EQ(std::filesystem::file_size(dir / "slot-1.state"), 100u);
   }
-  // Tokens that are not ids of this vocabulary, and a state of another
-  // context than the tokens say.
+  // A state swapped in from another slot (a mixed-up pair), ids outside
+  // the vocabulary, a token file without its tokens: each named.
   {
-    std::ofstream(dir / "slot-0.tokens.json") << "{\"tokens\": [-1]}";
+    std::ofstream(dir / "slot-0.state", std::ios::binary | std::ios::trunc) << good_state0;
+    std::ofstream(dir / "slot-0.tokens.json") << good_tokens0;
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine);
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    SessionPool::CacheReport loaded = (*pool)->LoadMarks(dir.path());
+    // The first save's pair for slot 0, put back, loads again; slot 1's
+    // damaged pair is still skipped.
+    EXPECT_EQ(loaded.conversations, 1);
+    EXPECT_EQ(loaded.skipped.size(), 1u);
+  }
+  {
+    std::filesystem::copy_file(dir / "slot-0.state", dir / "slot-1.state",
+                               std::filesystem::copy_options::overwrite_existing);
+    Json t1 = {{"tokens", Json::array()}, {"state_fnv1a", "0000000000000000"}};
+    for (int i = 0; i < 2 * kC; ++i) t1["tokens"].push_back(7);
+    std::ofstream(dir / "slot-1.tokens.json") << Dump(t1, JsonStyle::kCompact);
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    ASSERT_TRUE(engine);
+    auto pool = SessionPool::Create(**engine, 2);
+    ASSERT_TRUE(pool);
+    SessionPool::CacheReport loaded = (*pool)->LoadMarks(dir.path());
+    ASSERT_EQ(loaded.skipped.size(), 1u);
+    EXPECT_NE(loaded.skipped[0].find("slot-1: "), std::string::npos) << loaded.skipped[0];
+    EXPECT_NE(loaded.skipped[0].find("is not the state"), std::string::npos) << loaded.skipped[0];
+  }
+  {
+    std::ofstream(dir / "slot-0.tokens.json") << "{\"tokens\": [-1], \"state_fnv1a\": \"0\"}";
     std::ofstream(dir / "slot-1.tokens.json") << "[1, 2]";
     auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
     ASSERT_TRUE(engine);
