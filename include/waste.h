@@ -69,7 +69,7 @@ typedef struct waste_cfg {
   int32_t cache_policy;     /* WASTE_CACHE_* (default WASTE_CACHE_DEFAULT) */
   const char* usage_path;   /* hotlist; NULL = <container>/usage.waste */
   int32_t exclusive_open;   /* 1 = refuse a container open in another process */
-  int32_t vision;           /* 1 = load the vision tower (WASTE_E_UNSUPPORTED here) */
+  int32_t vision;           /* 1 = load the vision tower (waste_image_*) */
   waste_log_fn log;         /* NULL = warnings are dropped */
   void* log_user;
 } waste_cfg;
@@ -162,7 +162,13 @@ typedef struct waste_gen_params {
   uint64_t seed;            /* 0 = the fixed default seed */
   const int32_t* stop_tokens;
   size_t n_stop_tokens;
-  const char* grammar;      /* must be NULL (WASTE_E_UNSUPPORTED otherwise) */
+  /* NULL, or a grammar (GBNF: `root ::= ...`, the dialect of `waste run
+   * --grammar`, docs/CLI.md) the generated text must follow: each token is
+   * checked, the output ends complete within max_tokens, and once it is
+   * complete only end of sequence or a stop token may follow. A grammar
+   * that does not compile is WASTE_E_ARG with the reason in
+   * waste_error_detail. */
+  const char* grammar;
 } waste_gen_params;
 
 WASTE_EXPORT void waste_cfg_init(waste_cfg* cfg);
@@ -231,6 +237,30 @@ WASTE_EXPORT waste_status waste_state_load(waste_ctx* ctx, const char* path);
 WASTE_EXPORT void waste_state_reset(waste_ctx* ctx);
 
 WASTE_EXPORT waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out);
+
+/* Images (models with a vision tower; the context opened with
+ * waste_cfg.vision = 1, else WASTE_E_UNSUPPORTED). docs/VISION.md.
+ * The stored width and height from an image file's header (PNG, JPEG,
+ * BMP, ...; no decode, no context): WASTE_E_IO when unreadable or not an
+ * accepted image. */
+WASTE_EXPORT waste_status waste_image_dimensions(const char* path, int32_t* width,
+                                                 int32_t* height);
+/* Decodes the image and runs the tower now; its rows wait in the model's
+ * queue for the prompt that shows it. *n_rows = its rows (the pad's
+ * length after waste_image_expand). At most 32 queued (WASTE_E_ARG). */
+WASTE_EXPORT waste_status waste_image_add(waste_ctx* ctx, const char* path, int32_t* n_rows);
+/* The same from bytes in memory (beyond the reference). */
+WASTE_EXPORT waste_status waste_image_add_bytes(waste_ctx* ctx, const uint8_t* bytes, size_t len,
+                                                int32_t* n_rows);
+/* Replaces the k-th media pad of `ids` by as many pads as the k-th queued
+ * image has rows; WASTE_E_ARG when the pads and the queued images differ
+ * in number, or `out` (which must not overlap `ids`) is shorter than
+ * *n_out, which is set to the length needed. The eval/generate call that
+ * feeds the expanded prompt splices the rows and then drops the queue. */
+WASTE_EXPORT waste_status waste_image_expand(waste_ctx* ctx, const int32_t* ids, size_t n,
+                                             int32_t* out, size_t cap, size_t* n_out);
+/* Drops the queue (waste_state_reset keeps it). */
+WASTE_EXPORT void waste_image_clear(waste_ctx* ctx);
 /* Writes the learned hotlist; NULL path = waste_cfg.usage_path. */
 WASTE_EXPORT waste_status waste_save_usage(waste_ctx* ctx, const char* path);
 WASTE_EXPORT waste_status waste_get_stats(const waste_ctx* ctx, waste_stats* out);
@@ -240,9 +270,10 @@ WASTE_EXPORT uint64_t waste_usable_ram(void);
 
 WASTE_EXPORT const char* waste_strerror(waste_status status);
 /* The reason of the last failure (or of a full context) on ctx, or NULL;
- * valid until the next call on ctx. With ctx NULL: why the last waste_open
- * or waste_plan_memory on this thread failed (there is no context to ask),
- * or NULL; valid until the next of those calls on this thread. */
+ * valid until the next call on ctx. With ctx NULL: why the last waste_open,
+ * waste_plan_memory or waste_image_dimensions on this thread failed (there
+ * is no context to ask), or NULL; valid until the next of those calls on
+ * this thread. */
 WASTE_EXPORT const char* waste_error_detail(const waste_ctx* ctx);
 /* 1 when the last failure on ctx was one routed expert record's (a read
  * error, a short read, a damaged record, a checksum mismatch), storing its

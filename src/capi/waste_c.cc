@@ -9,9 +9,12 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "waste/grammar.h"
+#include "waste/image.h"
 #include "waste/model.h"
 #include "waste/waste.h"
 
@@ -23,6 +26,10 @@ struct waste_ctx {
   std::string detail;  // what waste_error_detail returns; empty = NULL
   std::optional<waste::ExpertFailureInfo> failed_expert;  // waste_failed_expert
   bool logprobs = false;  // waste_set_logprobs
+  // waste_gen_params.grammar's token trie, built on first use (hundreds of
+  // milliseconds at 163,840 tokens) for the end tokens it was built with.
+  std::shared_ptr<const waste::Vocabulary> grammar_vocab;
+  std::vector<int> grammar_vocab_ends;
 };
 
 namespace {
@@ -63,6 +70,13 @@ void ClearDetail(waste_ctx* ctx) {
   ctx->failed_expert.reset();
 }
 
+// "the output buffer holds 1 id; 3 are needed".
+waste_status ShortBuffer(waste_ctx* ctx, size_t cap, size_t need) {
+  ctx->detail = "the output buffer holds " + std::to_string(cap) + (cap == 1 ? " id; " : " ids; ") +
+                std::to_string(need) + (need == 1 ? " is needed" : " are needed");
+  return WASTE_E_ARG;
+}
+
 void CopyString(const std::string& s, char* out, size_t cap) {
   size_t n = std::min(s.size(), cap - 1);
   std::memcpy(out, s.data(), n);
@@ -80,11 +94,7 @@ waste_status Tokenize(waste_ctx* ctx, const char* text, int add_bos, bool markup
     auto ids = ctx->model->Tokenize(text, markup, add_bos != 0);
     if (!ids) return Fail(ctx, ids.error());
     *n_out = ids->size();
-    if (ids->size() > cap || (out == nullptr && !ids->empty())) {
-      ctx->detail = "the output buffer holds " + std::to_string(cap) + " ids; " +
-                    std::to_string(ids->size()) + " are needed";
-      return WASTE_E_ARG;
-    }
+    if (ids->size() > cap || (out == nullptr && !ids->empty())) return ShortBuffer(ctx, cap, ids->size());
     std::copy(ids->begin(), ids->end(), out);
     return WASTE_OK;
   } catch (...) {
@@ -127,8 +137,8 @@ waste_status waste_open_sessions(const char* container_dir, const waste_cfg* cfg
     waste_cfg defaults;
     waste_cfg_init(&defaults);
     const waste_cfg& c = cfg != nullptr ? *cfg : defaults;
-    if (c.vision != 0) return WASTE_E_UNSUPPORTED;  // no image input in this engine yet
     waste::Config config;
+    config.vision = c.vision != 0;
     config.ram_budget_bytes = c.ram_budget;
     config.ctx_tokens = c.ctx_tokens == 0 ? 4096 : c.ctx_tokens;
     config.threads = c.threads;
@@ -206,7 +216,7 @@ waste_status waste_plan_memory(const char* container_dir, uint32_t ctx_tokens,
     out->working_set_bytes = plan->working_set_bytes;
     out->recommended_bytes = plan->recommended_bytes;
     out->record_bytes = plan->record_bytes;
-    out->vision_bytes = 0;
+    out->vision_bytes = plan->vision_bytes;
     out->physical_ram_bytes = plan->physical_ram_bytes;
     out->usable_ram_bytes = plan->usable_ram_bytes;
     return WASTE_OK;
@@ -272,10 +282,6 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
     waste_gen_params defaults;
     waste_gen_params_init(&defaults);
     const waste_gen_params& p = params != nullptr ? *params : defaults;
-    if (p.grammar != nullptr) {
-      ctx->detail = "constrained decoding (grammar) is not supported";
-      return WASTE_E_UNSUPPORTED;
-    }
     if (p.n_stop_tokens > 0 && p.stop_tokens == nullptr) return WASTE_E_ARG;
     waste::GenParams gp;
     gp.max_tokens = p.max_tokens <= 0 ? 256 : p.max_tokens;
@@ -285,6 +291,24 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
     gp.seed = p.seed;
     gp.stop_tokens.assign(p.stop_tokens, p.stop_tokens + p.n_stop_tokens);
     gp.logprobs = ctx->logprobs;
+    std::unique_ptr<waste::BudgetedGrammar> constraint;
+    if (p.grammar != nullptr) {
+      auto grammar = waste::Grammar::Parse(p.grammar);
+      if (!grammar) return ArgFail(ctx, ("grammar: " + grammar.error().message()).c_str());
+      // Once the text is complete it may end: end of sequence or a stop token.
+      std::vector<int> ends = gp.stop_tokens;
+      if (ctx->model->info().eos_id >= 0) ends.push_back(ctx->model->info().eos_id);
+      std::sort(ends.begin(), ends.end());
+      ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+      if (!ctx->grammar_vocab || ctx->grammar_vocab_ends != ends) {
+        ctx->grammar_vocab = waste::Vocabulary::FromModel(*ctx->model, ends);
+        ctx->grammar_vocab_ends = ends;
+        if (!ctx->grammar_vocab) return WASTE_E_OOM;
+      }
+      constraint = std::make_unique<waste::BudgetedGrammar>(*grammar, ctx->grammar_vocab,
+                                                            gp.max_tokens, std::vector<int>{}, ends);
+      gp.constraint = constraint.get();
+    }
     std::vector<int> ids(prompt, prompt + n);
     waste::TokenCallback on_token;
     if (cb != nullptr) {
@@ -385,6 +409,91 @@ void waste_state_reset(waste_ctx* ctx) {
   if (ctx == nullptr) return;
   ctx->session->Reset();
   ClearDetail(ctx);
+}
+
+waste_status waste_image_dimensions(const char* path, int32_t* width, int32_t* height) {
+  g_open_detail.clear();
+  if (path == nullptr || width == nullptr || height == nullptr) return WASTE_E_ARG;
+  try {
+    auto size = waste::ProbeImageFile(path);
+    if (!size) {
+      g_open_detail = size.error().message();
+      return Code(size.error().code());
+    }
+    *width = size->width;
+    *height = size->height;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+namespace {
+// The image calls' common checks: a context opened with its tower.
+waste_status NeedVision(waste_ctx* ctx) {
+  if (ctx->model->has_vision()) return WASTE_OK;
+  ctx->detail = "images need a container with a vision tower, opened with waste_cfg.vision = 1";
+  return WASTE_E_UNSUPPORTED;
+}
+}  // namespace
+
+waste_status waste_image_add(waste_ctx* ctx, const char* path, int32_t* n_rows) {
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (path == nullptr) return ArgFail(ctx, "path must not be NULL");
+  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
+  try {
+    auto rows = ctx->model->AddImage(path);
+    if (!rows) return Fail(ctx, rows.error());
+    if (n_rows != nullptr) *n_rows = *rows;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_image_add_bytes(waste_ctx* ctx, const uint8_t* bytes, size_t len,
+                                   int32_t* n_rows) {
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (bytes == nullptr || len == 0) return ArgFail(ctx, "empty image bytes");
+  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
+  try {
+    auto rows = ctx->model->AddImageBytes(std::span<const uint8_t>(bytes, len), "image bytes");
+    if (!rows) return Fail(ctx, rows.error());
+    if (n_rows != nullptr) *n_rows = *rows;
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+waste_status waste_image_expand(waste_ctx* ctx, const int32_t* ids, size_t n, int32_t* out,
+                                size_t cap, size_t* n_out) {
+  if (ctx == nullptr) return WASTE_E_ARG;
+  ClearDetail(ctx);
+  if (n_out == nullptr || (ids == nullptr && n > 0) || (out == nullptr && cap > 0)) {
+    return ArgFail(ctx, "ids, out and n_out must not be NULL");
+  }
+  *n_out = 0;
+  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
+  if (out != nullptr && ids != nullptr && out < ids + n && ids < out + cap) {
+    return ArgFail(ctx, "out must not overlap ids");
+  }
+  try {
+    auto expanded = ctx->model->ExpandImagePads(std::vector<int>(ids, ids + n));
+    if (!expanded) return Fail(ctx, expanded.error());
+    *n_out = expanded->size();
+    if (expanded->size() > cap) return ShortBuffer(ctx, cap, expanded->size());
+    std::copy(expanded->begin(), expanded->end(), out);
+    return WASTE_OK;
+  } catch (...) {
+    return WASTE_E_OOM;
+  }
+}
+
+void waste_image_clear(waste_ctx* ctx) {
+  if (ctx != nullptr) ctx->model->ClearImages();
 }
 
 waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out) {

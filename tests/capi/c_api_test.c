@@ -3,7 +3,9 @@
  * with BOS, markup, round trip), greedy-generate the fixture prompt, and
  * compare with what the reference produced on warp-tiny-tok
  * (tokenize.json, greedy16.json). Also the error contract: status texts,
- * short buffers, cancellation, grammar refusal, state save/load.
+ * short buffers, cancellation, state save/load; constrained generation
+ * (waste_gen_params.grammar); images on warp-tiny-vision against the
+ * reference's expansion, logits and greedy reply.
  * Exit 0 = pass, 1 = failure, 77 = skipped (fixtures absent). */
 #include <stdint.h>
 #include <math.h>
@@ -149,6 +151,135 @@ static int Collect(const char* piece, size_t len, const waste_token_info* info, 
   return c->stop_after != 0 && c->n >= c->stop_after;
 }
 
+struct Text {
+  char buf[1024];
+  size_t n;
+  int32_t last;
+};
+
+static int CollectText(const char* piece, size_t len, const waste_token_info* info, void* user) {
+  struct Text* t = (struct Text*)user;
+  if (t->n + len < sizeof(t->buf)) {
+    memcpy(t->buf + t->n, piece, len);
+    t->n += len;
+    t->buf[t->n] = '\0';
+  }
+  t->last = info->token;
+  return 0;
+}
+
+/* Whole-file float32 read: the count, or 0. */
+static size_t ReadFloats(const char* path, float* out, size_t cap) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  size_t n = fread(out, sizeof(float), cap, f);
+  fclose(f);
+  return n;
+}
+
+/* Images through the C API on warp-tiny-vision: the probe, the queue, the
+ * expansion and the eval/generate that splice the rows, against what the
+ * reference produced through the same calls. */
+static void CheckImages(const char* fixtures_root) {
+  char dir[1024], path[1200];
+  snprintf(dir, sizeof(dir), "%s/warp-tiny-vision", fixtures_root);
+  snprintf(path, sizeof(path), "%s/container/manifest.json", dir);
+  FILE* probe = fopen(path, "rb");
+  if (probe == NULL) {
+    printf("SKIP (images part): fixture set warp-tiny-vision not found under %s\n", fixtures_root);
+    return;
+  }
+  fclose(probe);
+  char photo_a[1200], photo_b[1200], container[1200];
+  snprintf(photo_a, sizeof(photo_a), "%s/images/photo_a.png", dir);
+  snprintf(photo_b, sizeof(photo_b), "%s/images/photo_b.jpg", dir);
+  snprintf(container, sizeof(container), "%s/container", dir);
+  int32_t w = 0, h = 0;
+  CHECK(waste_image_dimensions(photo_a, &w, &h) == WASTE_OK && w == 300 && h == 200);
+  CHECK(waste_image_dimensions(photo_b, &w, &h) == WASTE_OK && w == 45 && h == 80);
+  CHECK(waste_image_dimensions(container, &w, &h) == WASTE_E_IO);
+  CHECK(waste_error_detail(NULL) != NULL);
+
+  waste_cfg cfg;
+  waste_cfg_init(&cfg);
+  waste_ctx* plain = NULL;
+  CHECK(waste_open(container, &cfg, &plain) == WASTE_OK);  /* vision off */
+  if (plain != NULL) {
+    int32_t rows = 0;
+    CHECK(waste_image_add(plain, photo_a, &rows) == WASTE_E_UNSUPPORTED);
+    waste_close(plain);
+  }
+  cfg.vision = 1;
+  waste_mem_plan plan;
+  CHECK(waste_plan_memory(container, 4096, &plan) == WASTE_OK && plan.vision_bytes > 0);
+  waste_ctx* ctx = NULL;
+  CHECK(waste_open(container, &cfg, &ctx) == WASTE_OK && ctx != NULL);
+  if (ctx == NULL) return;
+  int32_t raw[128], want[128], out[128];
+  snprintf(path, sizeof(path), "%s/prompt_raw_ids.json", dir);
+  char* json = ReadFile(path);
+  size_t n_raw = json ? ReadInts(json, raw, 128) : 0;
+  free(json);
+  snprintf(path, sizeof(path), "%s/prompt_ids.json", dir);
+  json = ReadFile(path);
+  size_t n_want = json ? ReadInts(json, want, 128) : 0;
+  free(json);
+  CHECK(n_raw == 53 && n_want == 69);
+  int32_t rows_a = 0, rows_b = 0;
+  size_t n_out = 0;
+  /* No image queued yet: the two pads have nothing to expand into. */
+  CHECK(waste_image_expand(ctx, raw, n_raw, out, 128, &n_out) == WASTE_E_ARG);
+  CHECK(waste_image_add(ctx, photo_a, &rows_a) == WASTE_OK && rows_a == 15);
+  CHECK(waste_image_add(ctx, photo_b, &rows_b) == WASTE_OK && rows_b == 3);
+  CHECK(waste_image_expand(ctx, raw, n_raw, out, 10, &n_out) == WASTE_E_ARG && n_out == 69);
+  CHECK(waste_image_expand(ctx, raw, n_raw, raw + 1, 100, &n_out) == WASTE_E_ARG);  /* overlap */
+  CHECK(waste_image_expand(ctx, raw, n_raw, out, 128, &n_out) == WASTE_OK);
+  CHECK(SameIds(out, n_out, want, n_want));
+  /* One eval over the expanded prompt: the reference's last logits. */
+  const float* logits = NULL;
+  int32_t vocab = 0;
+  CHECK(waste_eval(ctx, out, n_out, &logits, &vocab) == WASTE_OK && vocab == 768);
+  static float ref[768];
+  snprintf(path, sizeof(path), "%s/logits_last.f32", dir);
+  CHECK(ReadFloats(path, ref, 768) == 768);
+  if (logits != NULL && vocab == 768) {
+    float max_ref = 0, max_diff = 0;
+    for (int i = 0; i < 768; ++i) {
+      if (fabsf(ref[i]) > max_ref) max_ref = fabsf(ref[i]);
+      if (fabsf(logits[i] - ref[i]) > max_diff) max_diff = fabsf(logits[i] - ref[i]);
+    }
+    printf("images: last logits max |diff| %.3g (max |ref| %.3g)\n", max_diff, max_ref);
+    CHECK(max_diff <= 1e-3f * max_ref);
+  }
+  /* The call that spliced the rows dropped the queue (the reference's rule). */
+  CHECK(waste_image_expand(ctx, raw, n_raw, out, 128, &n_out) == WASTE_E_ARG);
+  /* Greedy generation on a reset context with the images added again. */
+  waste_state_reset(ctx);
+  CHECK(waste_image_add(ctx, photo_a, &rows_a) == WASTE_OK);
+  CHECK(waste_image_add(ctx, photo_b, &rows_b) == WASTE_OK);
+  CHECK(waste_image_expand(ctx, raw, n_raw, out, 128, &n_out) == WASTE_OK);
+  snprintf(path, sizeof(path), "%s/greedy16.json", dir);
+  json = ReadFile(path);
+  int32_t reply[32];
+  size_t n_reply = json ? ReadInts(FindKey(json, "generate_temp0"), reply, 32) : 0;
+  free(json);
+  CHECK(n_reply == 16);
+  waste_gen_params gp;
+  waste_gen_params_init(&gp);
+  gp.max_tokens = 16;
+  struct Collected got = {{0}, 0, 0, 0, {0}};
+  CHECK(waste_generate(ctx, out, n_out, &gp, Collect, &got) == WASTE_OK);
+  CHECK(SameIds(got.ids, got.n, reply, n_reply));
+  printf("images: greedy reply %s the reference\n",
+         SameIds(got.ids, got.n, reply, n_reply) ? "equal to" : "DIFFERENT FROM");
+  /* waste_image_clear drops a queue no call used. */
+  CHECK(waste_image_add(ctx, photo_b, &rows_b) == WASTE_OK);
+  waste_image_clear(ctx);
+  int32_t one_pad[] = {730};
+  CHECK(waste_image_expand(ctx, one_pad, 1, out, 128, &n_out) == WASTE_E_ARG);
+  waste_close(ctx);
+}
+
 static void CheckTokenizeCases(waste_ctx* ctx, const char* json) {
   static char text[4096], want_detok[4096], got_detok[4096];
   int32_t want[512], got[512];
@@ -286,9 +417,23 @@ int main(void) {
   struct Collected c = {{0}, 0, 2, 0};
   CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &c) == WASTE_E_CANCELLED);
   CHECK(c.n == 2);
-  gp.grammar = "root ::= \"x\"";
-  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, Collect, &c) == WASTE_E_UNSUPPORTED);
+  /* A grammar: the text is one of its sentences and ends there (end of
+   * sequence is the only token allowed once it is complete). */
+  waste_state_reset(ctx);
+  gp.grammar = "root ::= (\"yes\" | \"no\") \"!\" | \"maybe\"";
+  gp.max_tokens = 12;
+  struct Text text = {{0}, 0, -1};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, CollectText, &text) == WASTE_OK);
+  printf("grammar: generated \"%s\"\n", text.buf);
+  CHECK(strncmp(text.buf, "yes!", 4) == 0 || strncmp(text.buf, "no!", 3) == 0 ||
+        strncmp(text.buf, "maybe", 5) == 0);
+  CHECK(text.last == 307);  /* ended by end of sequence (its piece is the text's end) */
+  /* One that does not compile: E_ARG naming the problem. */
+  gp.grammar = "root ::= (\"unclosed\"";
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, NULL, NULL) == WASTE_E_ARG);
+  CHECK(waste_error_detail(ctx) != NULL && strstr(waste_error_detail(ctx), "grammar") != NULL);
   gp.grammar = NULL;
+  gp.max_tokens = 6;
   int32_t bad[] = {1, 99999};
   CHECK(waste_generate(ctx, bad, 2, &gp, NULL, NULL) == WASTE_E_ARG);
   CHECK(waste_error_detail(ctx) != NULL);
@@ -383,6 +528,8 @@ int main(void) {
   CHECK(waste_open("/nonexistent/waste/container", &cfg, &none) != WASTE_OK && none == NULL);
   CHECK(waste_error_detail(NULL) != NULL &&
         strstr(waste_error_detail(NULL), "/nonexistent/waste/container") != NULL);
+
+  CheckImages(WASTE_FIXTURES_DIR);
 
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
