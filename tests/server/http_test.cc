@@ -97,6 +97,17 @@ std::vector<Json> ParseSse(const std::string& body) {
   return out;
 }
 
+// The tiny engine opened as `waste serve --parallel 2` opens it (two
+// sessions, rewind marks), for the tests of concurrent requests.
+std::unique_ptr<Engine> TwoSlotEngine() {
+  Config cfg;
+  cfg.rewind_marks = true;
+  cfg.max_sessions = 2;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  EXPECT_TRUE(engine) << engine.error().ToString();
+  return engine ? std::move(*engine) : nullptr;
+}
+
 class HttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -325,14 +336,11 @@ TEST_F(HttpTest, ClientLeavingWhileQueuedIsDroppedUnrun) {
 // wait behind it), both replies are the ones each gets alone, and each
 // reply's `waste` counters are its own (tokens_generated).
 TEST_F(HttpTest, ParallelRequestsTakeTurnsAndMatchEachAlone) {
-  Config cfg;
-  cfg.rewind_marks = true;
-  cfg.max_sessions = 2;
-  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
-  ASSERT_TRUE(engine) << engine.error().ToString();
+  std::unique_ptr<Engine> engine = TwoSlotEngine();
+  ASSERT_TRUE(engine);
   ServeOptions o;
   o.parallel = 2;
-  Running s(o, engine->get());
+  Running s(o, engine.get());
   const std::string long_req =
       R"({"prompt": "In the beginning", "max_tokens": 600, "temperature": 0, "stream": true})";
   const std::string short_req = R"({"prompt": "And it came to pass", "max_tokens": 12, "temperature": 0})";
@@ -405,14 +413,11 @@ TEST_F(HttpTest, ParallelRequestsTakeTurnsAndMatchEachAlone) {
 // Stop() with two requests running under --parallel 2: both stop at their
 // next token and are answered 503 shutting_down, and the server exits.
 TEST_F(HttpTest, StopCancelsEveryRunningRequest) {
-  Config cfg;
-  cfg.rewind_marks = true;
-  cfg.max_sessions = 2;
-  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
-  ASSERT_TRUE(engine) << engine.error().ToString();
+  std::unique_ptr<Engine> engine = TwoSlotEngine();
+  ASSERT_TRUE(engine);
   ServeOptions o;
   o.parallel = 2;
-  auto s = std::make_unique<Running>(o, engine->get());
+  auto s = std::make_unique<Running>(o, engine.get());
   int status[2] = {-1, -1};
   std::string body[2];
   std::vector<std::thread> clients;
