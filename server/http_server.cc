@@ -646,16 +646,18 @@ void HttpServer::Stop() {
 }
 
 namespace {
-std::string CacheLine(const char* verb, const SessionPool::CacheReport& r, const std::string& dir) {
-  return std::string(verb) + " " + std::to_string(r.conversations) + " conversation" +
+// "restored 2 conversations (384 prompt tokens) from DIR".
+std::string CacheLine(const char* done, const SessionPool::CacheReport& r, const char* where,
+                      const std::string& dir) {
+  return std::string(done) + " " + std::to_string(r.conversations) + " conversation" +
          (r.conversations == 1 ? "" : "s") + " (" + std::to_string(r.tokens) + " prompt tokens) " +
-         (verb[0] == 's' ? "to " : "from ") + dir;
+         where + " " + dir;
 }
 }  // namespace
 
 std::string HttpServer::PromptCacheDescription() const {
   const std::string& dir = impl_->options.prompt_cache_dir;
-  return dir.empty() ? std::string() : CacheLine("restored", impl_->cache_report, dir);
+  return dir.empty() ? std::string() : CacheLine("restored", impl_->cache_report, "from", dir);
 }
 
 const std::vector<std::string>& HttpServer::prompt_cache_skipped() const {
@@ -668,7 +670,7 @@ std::string HttpServer::SavePromptCache() {
   m.Shutdown();
   m.worker->Join();  // no request runs after this
   m.cache_report = m.pool->SaveMarks(m.options.prompt_cache_dir);
-  return CacheLine("saved", m.cache_report, m.options.prompt_cache_dir);
+  return CacheLine("saved", m.cache_report, "to", m.options.prompt_cache_dir);
 }
 
 std::string HttpServer::FormatDescription() const {

@@ -77,10 +77,9 @@ struct ModelCore {
   void FillCacheStats(Stats* s) const;
 };
 
-// Image queue lifetime around one Eval/Generate call (docs/VISION.md).
-// A call's use of the model's image queue (vision/image_queue.h): armed
-// only when the call's tokens hold a media pad, so the calls of other
-// sessions never touch another's images.
+// The image queue's lifetime around one Eval/Generate call (docs/VISION.md,
+// vision/image_queue.h): armed only when the call's tokens hold a media
+// pad, so the calls of other sessions never touch another's images.
 struct ImageCall {
   ModelCore& m;
   bool armed = false;

@@ -431,9 +431,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     // Between the prompt's spans other sessions may run (as during the token
     // callback), unless the prompt splices images: the model's one image
     // queue is this call's until its pads are fed.
-    const int pad = s.model->vision ? s.model->vision->queue().pad_id() : -1;
-    const bool yield_between_spans =
-        pad < 0 || std::find(prompt.begin(), prompt.end(), pad) == prompt.end();
+    const bool yield_between_spans = !images.armed;
     if (params.on_prefill) {
       on_prefill = [&](int done, int total) {
         struct InCallback {
