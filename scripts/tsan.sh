@@ -3,7 +3,9 @@
 # expert streaming tests (cache, readers, hotlist warm-up, lookahead), and
 # sessions running at once (the model's fair run lock, two threads
 # generating, the server's --parallel workers, stop and queue).
-# Builds the `tsan` preset (build/tsan) and runs `ctest --preset tsan`.
+# Builds the `tsan` preset (build/tsan) and runs `ctest --preset tsan`
+# (which passes tests/tsan.supp: reports from inside the uninstrumented
+# libcpp-httplib.so are suppressed).
 # Not part of scripts/test.sh: building waste_core with -fsanitize=thread
 # takes longer than the CI budget allows on 2 cores (docs/HARDENING.md).
 # Exit 0 = clean; any TSan report fails the test that produced it.
