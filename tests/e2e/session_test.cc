@@ -232,10 +232,13 @@ TEST_F(SessionTest, ConcurrentGenerateTakesTurnsAndMatchesEachAlone) {
 // run lock goes to the waiting session each time the other releases it, so
 // the streams alternate token by token. (With a plain mutex the thread that
 // releases it usually takes it straight back and one stream runs ahead for
-// many tokens.) Counted loosely, so a loaded machine's preemptions do not
-// make it flaky: measured with 64 tokens each on this 2-core box while a
-// TSan suite ran beside it, the fair lock gave 17–64 alternations and a
-// plain std::mutex 0–3.
+// many tokens.) What a thread does while it is off the CPU is up to the
+// scheduler: on a loaded 2-core machine (this suite runs two tests at once)
+// a thread can miss its turns for a whole time slice, dozens of this tiny
+// model's steps. So the count is loose and the best of up to five rounds
+// is taken: measured with 64 tokens each, the fair lock gave 17–64
+// alternations a round while a TSan suite ran beside it (3 once under the
+// full suite), a plain std::mutex 0–3 in every round.
 TEST_F(SessionTest, ConcurrentStreamsAlternateTokenByToken) {
   // One engine thread: the pool's workers would compete with the two
   // callers for this machine's cores and preempt them.
@@ -247,28 +250,36 @@ TEST_F(SessionTest, ConcurrentStreamsAlternateTokenByToken) {
   GenParams p;
   p.max_tokens = 64;
   p.ignore_eos = true;
-  std::mutex mu;
-  std::vector<char> order;
-  auto run = [&](Session& s, const std::vector<int>& prompt, char label) {
-    auto r = s.Generate(prompt, p, [&](const TokenEvent&) {
-      std::lock_guard<std::mutex> lock(mu);
-      order.push_back(label);
-      return true;
-    });
-    EXPECT_TRUE(r.has_value());
-  };
-  std::thread ta([&] { run(*a, prompt_a_, 'a'); });
-  std::thread tb([&] { run(*b, prompt_b_, 'b'); });
-  ta.join();
-  tb.join();
-  ASSERT_EQ(order.size(), 128u);
-  // Alternations while both were generating (up to the first one's end).
-  size_t first_end = std::min(std::find(order.rbegin(), order.rend(), 'a').base(),
-                              std::find(order.rbegin(), order.rend(), 'b').base()) -
-                     order.begin();
-  int switches = 0;
-  for (size_t i = 1; i < first_end; ++i) switches += order[i] != order[i - 1];
-  EXPECT_GE(switches, 10) << std::string(order.begin(), order.end());
+  int best = 0;
+  std::string rounds;
+  for (int round = 0; round < 5 && best < 10; ++round) {
+    a->Reset();
+    b->Reset();
+    std::mutex mu;
+    std::vector<char> order;
+    auto run = [&](Session& s, const std::vector<int>& prompt, char label) {
+      auto r = s.Generate(prompt, p, [&](const TokenEvent&) {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(label);
+        return true;
+      });
+      EXPECT_TRUE(r.has_value());
+    };
+    std::thread ta([&] { run(*a, prompt_a_, 'a'); });
+    std::thread tb([&] { run(*b, prompt_b_, 'b'); });
+    ta.join();
+    tb.join();
+    ASSERT_EQ(order.size(), 128u);
+    // Alternations while both were generating (up to the first one's end).
+    size_t first_end = std::min(std::find(order.rbegin(), order.rend(), 'a').base(),
+                                std::find(order.rbegin(), order.rend(), 'b').base()) -
+                       order.begin();
+    int switches = 0;
+    for (size_t i = 1; i < first_end; ++i) switches += order[i] != order[i - 1];
+    best = std::max(best, switches);
+    rounds += std::string(order.begin(), order.end()) + "\n";
+  }
+  EXPECT_GE(best, 10) << rounds;
 }
 
 // A prompt fed with a progress callback lets other sessions run between its
