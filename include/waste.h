@@ -164,10 +164,12 @@ typedef struct waste_gen_params {
   size_t n_stop_tokens;
   /* NULL, or a grammar (GBNF: `root ::= ...`, the dialect of `waste run
    * --grammar`, docs/CLI.md) the generated text must follow: each token is
-   * checked, the output ends complete within max_tokens, and once it is
-   * complete only end of sequence or a stop token may follow. A grammar
-   * that does not compile is WASTE_E_ARG with the reason in
-   * waste_error_detail. */
+   * checked; as max_tokens runs short only tokens that bring the end closer
+   * are allowed; once nothing more can follow, only end of sequence or a
+   * stop token may. Output the budget (or the context) cut before it was
+   * complete still returns WASTE_OK, with waste_error_detail saying so. A
+   * grammar that does not compile is WASTE_E_ARG with the reason in
+   * waste_error_detail; a container without a tokenizer WASTE_E_UNSUPPORTED. */
   const char* grammar;
 } waste_gen_params;
 
@@ -247,7 +249,8 @@ WASTE_EXPORT waste_status waste_image_dimensions(const char* path, int32_t* widt
                                                  int32_t* height);
 /* Decodes the image and runs the tower now; its rows wait in the model's
  * queue for the prompt that shows it. *n_rows = its rows (the pad's
- * length after waste_image_expand). At most 32 queued (WASTE_E_ARG). */
+ * length after waste_image_expand; n_rows may be NULL). At most 32 queued
+ * (WASTE_E_ARG). */
 WASTE_EXPORT waste_status waste_image_add(waste_ctx* ctx, const char* path, int32_t* n_rows);
 /* The same from bytes in memory (beyond the reference). */
 WASTE_EXPORT waste_status waste_image_add_bytes(waste_ctx* ctx, const uint8_t* bytes, size_t len,

@@ -190,6 +190,8 @@ waste_status waste_session_new(waste_ctx* ctx, waste_ctx** out) {
     if (next == nullptr) return WASTE_E_OOM;
     next->model = ctx->model;
     next->session = std::move(*session);
+    next->grammar_vocab = ctx->grammar_vocab;  // immutable: shared, not rebuilt
+    next->grammar_vocab_ends = ctx->grammar_vocab_ends;
     *out = next;
     return WASTE_OK;
   } catch (...) {
@@ -293,6 +295,10 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
     gp.logprobs = ctx->logprobs;
     std::unique_ptr<waste::BudgetedGrammar> constraint;
     if (p.grammar != nullptr) {
+      if (!ctx->model->info().has_tokenizer) {
+        ctx->detail = "a grammar needs the container's tokenizer (its tokens' text)";
+        return WASTE_E_UNSUPPORTED;
+      }
       auto grammar = waste::Grammar::Parse(p.grammar);
       if (!grammar) return ArgFail(ctx, ("grammar: " + grammar.error().message()).c_str());
       // Once the text is complete it may end: end of sequence or a stop token.
@@ -332,8 +338,12 @@ waste_status waste_generate(waste_ctx* ctx, const int32_t* prompt, size_t n,
       ClearDetail(ctx);
       return WASTE_E_CANCELLED;
     }
-    // A full context is a normal end with a detail (the reference's rule).
+    // A full context is a normal end with a detail (the reference's rule);
+    // so is a grammar left incomplete (the context or max_tokens ran out).
     ctx->detail = ctx->session->error_detail();
+    if (constraint && !constraint->complete() && ctx->detail.empty()) {
+      ctx->detail = "the output does not complete the grammar: max_tokens ran out first";
+    }
     return WASTE_OK;
   } catch (...) {
     return WASTE_E_OOM;
@@ -428,20 +438,10 @@ waste_status waste_image_dimensions(const char* path, int32_t* width, int32_t* h
   }
 }
 
-namespace {
-// The image calls' common checks: a context opened with its tower.
-waste_status NeedVision(waste_ctx* ctx) {
-  if (ctx->model->has_vision()) return WASTE_OK;
-  ctx->detail = "images need a container with a vision tower, opened with waste_cfg.vision = 1";
-  return WASTE_E_UNSUPPORTED;
-}
-}  // namespace
-
 waste_status waste_image_add(waste_ctx* ctx, const char* path, int32_t* n_rows) {
   if (ctx == nullptr) return WASTE_E_ARG;
   ClearDetail(ctx);
   if (path == nullptr) return ArgFail(ctx, "path must not be NULL");
-  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
   try {
     auto rows = ctx->model->AddImage(path);
     if (!rows) return Fail(ctx, rows.error());
@@ -457,7 +457,6 @@ waste_status waste_image_add_bytes(waste_ctx* ctx, const uint8_t* bytes, size_t 
   if (ctx == nullptr) return WASTE_E_ARG;
   ClearDetail(ctx);
   if (bytes == nullptr || len == 0) return ArgFail(ctx, "empty image bytes");
-  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
   try {
     auto rows = ctx->model->AddImageBytes(std::span<const uint8_t>(bytes, len), "image bytes");
     if (!rows) return Fail(ctx, rows.error());
@@ -476,8 +475,9 @@ waste_status waste_image_expand(waste_ctx* ctx, const int32_t* ids, size_t n, in
     return ArgFail(ctx, "ids, out and n_out must not be NULL");
   }
   *n_out = 0;
-  if (waste_status v = NeedVision(ctx); v != WASTE_OK) return v;
-  if (out != nullptr && ids != nullptr && out < ids + n && ids < out + cap) {
+  // Compared as addresses (unrelated pointers have no order in C++).
+  const auto at = [](const int32_t* q) { return reinterpret_cast<uintptr_t>(q); };
+  if (n > 0 && cap > 0 && at(out) < at(ids + n) && at(ids) < at(out + cap)) {
     return ArgFail(ctx, "out must not overlap ids");
   }
   try {
@@ -493,7 +493,9 @@ waste_status waste_image_expand(waste_ctx* ctx, const int32_t* ids, size_t n, in
 }
 
 void waste_image_clear(waste_ctx* ctx) {
-  if (ctx != nullptr) ctx->model->ClearImages();
+  if (ctx == nullptr) return;
+  ClearDetail(ctx);
+  ctx->model->ClearImages();
 }
 
 waste_status waste_model_get_info(const waste_ctx* ctx, waste_model_info* out) {

@@ -231,10 +231,14 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
 GrammarMatcher::~GrammarMatcher() = default;
 
 void GrammarMatcher::SetEndTokens(std::vector<int> ids) noexcept {
-  size_t n = vocab_ ? vocab_->impl().pieces.size() : 0;
-  for (int id : ids) n = std::max(n, static_cast<size_t>(std::max(id, 0)) + 1);
-  state_->is_end_token.assign(n, 0);
-  for (int id : ids) if (id >= 0) state_->is_end_token[static_cast<size_t>(id)] = 1;
+  try {
+    size_t n = vocab_ ? vocab_->impl().pieces.size() : 0;
+    for (int id : ids) n = std::max(n, static_cast<size_t>(std::max(id, 0)) + 1);
+    state_->is_end_token.assign(n, 0);
+    for (int id : ids) if (id >= 0) state_->is_end_token[static_cast<size_t>(id)] = 1;
+  } catch (...) {
+    state_->is_end_token.clear();  // out of memory: no end token is special
+  }
 }
 
 bool GrammarMatcher::Allows(int token) noexcept {

@@ -63,7 +63,7 @@ void TriggeredGrammarMatcher::SetMaxBytesToEnd(int limit) noexcept {
 }
 
 void TriggeredGrammarMatcher::SetEndTokens(std::vector<int> ids) noexcept {
-  end_tokens_ = std::move(ids);
+  end_tokens_ = std::move(ids);  // a move: nothing to allocate
   if (active_) active_->SetEndTokens(end_tokens_);
 }
 

@@ -155,16 +155,18 @@ struct Text {
   char buf[1024];
   size_t n;
   int32_t last;
+  int32_t eos; /* its piece is not part of the text */
 };
 
 static int CollectText(const char* piece, size_t len, const waste_token_info* info, void* user) {
   struct Text* t = (struct Text*)user;
+  t->last = info->token;
+  if (info->token == t->eos) return 0;
   if (t->n + len < sizeof(t->buf)) {
     memcpy(t->buf + t->n, piece, len);
     t->n += len;
     t->buf[t->n] = '\0';
   }
-  t->last = info->token;
   return 0;
 }
 
@@ -199,19 +201,27 @@ static void CheckImages(const char* fixtures_root) {
   CHECK(waste_image_dimensions(photo_b, &w, &h) == WASTE_OK && w == 45 && h == 80);
   CHECK(waste_image_dimensions(container, &w, &h) == WASTE_E_IO);
   CHECK(waste_error_detail(NULL) != NULL);
+  CHECK(waste_image_dimensions("/nonexistent/image.png", &w, &h) == WASTE_E_IO);
+  CHECK(waste_image_dimensions(photo_a, NULL, &h) == WASTE_E_ARG);
 
   waste_cfg cfg;
   waste_cfg_init(&cfg);
   waste_ctx* plain = NULL;
   CHECK(waste_open(container, &cfg, &plain) == WASTE_OK);  /* vision off */
   if (plain != NULL) {
-    int32_t rows = 0;
+    int32_t rows = 0, pad = 730, expanded[4];
+    size_t n_expanded = 0;
+    unsigned char byte = 0;
     CHECK(waste_image_add(plain, photo_a, &rows) == WASTE_E_UNSUPPORTED);
+    CHECK(waste_image_add_bytes(plain, &byte, 1, &rows) == WASTE_E_UNSUPPORTED);
+    CHECK(waste_image_expand(plain, &pad, 1, expanded, 4, &n_expanded) == WASTE_E_UNSUPPORTED);
+    CHECK(waste_error_detail(plain) != NULL);
     waste_close(plain);
   }
   cfg.vision = 1;
   waste_mem_plan plan;
-  CHECK(waste_plan_memory(container, 4096, &plan) == WASTE_OK && plan.vision_bytes > 0);
+  /* The reference's figure for this fixture (its extra/memplan.json). */
+  CHECK(waste_plan_memory(container, 4096, &plan) == WASTE_OK && plan.vision_bytes == 202466304u);
   waste_ctx* ctx = NULL;
   CHECK(waste_open(container, &cfg, &ctx) == WASTE_OK && ctx != NULL);
   if (ctx == NULL) return;
@@ -272,11 +282,38 @@ static void CheckImages(const char* fixtures_root) {
   CHECK(SameIds(got.ids, got.n, reply, n_reply));
   printf("images: greedy reply %s the reference\n",
          SameIds(got.ids, got.n, reply, n_reply) ? "equal to" : "DIFFERENT FROM");
-  /* waste_image_clear drops a queue no call used. */
-  CHECK(waste_image_add(ctx, photo_b, &rows_b) == WASTE_OK);
-  waste_image_clear(ctx);
+  /* An image from memory: the same rows as from its file; bytes that are
+   * no image are an I/O error with a detail. waste_state_reset keeps the
+   * queue, waste_image_clear drops it. */
+  char* jpeg = NULL;
+  size_t jpeg_len = 0;
+  {
+    FILE* f = fopen(photo_b, "rb");
+    if (f != NULL) {
+      fseek(f, 0, SEEK_END);
+      jpeg_len = (size_t)ftell(f);
+      fseek(f, 0, SEEK_SET);
+      jpeg = (char*)malloc(jpeg_len);
+      if (jpeg != NULL && fread(jpeg, 1, jpeg_len, f) != jpeg_len) jpeg_len = 0;
+      fclose(f);
+    }
+  }
+  int32_t rows_mem = 0;
+  CHECK(jpeg != NULL && jpeg_len > 0);
+  if (jpeg != NULL) {
+    CHECK(waste_image_add_bytes(ctx, (const uint8_t*)jpeg, jpeg_len, &rows_mem) == WASTE_OK &&
+          rows_mem == 3);
+    CHECK(waste_image_add_bytes(ctx, (const uint8_t*)jpeg, 40, NULL) == WASTE_E_IO);
+    CHECK(waste_error_detail(ctx) != NULL);
+  }
+  free(jpeg);
+  waste_state_reset(ctx);
   int32_t one_pad[] = {730};
+  CHECK(waste_image_expand(ctx, one_pad, 1, out, 128, &n_out) == WASTE_OK && n_out == 3);
+  waste_image_clear(ctx);
   CHECK(waste_image_expand(ctx, one_pad, 1, out, 128, &n_out) == WASTE_E_ARG);
+  CHECK(waste_image_expand(ctx, NULL, 0, out, 128, &n_out) == WASTE_OK && n_out == 0);
+  CHECK(waste_image_expand(ctx, one_pad, 1, out, 128, NULL) == WASTE_E_ARG);
   waste_close(ctx);
 }
 
@@ -422,12 +459,23 @@ int main(void) {
   waste_state_reset(ctx);
   gp.grammar = "root ::= (\"yes\" | \"no\") \"!\" | \"maybe\"";
   gp.max_tokens = 12;
-  struct Text text = {{0}, 0, -1};
+  struct Text text = {{0}, 0, -1, 307};
   CHECK(waste_generate(ctx, prompt, n_prompt, &gp, CollectText, &text) == WASTE_OK);
   printf("grammar: generated \"%s\"\n", text.buf);
-  CHECK(strncmp(text.buf, "yes!", 4) == 0 || strncmp(text.buf, "no!", 3) == 0 ||
-        strncmp(text.buf, "maybe", 5) == 0);
-  CHECK(text.last == 307);  /* ended by end of sequence (its piece is the text's end) */
+  CHECK(strcmp(text.buf, "yes!") == 0 || strcmp(text.buf, "no!") == 0 ||
+        strcmp(text.buf, "maybe") == 0);
+  CHECK(text.last == 307);  /* ended by end of sequence, not by the budget */
+  CHECK(waste_error_detail(ctx) == NULL);
+  /* A grammar longer than the budget: what fits, WASTE_OK, and a detail. */
+  waste_state_reset(ctx);
+  gp.grammar = "root ::= \"abcdefghijklmnopqrstuvwxyz\"";
+  gp.max_tokens = 4;
+  struct Text cut = {{0}, 0, -1, 307};
+  CHECK(waste_generate(ctx, prompt, n_prompt, &gp, CollectText, &cut) == WASTE_OK);
+  CHECK(cut.n > 0 && strncmp(cut.buf, "abcdefghijklmnopqrstuvwxyz", cut.n) == 0);
+  CHECK(waste_error_detail(ctx) != NULL &&
+        strstr(waste_error_detail(ctx), "does not complete the grammar") != NULL);
+  gp.max_tokens = 12;
   /* One that does not compile: E_ARG naming the problem. */
   gp.grammar = "root ::= (\"unclosed\"";
   CHECK(waste_generate(ctx, prompt, n_prompt, &gp, NULL, NULL) == WASTE_E_ARG);

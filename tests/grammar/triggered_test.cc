@@ -96,5 +96,29 @@ TEST(TriggeredGrammar, NoTriggersMeansFromTheStartToTheEnd) {
   EXPECT_EQ(m.MinBytesToEnd(), 0);
 }
 
+// BudgetedGrammar with no triggers (what `waste run --grammar` and the C
+// API use): the end token only once the text is complete, complete()
+// following the text, and the budget closing: with the tokens left just
+// covering the shortest ending, "x" (which does not bring the end closer)
+// is refused.
+TEST(BudgetedGrammar, EndsCompleteWithinItsBudget) {
+  auto g = Grammar::Parse("root ::= \"{\" \"x\"* \"}\"\n");
+  ASSERT_TRUE(g.has_value());
+  BudgetedGrammar roomy(*g, Vocab(), 20, {}, {0});
+  EXPECT_FALSE(roomy.complete());
+  EXPECT_EQ(Allowed(roomy), (std::vector<int>{1}));
+  roomy.Accept(1);
+  EXPECT_EQ(Allowed(roomy), (std::vector<int>{2, 3}));  // "x" is fine with 19 left
+  roomy.Accept(2);
+  EXPECT_TRUE(roomy.complete());
+  EXPECT_EQ(Allowed(roomy), (std::vector<int>{0}));  // complete: only the end token
+
+  BudgetedGrammar tight(*g, Vocab(), 3, {}, {0});  // "{", "}", end
+  tight.Accept(1);
+  EXPECT_EQ(Allowed(tight), (std::vector<int>{2}));  // no room for an "x"
+  tight.Accept(2);
+  EXPECT_TRUE(tight.complete());
+}
+
 }  // namespace
 }  // namespace waste
