@@ -7,10 +7,6 @@ namespace waste::server {
 EngineWorker::EngineWorker(Engine& engine, size_t concurrency, size_t max_waiting)
     : engine_(engine), max_waiting_(max_waiting) {
   concurrency = std::max<size_t>(1, concurrency);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_ = concurrency;  // counted before they start, so Submit sees room at once
-  }
   for (size_t i = 0; i < concurrency; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -51,7 +47,8 @@ bool EngineWorker::Submit(Job job, Drop drop) {
     std::lock_guard<std::mutex> lock(mu_);
     // As many queued jobs as there are idle threads start at once; the
     // rest wait.
-    if (stopping_ || queue_.size() >= max_waiting_ + idle_) return false;
+    const size_t idle = threads_.size() - running_.load();
+    if (stopping_ || queue_.size() >= max_waiting_ + idle) return false;
     queue_.emplace_back(std::move(job), std::move(drop));
   }
   cv_.notify_one();
@@ -72,7 +69,6 @@ void EngineWorker::Loop() {
       if (queue_.empty()) return;  // stopping (the queue was dropped)
       job = std::move(queue_.front().first);
       queue_.pop_front();
-      --idle_;
       ++running_;
     }
     // A job reports its own failures; nothing it does may end this thread.
@@ -83,7 +79,6 @@ void EngineWorker::Loop() {
     job = nullptr;  // what the job holds goes before it counts as done
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++idle_;
       --running_;
     }
   }

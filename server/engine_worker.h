@@ -62,8 +62,7 @@ class EngineWorker {
   std::condition_variable cv_;
   std::deque<std::pair<Job, Drop>> queue_;
   bool stopping_ = false;
-  size_t idle_ = 0;  // threads waiting for a job (under mu_)
-  std::atomic<size_t> running_{0};
+  std::atomic<size_t> running_{0};  // jobs running (changed under mu_)
   std::mutex join_mu_;  // one Join at a time
   std::vector<std::thread> threads_;
 };

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <system_error>
 #include <vector>
 
@@ -76,29 +75,10 @@ Result<TokenFile> ReadTokens(const std::string& path, int vocab, uint32_t ctx) {
   return file;
 }
 
-// Written to a fresh temporary name (exclusive create: never through a
-// link or over another file), then renamed over `path`.
 Status WriteTokens(const std::string& path, const std::vector<int>& ids,
                    const std::string& state_hash) {
-  const std::string text =
-      Dump(Json{{"tokens", ids}, {"state_fnv1a", state_hash}}, JsonStyle::kCompact);
-  const std::string tmp = path + ".tmp." + std::to_string(std::random_device{}());
-  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
-  if (f == nullptr) return IoError("cannot create " + tmp);
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  std::error_code ec;
-  if (!written || !closed) {
-    std::filesystem::remove(tmp, ec);
-    return IoError("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    return IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
-  return Status::Ok();
+  const Json file = {{"tokens", ids}, {"state_fnv1a", state_hash}};
+  return ReplaceRegularFile(path, Dump(file, JsonStyle::kCompact), "token file");
 }
 
 void RemoveIfThere(const std::string& path) {
@@ -177,13 +157,13 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
       skip(file.error().message());
       continue;
     }
-    std::vector<int>* ids = &file->ids;
+    const std::vector<int>& ids = file->ids;
     if (FileHash(state) != file->state_hash) {
       skip(state + " is not the state " + tokens + " was saved with (missing, or another save's)");
       continue;
     }
-    if (ids->empty() || ids->size() % kChunk != 0 || ids->size() >= ctx) {
-      skip(tokens + ": " + std::to_string(ids->size()) +
+    if (ids.empty() || ids.size() % kChunk != 0 || ids.size() >= ctx) {
+      skip(tokens + ": " + std::to_string(ids.size()) +
            " tokens is not a restore point (a positive multiple of " + std::to_string(kChunk) +
            " below the context, " + std::to_string(ctx) + ")");
       continue;
@@ -192,16 +172,16 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
       skip(st.ToString());
       continue;
     }
-    if (slot.session->position() != static_cast<int>(ids->size())) {
+    if (slot.session->position() != static_cast<int>(ids.size())) {
       skip(state + " holds " + std::to_string(slot.session->position()) + " positions but " +
-           tokens + " lists " + std::to_string(ids->size()) + " tokens");
+           tokens + " lists " + std::to_string(ids.size()) + " tokens");
       continue;
     }
     if (Status st = slot.session->SetMark(); !st.ok()) {
       skip(st.ToString());
       continue;
     }
-    slot.tokens = std::move(*ids);
+    slot.tokens = std::move(file->ids);
     ++report.conversations;
     report.tokens += slot.tokens.size();
   }

@@ -34,6 +34,7 @@ class WASTE_EXPORT Engine {
   ~Engine();
 
   Model& model() noexcept;
+  const Model& model() const noexcept;
   Session& session() noexcept;
 
   const ModelInfo& info() const noexcept;

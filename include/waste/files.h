@@ -33,4 +33,11 @@ inline constexpr uint64_t kMaxPromptFileBytes = uint64_t{256} << 20;
 WASTE_EXPORT Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
                                     std::string_view what, bool* missing = nullptr) noexcept;
 
+// Writes `bytes` as the whole of `path` or leaves it as it was: a fresh
+// temporary file beside it (created exclusively), flushed to disk, renamed
+// over `path`. What is already at `path` must be nothing or a regular file
+// (never a directory, link or device). `what` names the kind in errors.
+WASTE_EXPORT Status ReplaceRegularFile(const std::string& path, std::string_view bytes,
+                                       std::string_view what) noexcept;
+
 }  // namespace waste

@@ -22,6 +22,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& container_dir,
 }
 
 Model& Engine::model() noexcept { return *model_; }
+const Model& Engine::model() const noexcept { return *model_; }
 Session& Engine::session() noexcept { return *session_; }
 
 const ModelInfo& Engine::info() const noexcept { return model_->info(); }

@@ -72,13 +72,7 @@ std::shared_ptr<const Vocabulary> Vocabulary::Build(std::vector<std::string> pie
 
 std::shared_ptr<const Vocabulary> Vocabulary::FromEngine(const Engine& engine,
                                                          std::vector<int> opaque_tokens) noexcept {
-  try {
-    std::vector<std::string> pieces(static_cast<size_t>(std::max(0, engine.info().vocab)));
-    for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = engine.TokenPiece(static_cast<int>(i));
-    return Build(std::move(pieces), std::move(opaque_tokens));
-  } catch (...) {
-    return nullptr;
-  }
+  return FromModel(engine.model(), std::move(opaque_tokens));
 }
 
 std::shared_ptr<const Vocabulary> Vocabulary::FromModel(const Model& model,

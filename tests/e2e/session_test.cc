@@ -235,10 +235,12 @@ TEST_F(SessionTest, ConcurrentGenerateTakesTurnsAndMatchesEachAlone) {
 // many tokens.) What a thread does while it is off the CPU is up to the
 // scheduler: on a loaded 2-core machine (this suite runs two tests at once)
 // a thread can miss its turns for a whole time slice, dozens of this tiny
-// model's steps. So the count is loose and the best of up to five rounds
-// is taken: measured with 64 tokens each, the fair lock gave 17–64
-// alternations a round while a TSan suite ran beside it (3 once under the
-// full suite), a plain std::mutex 0–3 in every round.
+// model's steps. So ctest runs this test alone (RUN_SERIAL,
+// tests/CMakeLists.txt), the count is loose and the best of up to five
+// rounds is taken: measured with 64 tokens each, the fair lock gave 17–64
+// alternations a round while a TSan suite ran beside it (3 and 4 once each
+// beside the rest of the suite, before it ran alone), a plain std::mutex
+// 0–3 in every round.
 TEST_F(SessionTest, ConcurrentStreamsAlternateTokenByToken) {
   // One engine thread: the pool's workers would compete with the two
   // callers for this machine's cores and preempt them.

@@ -18,6 +18,7 @@
 
 #include "golden_util.h"
 #include "http_server.h"
+#include "metrics.h"
 #include "waste/grammar.h"
 
 namespace waste::server {
@@ -106,6 +107,24 @@ std::unique_ptr<Engine> TwoSlotEngine() {
   auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
   EXPECT_TRUE(engine) << engine.error().ToString();
   return engine ? std::move(*engine) : nullptr;
+}
+
+// Requests end in any order, each with the engine's counters as they were
+// when it ended: an older snapshot arriving last must not move /metrics'
+// counters back.
+TEST(Metrics, CountersNeverGoBackwards) {
+  Metrics m;
+  GenerateResult r;
+  Stats newer, older;
+  newer.bytes_read = 2000;
+  newer.experts_hit = 30;
+  older.bytes_read = 1000;
+  older.experts_hit = 10;
+  m.CountGeneration(r, newer);
+  m.CountGeneration(r, older);
+  const std::string text = m.Render(0, 0);
+  EXPECT_NE(text.find("\nwaste_expert_bytes_read_total 2000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nwaste_requests_running 0\n"), std::string::npos) << text;
 }
 
 class HttpTest : public ::testing::Test {

@@ -146,6 +146,33 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   EXPECT_EQ(again->cached_tokens, 0);
 }
 
+// A slot is one request's while its Run lives: with every slot held the
+// pool answers kBusy (the server maps it to 503), and a slot given back is
+// taken again.
+TEST(PrefixReuse, HeldSlotsAreNotHandedOutTwice) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Config cfg;
+  cfg.max_sessions = 2;
+  cfg.rewind_marks = true;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine);
+  auto pool = SessionPool::Create(**engine, 2);
+  ASSERT_TRUE(pool);
+  const std::vector<int> ids = Ids(**engine, "held slots");
+  auto first = (*pool)->PrepareFresh(ids);
+  auto second = (*pool)->Prepare(ids);
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(first->session, second->session);
+  auto third = (*pool)->PrepareFresh(ids);
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code(), Errc::kBusy);
+  Session* given_back = first->session;
+  first = Status(Errc::kCancelled, "done");  // the Run goes, and its slot with it
+  auto again = (*pool)->PrepareFresh(ids);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->session, given_back);
+}
+
 // The prompt cache: the slots' restore points saved by one server and
 // loaded by the next resume prompts exactly as before the restart — the
 // same cached-token counts and bit-identical logits — and a damaged or
