@@ -82,6 +82,10 @@ int ServeMain(const std::vector<std::string>& args) {
                  "keep the conversation slots' prompt prefixes in DIR across restarts "
                  "(loaded at start, saved at exit)")
       ->type_name("DIR");
+  bool no_follow_on = false;
+  app.add_flag("--no-follow-on", no_follow_on,
+               "do not prefill a conversation's next turn after each reply (saves the work and "
+               "a copy of the recurrent state per slot)");
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--body-limit", body_limit_mib, "largest request body in MiB (default 64)")
@@ -126,8 +130,9 @@ int ServeMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
     return 2;
   }
-  // Each slot is a session with a rewind mark at its restore point (a copy
-  // of the KDA state): the plan reserves room for both.
+  so.follow_on = !no_follow_on;
+  // Each slot is a session with rewind marks at its restore points (copies
+  // of the KDA state): the plan reserves room for all of them.
   const uint32_t sessions = static_cast<uint32_t>(so.parallel);
   if (plan) {
     // The same figures Engine::Open reserves below (PlanMemoryForOpen).
@@ -138,7 +143,7 @@ int ServeMain(const std::vector<std::string>& args) {
     o.budget_given = true;
     o.ctx = ctx ? ctx : 4096;
     o.plan_sessions = sessions;
-    o.plan_marks = true;
+    o.plan_marks = server::RewindMarksFor(so);
     o.plan_vision = vision;
     o.json = json;
     return PlanCommand(o);
@@ -160,7 +165,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.exclusive_open = exclusive;
   cfg.vision = vision;
   cfg.max_sessions = sessions;
-  cfg.rewind_marks = true;
+  cfg.rewind_marks = server::RewindMarksFor(so);
   so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);

@@ -71,7 +71,7 @@ Config ConfigFromOptions(const Options& o) {
   c.exclusive_open = o.exclusive_open;
   c.vision = !o.images.empty();  // the tower is loaded only when asked (--image)
   // chat takes back a message stopped or failed before its reply.
-  c.rewind_marks = o.command == Command::kChat;
+  c.rewind_marks = o.command == Command::kChat ? 1 : 0;
   return c;
 }
 

@@ -44,7 +44,7 @@ struct Options {
   bool budget_given = false;
   uint32_t ctx = 4096;
   uint32_t plan_sessions = 1;  // serve --plan: the sessions the server opens (--parallel)
-  bool plan_marks = false;     // serve --plan: each slot keeps a rewind mark
+  int plan_marks = 0;          // serve --plan: rewind marks each slot keeps
   bool plan_vision = false;    // serve --plan --vision: the tower counted as open counts it
   uint32_t n_tokens = 128;  // bench: 64 unless -n was given
   bool n_given = false;

@@ -176,8 +176,9 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
                        FormatSize(plan.vision_bytes));
   }
   if (plan.marks_included) {
-    out += fmt::format("  state includes {} of rewind marks (a copy of the KDA state per session)\n",
-                       FormatSize(plan.mark_bytes * plan.sessions));
+    out += fmt::format("  state includes {} of rewind marks ({} cop{} of the KDA state per session)\n",
+                       FormatSize(plan.mark_bytes * plan.marks_per_session * plan.sessions),
+                       plan.marks_per_session, plan.marks_per_session == 1 ? "y" : "ies");
   } else if (plan.mark_bytes > 0 && plan.sessions == 1 && plan.snapshots == 0) {
     // chat copies the recurrent state before each message (docs/CLI.md).
     out += fmt::format("  `waste chat` adds {} (its rewind mark: a copy of the KDA state)\n",
@@ -244,6 +245,7 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["snapshot_bytes"] = plan.snapshot_bytes;
   j["rewind_mark_bytes"] = plan.mark_bytes;
   j["marks_included"] = plan.marks_included;
+  j["marks_per_session"] = plan.marks_per_session;
   j["vision_included"] = plan.vision_included;
   if (!budget.given) {
     j["default_budget_bytes"] = budget.budget;

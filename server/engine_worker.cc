@@ -55,6 +55,21 @@ bool EngineWorker::Submit(Job job, Drop drop) {
   return true;
 }
 
+size_t EngineWorker::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_.load() - background_;
+}
+
+EngineWorker::Background::Background(EngineWorker& worker) : worker_(worker) {
+  std::lock_guard<std::mutex> lock(worker_.mu_);
+  ++worker_.background_;
+}
+
+EngineWorker::Background::~Background() {
+  std::lock_guard<std::mutex> lock(worker_.mu_);
+  --worker_.background_;
+}
+
 size_t EngineWorker::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size();

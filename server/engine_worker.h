@@ -50,8 +50,24 @@ class EngineWorker {
   void Join();
   bool stopping() const;
   size_t waiting() const;
-  size_t running() const { return running_.load(); }
+  // Jobs running, not counting those in background work.
+  size_t running() const;
   size_t concurrency() const { return threads_.size(); }
+
+  // Held by a job while it does background work after its request was
+  // answered (the follow-on prefill, session_pool.h): running() does not
+  // count it, so that work can give way to any request that runs or
+  // waits. Its thread stays busy (Submit still counts it).
+  class Background {
+   public:
+    explicit Background(EngineWorker& worker);
+    ~Background();
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+
+   private:
+    EngineWorker& worker_;
+  };
 
  private:
   void Loop();
@@ -63,6 +79,7 @@ class EngineWorker {
   std::deque<std::pair<Job, Drop>> queue_;
   bool stopping_ = false;
   std::atomic<size_t> running_{0};  // jobs running (changed under mu_)
+  size_t background_ = 0;           // of those, in background work (under mu_)
   std::mutex join_mu_;  // one Join at a time
   std::vector<std::thread> threads_;
 };

@@ -6,6 +6,7 @@
 
 #include "chat_turn.h"
 #include "constraint.h"
+#include "follow_on.h"
 #include "logprobs.h"
 
 namespace waste::server {
@@ -196,6 +197,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   if (!run && r.cancelled) return r;
   if (!run) return fail(EngineFailure(run.error(), nullptr));
   r.cached_tokens = run->cached_tokens;
+  r.resumed_ahead = run->resumed_ahead;
   int delivered = 0;
   bool turn_stopped = false;
   Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
@@ -223,6 +225,14 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   std::string finish = turn.FinishReason(ran_to_max);
   Json usage = UsageWithCache(r);
   Json waste = WasteCounters(run->before, run->session->stats(), r.total_ms);
+  if (chat.body) {
+    r.follow_on = pool.ReserveFollowOn(*run);
+    if (r.follow_on) {
+      r.next_turn = [&engine, &format, body = chat.body, reply = turn.Message()] {
+        return NextTurnPrefix(engine, format, *body, reply);
+      };
+    }
+  }
   if (!sink) {
     r.body = ChatCompletion(header, turn.Message(), finish, usage, waste);
     if (chat.logprobs.on) r.body["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api_error.h"
 #include "openai_shapes.h"
@@ -29,6 +31,13 @@ struct GenerateResult {
   double prefill_ms = 0;          // time to first token
   double total_ms = 0;
   bool cancelled = false;         // the client went away
+  bool resumed_ahead = false;     // cached_tokens came from a follow-on prefill's point
+  // A chat reply that ran to its end: its slot, kept for the follow-on
+  // prefill (SessionPool::ReserveFollowOn; null when the pool does not
+  // follow on), and what computes the tokens to prefill (follow_on.h).
+  // The worker runs them once the reply is delivered.
+  std::shared_ptr<SessionPool::FollowOn> follow_on;
+  std::function<std::vector<int>()> next_turn;
 };
 
 // `sink` null = blocking. `cancel` is polled once per token. The prompt

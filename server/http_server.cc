@@ -200,7 +200,9 @@ struct HttpServer::Impl {
     }
     std::string err;
     if (!ParseJson(req.body, body, &err)) {
-      Fail(res, BadRequest("request body is not valid JSON: " + err, std::nullopt));
+      const bool refused = err.rfind("an object has more than", 0) == 0;  // valid, but too wide
+      Fail(res, BadRequest((refused ? "request body refused: " : "request body is not valid JSON: ") + err,
+                           std::nullopt));
       return false;
     }
     if (!body->is_object()) {
@@ -281,6 +283,23 @@ struct HttpServer::Impl {
     for (const auto& cancel : running_cancels) *cancel = true;
   }
 
+  // After a chat reply was delivered, on its worker thread: prefill the
+  // conversation's likely next turn on the reply's slot (session_pool.h,
+  // "Follow-on prefill"), giving way at the next span boundary to any
+  // request that waits or runs, and to shutdown.
+  void FollowOn(std::shared_ptr<SessionPool::FollowOn> reserved,
+                const std::function<std::vector<int>()>& next_turn) {
+    if (!reserved || !next_turn) return;
+    EngineWorker::Background background(*worker);
+    auto give_way = [this] {
+      return stopping.load() || worker->waiting() > 0 || worker->running() > 0;
+    };
+    if (give_way()) return;
+    const std::vector<int> next = next_turn();
+    if (next.empty()) return;
+    metrics.CountFollowOn(pool->RunFollowOn(std::move(reserved), next, give_way));
+  }
+
   // A blocking reply: `run` generates on the engine thread while this
   // connection's thread waits (AwaitBlocking).
   using BlockingRun = std::function<GenerateResult(Engine&, const std::atomic<bool>&)>;
@@ -298,7 +317,10 @@ struct HttpServer::Impl {
           }
           Leave(cancel);
           metrics.CountGeneration(r, e.model().stats());
+          std::shared_ptr<SessionPool::FollowOn> follow_on = std::move(r.follow_on);
+          auto next_turn = std::move(r.next_turn);
           done->set_value(std::move(r));
+          FollowOn(std::move(follow_on), next_turn);
         },
         [done] {
           GenerateResult r;
@@ -393,16 +415,21 @@ struct HttpServer::Impl {
     bool queued = worker->Submit(
         [this, run = std::move(run), channel, last_words](Engine& e) {
           std::shared_ptr<std::atomic<bool>> cancel(channel, &channel->cancel);
+          std::shared_ptr<SessionPool::FollowOn> follow_on;
+          std::function<std::vector<int>()> next_turn;
           if (Enter(cancel)) {
             GenerateResult r = run(e, [&](const std::string& ev) { return channel->Push(ev); },
                                    channel->cancel);
             metrics.CountGeneration(r, e.model().stats());
             if (r.cancelled && stopping.load()) last_words();
+            follow_on = std::move(r.follow_on);
+            next_turn = std::move(r.next_turn);
           } else if (stopping.load()) {
             last_words();
           }
           Leave(cancel);
           channel->Finish();
+          FollowOn(std::move(follow_on), next_turn);
         },
         [channel, last_words] {
           last_words();
@@ -593,6 +620,10 @@ HttpServer::~HttpServer() {
   if (impl_ && impl_->worker) impl_->worker->Join();
 }
 
+int RewindMarksFor(const ServeOptions& options) {
+  return options.follow_on ? SessionPool::kMarks : 1;
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {
   auto impl = std::make_unique<Impl>(engine, options);
   impl->format = ResolveChatFormat(engine, options.container_dir, options.no_thinking);
@@ -608,7 +639,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const Ser
   }
   impl->limits.ctx_max = engine.info().ctx_tokens;
   impl->limits.default_max_tokens = options.default_max_tokens;
-  auto pool = SessionPool::Create(engine, std::max(1, options.parallel));
+  auto pool = SessionPool::Create(engine, std::max(1, options.parallel), options.follow_on);
   if (!pool) return pool.error();
   impl->pool = std::move(*pool);
   if (!options.prompt_cache_dir.empty()) {

@@ -26,7 +26,9 @@ struct ServeOptions {
   int parallel = 1;                       // requests served at once, each on a session slot
                                           // kept for prefix reuse (docs/SERVER.md); the
                                           // engine needs Config::max_sessions >= parallel
-                                          // and Config::rewind_marks
+                                          // and Config::rewind_marks (RewindMarksFor)
+  bool follow_on = true;                  // after a reply, prefill the conversation's likely
+                                          // next turn while idle (docs/SERVER.md)
   std::string prompt_cache_dir;           // slots' restore points kept here across restarts
                                           // (empty = none): loaded by Create, written by
                                           // SavePromptCache
@@ -38,6 +40,10 @@ struct ServeOptions {
   bool vision = false;                    // accept image parts (the engine must have a tower)
   bool allow_local_images = false;        // image parts may name server-side files
 };
+
+// The Config::rewind_marks an engine needs for these options: each slot's
+// restore point, and the follow-on prefill's.
+int RewindMarksFor(const ServeOptions& options);
 
 class HttpServer {
  public:

@@ -122,7 +122,33 @@ std::string Dump(const Json& value, JsonStyle style, bool sort_keys) {
 }
 
 bool ParseJson(std::string_view text, Json* out, std::string* error) {
-  Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  // Members counted per open object; past the limit every further member
+  // is dropped unparsed into the tree (no insertion), then refused.
+  std::vector<size_t> members;
+  bool too_many = false;
+  auto count = [&](int, Json::parse_event_t event, Json&) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        members.push_back(0);
+        return true;
+      case Json::parse_event_t::object_end:
+        if (!members.empty()) members.pop_back();
+        return true;
+      case Json::parse_event_t::key:
+        if (!members.empty() && ++members.back() > kMaxJsonMembers) {
+          too_many = true;
+          return false;
+        }
+        return true;
+      default:
+        return true;
+    }
+  };
+  Json parsed = Json::parse(text.begin(), text.end(), count, /*allow_exceptions=*/false);
+  if (too_many) {
+    *error = "an object has more than " + std::to_string(kMaxJsonMembers) + " members";
+    return false;
+  }
   if (parsed.is_discarded()) {
     // Re-run with exceptions only to get the parser's position text.
     try {

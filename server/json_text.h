@@ -29,7 +29,11 @@ std::string PythonFloat(double v);
 const Json* Field(const Json& body, const char* name);
 
 // Parses request JSON the permissive way clients expect (duplicate keys
-// keep the last value). Returns false and sets `error` on failure.
+// keep the last value). Returns false and sets `error` on failure,
+// including an object with more than kMaxJsonMembers members: objects keep
+// their members in order (ordered_json), so each insertion scans those
+// before it, and a body of a million keys would hold a thread for hours.
+inline constexpr size_t kMaxJsonMembers = 10000;
 bool ParseJson(std::string_view text, Json* out, std::string* error);
 
 }  // namespace waste::server

@@ -41,6 +41,8 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   if (r.cancelled) ++cancelled_;
   if (r.error) ++failed_;
   prompt_tokens_ += static_cast<uint64_t>(r.prompt_tokens);
+  cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
+  if (r.resumed_ahead) follow_on_cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
   ttft_ms_sum_ += r.prefill_ms;
   // Requests end in any order and each read the engine's counters when it
@@ -53,6 +55,13 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   stats_.experts_hit = std::max(stats_.experts_hit, s.experts_hit);
   stats_.experts_missed = std::max(stats_.experts_missed, s.experts_missed);
   stats_.bytes_read = std::max(stats_.bytes_read, s.bytes_read);
+}
+
+void Metrics::CountFollowOn(int tokens) {
+  if (tokens <= 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++follow_on_runs_;
+  follow_on_tokens_ += static_cast<uint64_t>(tokens);
 }
 
 std::string Metrics::Render(size_t queue_waiting, size_t running) const {
@@ -73,6 +82,17 @@ std::string Metrics::Render(size_t queue_waiting, size_t running) const {
   out += "waste_generations_failed_total " + std::to_string(failed_) + "\n";
   Line(&out, "waste_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
   out += "waste_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  Line(&out, "waste_prompt_cached_tokens_total", "counter",
+       "Prompt tokens resumed from a conversation slot's restore point instead of prefilled.");
+  out += "waste_prompt_cached_tokens_total " + std::to_string(cached_tokens_) + "\n";
+  Line(&out, "waste_follow_on_cached_tokens_total", "counter",
+       "Of those, prompt tokens resumed from a follow-on prefill's point.");
+  out += "waste_follow_on_cached_tokens_total " + std::to_string(follow_on_cached_tokens_) + "\n";
+  Line(&out, "waste_follow_on_prefills_total", "counter",
+       "Follow-on prefills started after a reply (the next turn prefilled while idle).");
+  out += "waste_follow_on_prefills_total " + std::to_string(follow_on_runs_) + "\n";
+  Line(&out, "waste_follow_on_tokens_total", "counter", "Tokens the follow-on prefills fed.");
+  out += "waste_follow_on_tokens_total " + std::to_string(follow_on_tokens_) + "\n";
   Line(&out, "waste_completion_tokens_total", "counter", "Tokens generated.");
   out += "waste_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
   Line(&out, "waste_time_to_first_token_ms_sum", "counter", "Sum of time to first token.");

@@ -136,6 +136,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
     if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
   }
   if (auto e = ReplyGrammar(*out, format, &out->grammar, &out->grammar_triggers)) return e;
+  if (out->images.empty()) out->body = std::make_shared<const Json>(body);
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
   if (auto e = RefuseUnsupported(body, /*chat=*/true)) return e;

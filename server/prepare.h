@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ struct PreparedChat {
   std::vector<ImageInput> images;
   int prompt_tokens = 0;  // after pad expansion (what usage reports)
   LogprobsRequest logprobs;  // also set in params (logprobs, top_logprobs)
+  // The request as rendered, for the follow-on prefill's guess
+  // (follow_on.h); null when the conversation has images (no restore point
+  // lies past the first one).
+  std::shared_ptr<const Json> body;
 };
 
 std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,

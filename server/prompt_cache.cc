@@ -107,29 +107,32 @@ SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
     }
     // A pair this server could not load (another model's, say) is left as
     // it was unless the slot has a point of its own to put there.
-    if (slot.tokens.empty() && slot.cache_skipped) continue;
+    // The furthest point: the follow-on's when it has one.
+    const bool ahead = !slot.ahead.empty();
+    const std::vector<int>& kept = ahead ? slot.ahead : slot.tokens;
+    if (kept.empty() && slot.cache_skipped) continue;
     // The token file goes first and comes back last: a pair is complete
     // only when both are written, and a crash in between leaves a state
     // without tokens (skipped on load), never tokens naming the wrong state.
     RemoveIfThere(tokens);
-    if (slot.tokens.empty()) {
+    if (kept.empty()) {
       RemoveIfThere(state);
       continue;
     }
-    Status st = slot.session->RewindToMark();
+    Status st = slot.session->RewindToMark(ahead ? kAheadMark : kRequestMark);
     if (st.ok()) st = slot.session->SaveState(state);
     std::string hash;
     if (st.ok()) {
       hash = FileHash(state);
       if (hash.empty()) st = IoError("cannot read back " + state);
     }
-    if (st.ok()) st = WriteTokens(tokens, slot.tokens, hash);
+    if (st.ok()) st = WriteTokens(tokens, kept, hash);
     if (!st.ok()) {
       report.skipped.push_back(name + ": " + st.ToString());
       continue;
     }
     ++report.conversations;
-    report.tokens += slot.tokens.size();
+    report.tokens += kept.size();
   }
   return report;
 }
@@ -147,8 +150,9 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
     if (!std::filesystem::exists(tokens, ec)) continue;  // nothing kept for this slot
     auto skip = [&](const std::string& why) {
       slot.session->Reset();
-      (void)slot.session->SetMark();  // back to an empty mark, as Create left it
+      (void)slot.session->SetMark(kRequestMark);  // back to an empty mark, as Create left it
       slot.tokens.clear();
+      slot.ahead.clear();
       slot.cache_skipped = true;
       report.skipped.push_back(name + ": " + why);
     };
@@ -177,11 +181,12 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
            tokens + " lists " + std::to_string(ids.size()) + " tokens");
       continue;
     }
-    if (Status st = slot.session->SetMark(); !st.ok()) {
+    if (Status st = slot.session->SetMark(kRequestMark); !st.ok()) {
       skip(st.ToString());
       continue;
     }
     slot.tokens = std::move(file->ids);
+    slot.ahead.clear();
     ++report.conversations;
     report.tokens += slot.tokens.size();
   }

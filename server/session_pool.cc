@@ -18,7 +18,8 @@ SessionPool::Lease::~Lease() {
   if (slot_ != nullptr) pool_->Give(slot_);
 }
 
-Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slots) {
+Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slots,
+                                                        bool follow_on) {
   std::unique_ptr<SessionPool> pool(new SessionPool(engine));
   pool->slots_.resize(1);
   pool->slots_[0].session = &engine.session();
@@ -30,9 +31,13 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slo
     slot.session = slot.owned.get();
     pool->slots_.push_back(std::move(slot));
   }
-  // Each slot keeps its restore point as a mark: the model must have room.
+  // Each slot keeps its restore points as marks: the model must have room
+  // (set here, so the memory is taken at start-up as the plan says).
+  pool->follows_on_ = follow_on && engine.model().plan().marks_per_session >= kMarks;
   for (Slot& slot : pool->slots_) {
-    if (Status marked = slot.session->SetMark(); !marked.ok()) return marked;
+    for (int m = kRequestMark; m <= (pool->follows_on_ ? kAheadMark : kRequestMark); ++m) {
+      if (Status marked = slot.session->SetMark(m); !marked.ok()) return marked;
+    }
   }
   return pool;
 }
@@ -40,41 +45,64 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slo
 uint64_t SessionPool::kept_tokens() const {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t n = 0;
-  for (const Slot& s : slots_) n += s.tokens.size();
+  for (const Slot& s : slots_) n += std::max(s.tokens.size(), s.ahead.size());
   return n;
 }
 
-// The mark's length when its tokens start `ids` and it lies within
-// `limit`, else 0.
-int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit) const {
-  if (s.tokens.empty() || s.tokens.size() > limit) return 0;
-  if (!std::equal(s.tokens.begin(), s.tokens.end(), ids.begin())) return 0;
-  return static_cast<int>(s.tokens.size());
+namespace {
+bool Starts(const std::vector<int>& point, std::span<const int> ids, size_t limit) {
+  return !point.empty() && point.size() <= limit &&
+         std::equal(point.begin(), point.end(), ids.begin());
+}
+}  // namespace
+
+int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit, int* mark) const {
+  for (int m : {kAheadMark, kRequestMark}) {
+    const std::vector<int>& point = m == kAheadMark ? s.ahead : s.tokens;
+    if (Starts(point, ids, limit)) {
+      *mark = m;
+      return static_cast<int>(point.size());
+    }
+  }
+  return 0;
 }
 
-SessionPool::Slot* SessionPool::Take(std::span<const int> ids, size_t limit, int* usable) {
-  std::lock_guard<std::mutex> lock(mu_);
+SessionPool::Slot* SessionPool::Take(std::span<const int> ids, size_t limit, int* usable, int* mark) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // A follow-on gives up at its next span boundary once a request runs.
+  follow_on_done_.wait(lock, [&] {
+    return std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.following_on; });
+  });
   Slot* best = nullptr;
-  int best_len = 0;
+  int best_len = 0, best_mark = kRequestMark;
   for (Slot& s : slots_) {
     if (s.held) continue;
-    int len = Usable(s, ids, limit);
+    int m = kRequestMark;
+    int len = Usable(s, ids, limit, &m);
     if (best == nullptr || len > best_len ||
         (len == best_len && best_len == 0 && s.last_used < best->last_used)) {
       best = &s;
       best_len = len;
+      best_mark = m;
     }
   }
   if (best == nullptr) return nullptr;
   best->held = true;
   best->last_used = ++clock_;
   *usable = best_len;
+  *mark = best_mark;
   return best;
 }
 
 void SessionPool::Give(Slot* slot) {
-  std::lock_guard<std::mutex> lock(mu_);
-  slot->held = false;
+  bool was_following_on = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->held = false;
+    was_following_on = slot->following_on;
+    slot->following_on = false;
+  }
+  if (was_following_on) follow_on_done_.notify_all();
 }
 
 namespace {
@@ -93,8 +121,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   if (int pad = engine_.media_pad_id(); pad >= 0) {
     limit = std::min<size_t>(limit, std::find(ids.begin(), ids.end(), pad) - ids.begin());
   }
-  int best_len = 0;
-  Slot* taken = Take(ids, limit, &best_len);
+  int best_len = 0, mark = kRequestMark;
+  Slot* taken = Take(ids, limit, &best_len, &mark);
   if (taken == nullptr) return AllSlotsHeld(slots());
   Run run;
   run.lease = Lease(this, taken);
@@ -106,16 +134,25 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   // A mark is valid while the slot's session has only moved forward since
   // (nothing else resets or restores a pool's session); if it ever is not,
   // the slot starts over.
-  if (best_len > 0 && session.RewindToMark().ok()) {
+  if (best_len > 0 && session.RewindToMark(mark).ok()) {
     from = static_cast<size_t>(best_len);
+    // Going back to the request's mark dropped the follow-on's further on.
+    if (mark == kRequestMark) {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot.ahead.clear();
+    }
   } else {
     best_len = 0;
+    mark = kRequestMark;
     session.Reset();
     std::lock_guard<std::mutex> lock(mu_);
     slot.tokens.clear();
+    slot.ahead.clear();
   }
   const size_t point = limit / kChunk * kChunk;
-  if (point > from) {
+  // Resumed from the follow-on's point: the request's mark moves there (or
+  // further), so a follow-on after this reply starts from it.
+  if (point > from || mark == kAheadMark) {
     // Span by span (each starts on a multiple of kChunk, so the chunking and
     // the bits are a single call's), so a client that leaves is noticed and
     // other requests' steps run in between.
@@ -124,8 +161,9 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
       Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
       if (!fed) return fed.error();
     }
-    Status marked = session.SetMark();
+    Status marked = session.SetMark(kRequestMark);
     std::lock_guard<std::mutex> lock(mu_);
+    slot.ahead.clear();
     if (!marked.ok()) {
       slot.tokens.clear();
       return marked;
@@ -134,14 +172,15 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     from = point;
   }
   run.cached_tokens = best_len;
+  run.resumed_ahead = best_len > 0 && mark == kAheadMark;
   run.rest = ids.subspan(from);
   return run;
 }
 
 Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   // No prefix is usable (limit 0): the least recently used free slot.
-  int unused = 0;
-  Slot* taken = Take(ids, 0, &unused);
+  int unused = 0, no_mark = 0;
+  Slot* taken = Take(ids, 0, &unused, &no_mark);
   if (taken == nullptr) return AllSlotsHeld(slots());
   Run run;
   run.lease = Lease(this, taken);
@@ -151,9 +190,70 @@ Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     taken->tokens.clear();
+    taken->ahead.clear();
   }
   run.rest = ids;
   return run;
+}
+
+std::shared_ptr<SessionPool::FollowOn> SessionPool::ReserveFollowOn(Run& run) {
+  if (!follows_on_ || run.lease.slot_ == nullptr) return nullptr;
+  auto reserved = std::make_shared<FollowOn>();
+  reserved->slot = run.lease.slot_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reserved->slot->following_on = true;
+  }
+  reserved->lease = std::move(run.lease);
+  return reserved;
+}
+
+int SessionPool::RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const int> next,
+                             const std::function<bool()>& stop) {
+  if (!reserved || reserved->slot == nullptr) return 0;
+  Slot& slot = *reserved->slot;
+  Session& session = *slot.session;
+  // The next request's prompt is longer than `next` (a message follows),
+  // so any chunk boundary within it can be that request's restore point;
+  // none from the first image pad on (see the header).
+  size_t limit = next.size();
+  if (int pad = engine_.media_pad_id(); pad >= 0) {
+    limit = std::min<size_t>(limit, std::find(next.begin(), next.end(), pad) - next.begin());
+  }
+  const size_t point = limit / kChunk * kChunk;
+  // From the request's point when the guess starts with it. When it does
+  // not (the prompt ended in a system note, as response_format and
+  // tool_choice add after the messages, so its point lies past where the
+  // next turn differs), from the start: the point is of no use to the next
+  // turn, only to the same request sent again.
+  size_t from = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Starts(slot.tokens, next, limit)) from = slot.tokens.size();
+  }
+  if (point <= from || (stop && stop())) return 0;
+  if (from == 0) {
+    session.Reset();
+  } else if (!session.RewindToMark(kRequestMark).ok()) {
+    return 0;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot.ahead.clear();  // gone with the rewind, if it was set
+    if (from == 0) slot.tokens.clear();  // and the request's point with the reset
+  }
+  size_t reached = from;
+  while (reached < point) {
+    if (reached > from && stop && stop()) break;
+    Result<std::span<const float>> fed =
+        session.Eval(next.subspan(reached, std::min(kSpan, point - reached)));
+    if (!fed) return static_cast<int>(reached - from);  // past the request's mark: harmless
+    reached += std::min(kSpan, point - reached);
+  }
+  if (!session.SetMark(kAheadMark).ok()) return static_cast<int>(reached - from);
+  std::lock_guard<std::mutex> lock(mu_);
+  slot.ahead.assign(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(reached));
+  return static_cast<int>(reached - from);
 }
 
 }  // namespace waste::server

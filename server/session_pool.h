@@ -21,12 +21,30 @@
 // token must stay to produce the logits) and before its first image pad
 // (an image's rows are spliced only by the call that sees all its pads).
 //
+// Follow-on prefill. The next request of a conversation resends it with
+// the reply appended, and that reply lies past the request's restore point:
+// it would be prefilled again, as history, when the user has already typed
+// the next message. So after a reply, while nobody else waits, the slot
+// prefills the conversation as the next request will most likely render it
+// (FollowOn) from its restore point, in the same chunks, and keeps a
+// second mark (kAheadMark) at the last chunk boundary of that guess. A
+// request whose prompt starts with those tokens resumes there; one that
+// does not (the client changed the reply, dropped its reasoning, ...)
+// resumes from the request's own mark as before. Both are bit-identical to
+// a prefill from scratch. A pool over a model with one mark per session
+// does not follow on.
+//
 // Concurrency. Requests run at once (server/engine_worker.h), each on a
 // slot of its own: a Run holds its slot until it is destroyed, and Prepare
 // chooses among the free slots only (the longest usable prefix among them,
-// else the least recently used). Thread-safe.
+// else the least recently used). A request that arrives while a slot is
+// reserved for or running its follow-on waits for it: that slot may hold
+// its own conversation. The follow-on stops at its next span boundary when
+// its `stop` says so (the server: any other request waits or runs) and
+// keeps what it reached. Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,11 +63,16 @@ class SessionPool {
   // Restored prefill is fed in spans (waste/types.h): fewer expert reads,
   // the same bits; a client that leaves is noticed between spans.
   static constexpr size_t kSpan = kPrefillSpanTokens;
+  // The session's marks: the request's restore point, and the follow-on's
+  // point ahead of it. `waste serve` opens the model with kMarks per session.
+  static constexpr int kRequestMark = 0, kAheadMark = 1, kMarks = 2;
 
   // `slots` sessions: the engine's own plus slots-1 new ones. kRamBudget
   // when the plan has no room for them (Config::max_sessions); kUnsupported
-  // when the engine was opened without Config::rewind_marks.
-  static Result<std::unique_ptr<SessionPool>> Create(Engine& engine, int slots);
+  // when the engine was opened without Config::rewind_marks. Follows on
+  // when `follow_on` and the model keeps kMarks per session.
+  static Result<std::unique_ptr<SessionPool>> Create(Engine& engine, int slots,
+                                                     bool follow_on = true);
 
   struct Slot;
   // A slot held by one request; given back when destroyed.
@@ -64,6 +87,7 @@ class SessionPool {
     ~Lease();
 
    private:
+    friend class SessionPool;
     SessionPool* pool_ = nullptr;
     Slot* slot_ = nullptr;
   };
@@ -71,6 +95,7 @@ class SessionPool {
   struct Run {
     Session* session = nullptr;
     int cached_tokens = 0;   // prompt tokens rewound to instead of prefilled
+    bool resumed_ahead = false;  // ... to the follow-on's point (kAheadMark)
     std::span<const int> rest;  // what Generate must still be given
     // The session's counters when the request took it (before any prefill):
     // with session->stats() after, the request's own expert traffic.
@@ -89,6 +114,25 @@ class SessionPool {
   // prompt position computed, such as one scoring its prompt. `rest` is all
   // of ids. kBusy when every slot is held.
   Result<Run> PrepareFresh(std::span<const int> ids);
+
+  // After a reply: keeps `run`'s slot held for its follow-on prefill and
+  // makes requests that would take a slot wait until it is done (or
+  // given up: destroying the result without running it frees the slot).
+  // Null when the pool does not follow on (one mark per session).
+  struct FollowOn {
+    Lease lease;
+    Slot* slot = nullptr;
+  };
+  std::shared_ptr<FollowOn> ReserveFollowOn(Run& run);
+  // Prefills `next` (the tokens the conversation's next request most likely
+  // starts with) from the slot's restore point up to its last chunk boundary
+  // (and before its first image pad), span by span, asking `stop` before
+  // each; marks the point reached (kAheadMark). Returns the tokens fed.
+  // When the slot's restore point does not start `next` (the prompt ended
+  // in a system note the next turn puts later) it starts from position 0,
+  // and the slot loses that point. Frees the slot.
+  int RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const int> next,
+                  const std::function<bool()>& stop);
 
   // The prompt cache (`waste serve --prompt-cache DIR`, server/prompt_cache.cc):
   // every slot's restore point kept on disk across restarts. Save writes
@@ -111,7 +155,8 @@ class SessionPool {
   CacheReport LoadMarks(const std::string& dir);
 
   int slots() const { return static_cast<int>(slots_.size()); }
-  // Prompt tokens the slots' marks cover, all slots together.
+  // Prompt tokens the slots' restore points cover (each slot's furthest),
+  // all slots together.
   uint64_t kept_tokens() const;
   // The model's image queue is one for all sessions (include/waste/model.h):
   // a request that queues images, or feeds media pads, holds this from
@@ -121,25 +166,34 @@ class SessionPool {
   struct Slot {
     Session* session = nullptr;
     std::unique_ptr<Session> owned;  // null for the engine's own session
-    std::vector<int> tokens;         // the tokens up to the session's mark; empty = none kept
+    std::vector<int> tokens;         // the tokens up to kRequestMark; empty = none kept
+    // The tokens up to kAheadMark (the follow-on's point: they start with
+    // `tokens` and go further); empty = none.
+    std::vector<int> ahead;
     uint64_t last_used = 0;
     bool held = false;               // a request is using it (under mu_)
+    bool following_on = false;       // reserved for or running its follow-on (under mu_)
     bool cache_skipped = false;      // LoadMarks found a pair it could not use
   };
 
  private:
   SessionPool(Engine& engine) : engine_(engine) {}
-  int Usable(const Slot& s, std::span<const int> ids, size_t limit) const;
+  // The longest of the slot's restore points that starts `ids` and lies
+  // within `limit` (its mark in *mark), else 0.
+  int Usable(const Slot& s, std::span<const int> ids, size_t limit, int* mark) const;
   // Marks and returns the free slot with the longest usable prefix of `ids`
-  // within `limit` (its length in *usable), else the least recently used
-  // free one; null when every slot is held.
-  Slot* Take(std::span<const int> ids, size_t limit, int* usable);
+  // within `limit` (its length in *usable, its mark in *mark), else the
+  // least recently used free one; null when every slot is held. Waits while
+  // a slot is reserved for its follow-on.
+  Slot* Take(std::span<const int> ids, size_t limit, int* usable, int* mark);
   void Give(Slot* slot);
 
   Engine& engine_;
   std::vector<Slot> slots_;
-  mutable std::mutex mu_;  // slots' `tokens`, `last_used`, `held`; clock_
+  mutable std::mutex mu_;  // slots' `tokens`, `ahead`, `last_used`, `held`, `following_on`; clock_
+  std::condition_variable follow_on_done_;  // a slot's following_on went false
   uint64_t clock_ = 0;
+  bool follows_on_ = false;  // the model keeps kMarks per session
   std::mutex images_mu_;
 };
 

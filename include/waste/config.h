@@ -50,11 +50,13 @@ struct Config {
   // attached; its memory is added to the plan's floor. Off: the tower's
   // bytes are never read and every image call is kUnsupported.
   bool vision = false;
-  // Give each session room for one rewind mark (Session::SetMark): a copy
-  // of the recurrent (KDA) state, counted in the plan's state like the
-  // state itself. Off: SetMark is kUnsupported. `waste chat` turns it on to
-  // take back a message stopped or failed before its reply.
-  bool rewind_marks = false;
+  // Rewind marks per session (Session::SetMark(0 .. rewind_marks-1)): each
+  // a copy of the recurrent (KDA) state, counted in the plan's state like
+  // the state itself. 0: SetMark is kUnsupported. `waste chat` keeps one to
+  // take back a message stopped or failed before its reply; `waste serve`
+  // two per slot (the request's restore point and its follow-on prefill's,
+  // docs/SERVER.md). `true` still means one.
+  int rewind_marks = 0;
 };
 
 }  // namespace waste

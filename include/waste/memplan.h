@@ -23,9 +23,11 @@ struct MemPlan {
   uint64_t state_bytes = 0;          // KDA state + conv rings + MLA latent KV at ctx
   // One rewind mark (Session::SetMark): the KDA state and conv rings, not
   // the KV cache. Always reported; in session_bytes, state_bytes and the
-  // floor only when marks_included (Config::rewind_marks).
+  // floor only when marks_included (Config::rewind_marks), then
+  // marks_per_session of them for every session.
   uint64_t mark_bytes = 0;
   bool marks_included = false;
+  uint32_t marks_per_session = 0;
   uint64_t scratch_bytes = 0;        // every buffer the engine allocates besides those
   uint64_t min_expert_cache = 0;     // record * top_k * 2
   uint64_t floor_bytes = 0;
@@ -48,7 +50,7 @@ WASTE_EXPORT Result<MemPlan> PlanMemory(const std::string& container_dir, uint32
 // uses this): Config::max_sessions sessions of ctx_tokens; room for
 // max_snapshots snapshots in state; with vision on a container that has a
 // tower, the tower's bytes added to scratch, floor and recommendation
-// (vision_included); with rewind_marks, one mark per session added to
+// (vision_included); with rewind_marks, that many marks per session added to
 // state (marks_included). `waste plan` and `waste serve --plan` print this.
 // Only those five fields of `config` matter.
 WASTE_EXPORT Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir,

@@ -200,17 +200,22 @@ class WASTE_EXPORT Session {
   // session's context; the session is unchanged then.
   Status Restore(const SessionSnapshot& snapshot) noexcept;
 
-  // One rewind point, much cheaper than a snapshot: SetMark copies the
+  // Rewind points, much cheaper than a snapshot: SetMark copies the
   // recurrent (KDA) state, the position and a token not yet fed, not the
   // attention cache (its rows below the mark stay as they are while the
   // session moves forward). RewindToMark puts the session back there, after
-  // a call that was cancelled or failed too, and keeps the mark. Needs
-  // Config::rewind_marks (kUnsupported otherwise; the plan counts the copy).
-  // RewindToMark is kArg when no mark was set or Reset, Restore or a
+  // a call that was cancelled or failed too, and keeps the mark. `index`
+  // picks one of Config::rewind_marks marks (kUnsupported when that is 0,
+  // kArg when out of range; the plan counts every copy). Going back to a
+  // mark drops the marks that lie further on (the rows past it will be
+  // written again); marks at or before it stay. RewindToMark is kArg when
+  // that mark was never set, was dropped so, or Reset, Restore or a
   // LoadState that succeeded came after it (those move the session
   // elsewhere); the session is unchanged then.
-  Status SetMark() noexcept;
-  Status RewindToMark() noexcept;
+  Status SetMark(int index = 0) noexcept;
+  Status RewindToMark(int index = 0) noexcept;
+  // The position mark `index` holds; -1 when it holds none.
+  int MarkPosition(int index = 0) const noexcept;
 
   // The state as a file in the reference's layout (ENGINE.md §8).
   Status SaveState(const std::string& path) noexcept;

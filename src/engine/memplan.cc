@@ -199,9 +199,11 @@ Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config
     plan->floor_bytes += plan->snapshot_bytes;
     plan->recommended_bytes += plan->snapshot_bytes;
   }
-  if (config.rewind_marks) {
-    const uint64_t marks = plan->mark_bytes * plan->sessions;
-    plan->session_bytes += plan->mark_bytes;
+  if (config.rewind_marks > 0) {
+    plan->marks_per_session = static_cast<uint32_t>(config.rewind_marks);
+    const uint64_t per_session = plan->mark_bytes * plan->marks_per_session;
+    const uint64_t marks = per_session * plan->sessions;
+    plan->session_bytes += per_session;
     plan->state_bytes += marks;
     plan->floor_bytes += marks;
     plan->recommended_bytes += marks;

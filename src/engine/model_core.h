@@ -125,7 +125,13 @@ struct SessionCore {
   // The expert record the last call failed on (its Status::failed_expert()).
   std::optional<ExpertFailureInfo> failed_expert;
   int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
-  std::unique_ptr<RewindMark> mark;  // allocated by the first SetMark
+  // Config::rewind_marks of them, each allocated by its first SetMark.
+  std::vector<std::unique_ptr<RewindMark>> marks;
+  void DropMarks() {
+    for (std::unique_ptr<RewindMark>& m : marks) {
+      if (m) m->valid = false;
+    }
+  }
   // What Model::memory_used reports for this session, under the model's
   // acct_mu: the sizes as of its last call (they change only inside calls,
   // under run_mu, and memory_used must not read them then).

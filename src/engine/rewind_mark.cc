@@ -1,11 +1,14 @@
-// Session::SetMark / RewindToMark: one cheap rewind point per session.
-// A session only moves forward between calls that reset it: Feed appends
-// latent rows at n_kv and up and overwrites the recurrent state in place.
-// So the rows below a mark are still the mark's rows, and going back needs
-// only the recurrent state (copied here into buffers kept from one mark to
-// the next), the per-layer row counts, the position and the token that
-// Generate emitted but had not fed. `waste chat` marks before each message
-// and rewinds when the message is stopped or fails before its reply.
+// Session::SetMark / RewindToMark: cheap rewind points (Config::rewind_marks
+// per session). A session only moves forward between calls that reset it:
+// Feed appends latent rows at n_kv and up and overwrites the recurrent
+// state in place. So the rows below a mark are still the mark's rows, and
+// going back needs only the recurrent state (copied here into buffers kept
+// from one mark to the next), the per-layer row counts, the position and
+// the token that Generate emitted but had not fed. Going back to one mark
+// drops those further on: what is fed next overwrites their rows.
+// `waste chat` marks before each message and rewinds when the message is
+// stopped or fails before its reply; `waste serve` keeps a request's
+// restore point and its follow-on prefill's (docs/SERVER.md).
 #include <algorithm>
 
 #include "engine/model_core.h"
@@ -19,22 +22,42 @@ uint64_t RewindMark::bytes() const {
   return floats * sizeof(float);
 }
 
-Status Session::SetMark() noexcept {
-  SessionCore& s = *core_;
-  WASTE_TRY(s.CheckNotInCallback());
-  if (!s.model->config.rewind_marks) {
+namespace {
+
+Status CheckIndex(const SessionCore& s, int index) {
+  const int count = s.model->config.rewind_marks;
+  if (count <= 0) {
     return Status(Errc::kUnsupported,
                   "rewind marks need the model opened with Config::rewind_marks");
   }
+  if (index < 0 || index >= count) {
+    return ArgError("rewind mark " + std::to_string(index) + " does not exist (the model keeps " +
+                    std::to_string(count) + " per session: Config::rewind_marks)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Session::SetMark(int index) noexcept {
+  SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
+  WASTE_TRY(CheckIndex(s, index));
+  std::unique_ptr<RewindMark>* slot = nullptr;
   try {
     std::lock_guard<FairMutex> run(s.model->run_mu);
-    const int layers = s.model->container->config().n_layers;
-    if (!s.mark) {
-      s.mark = std::make_unique<RewindMark>();
-      s.mark->kda.resize(static_cast<size_t>(layers));
-      s.mark->mla_n_kv.assign(static_cast<size_t>(layers), 0);
+    if (s.marks.size() < static_cast<size_t>(s.model->config.rewind_marks)) {
+      s.marks.resize(static_cast<size_t>(s.model->config.rewind_marks));
     }
-    RewindMark& m = *s.mark;
+    slot = &s.marks[static_cast<size_t>(index)];
+    const int layers = s.model->container->config().n_layers;
+    if (!*slot) {
+      *slot = std::make_unique<RewindMark>();
+      (*slot)->kda.resize(static_cast<size_t>(layers));
+      (*slot)->mla_n_kv.assign(static_cast<size_t>(layers), 0);
+    }
+    RewindMark& m = **slot;
+    m.valid = false;  // until the copy is whole
     for (int l = 0; l < layers; ++l) {
       const KdaLayerState& from = s.state->kda(l);
       KdaLayerState& to = m.kda[static_cast<size_t>(l)];
@@ -50,21 +73,22 @@ Status Session::SetMark() noexcept {
     s.Report();  // the first mark adds its size
     return Status::Ok();
   } catch (const std::bad_alloc&) {
-    if (s.mark) s.mark->valid = false;
     return OomError("allocation failed while setting a rewind mark");
   }
 }
 
-Status Session::RewindToMark() noexcept {
+Status Session::RewindToMark(int index) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   SessionCore& s = *core_;
+  WASTE_TRY(CheckIndex(s, index));
   std::lock_guard<FairMutex> run(s.model->run_mu);
-  if (!s.mark || !s.mark->valid) {
-    return ArgError(
-        "no rewind mark to go back to (none was set, or the session was reset, restored or "
-        "loaded since)");
+  if (static_cast<size_t>(index) >= s.marks.size() || !s.marks[static_cast<size_t>(index)] ||
+      !s.marks[static_cast<size_t>(index)]->valid) {
+    return ArgError("no rewind mark " + std::to_string(index) +
+                    " to go back to (none was set, or the session was reset, restored or "
+                    "loaded, or went back to an earlier mark since)");
   }
-  const RewindMark& m = *s.mark;
+  const RewindMark& m = *s.marks[static_cast<size_t>(index)];
   const int layers = s.model->container->config().n_layers;
   for (int l = 0; l < layers; ++l) {
     const KdaLayerState& from = m.kda[static_cast<size_t>(l)];
@@ -75,8 +99,21 @@ Status Session::RewindToMark() noexcept {
   }
   s.state->set_pos(m.pos);
   s.pending = m.pending;
+  // The rows past this mark will be written again: marks there are stale.
+  for (std::unique_ptr<RewindMark>& other : s.marks) {
+    if (other && other->valid && other->pos > m.pos) other->valid = false;
+  }
   s.ClearDetail();
   return Status::Ok();
+}
+
+int Session::MarkPosition(int index) const noexcept {
+  const SessionCore& s = *core_;
+  if (index < 0) return -1;
+  std::lock_guard<FairMutex> run(s.model->run_mu);
+  if (static_cast<size_t>(index) >= s.marks.size()) return -1;
+  const std::unique_ptr<RewindMark>& m = s.marks[static_cast<size_t>(index)];
+  return m && m->valid ? m->pos : -1;
 }
 
 }  // namespace waste

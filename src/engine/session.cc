@@ -105,7 +105,8 @@ Status SessionCore::CheckNotInCallback() const {
 }
 
 void SessionCore::Report() {
-  const uint64_t st = (state ? state->bytes() : 0) + (mark ? mark->bytes() : 0);
+  uint64_t st = state ? state->bytes() : 0;
+  for (const std::unique_ptr<RewindMark>& m : marks) st += m ? m->bytes() : 0;
   const uint64_t sc = forward ? forward->scratch_bytes() : 0;
   std::lock_guard<std::mutex> lock(model->acct_mu);
   reported_state = st;
@@ -586,7 +587,7 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
     std::lock_guard<FairMutex> run(core_->model->run_mu);
     WASTE_TRY(RestoreSnapshot(*core_->model, *snapshot.data_, *core_->state));
     core_->pending = -1;
-    if (core_->mark) core_->mark->valid = false;
+    core_->DropMarks();
     core_->ClearDetail();
     return Status::Ok();
   } catch (const std::bad_alloc&) {
@@ -614,7 +615,7 @@ Status Session::LoadState(const std::string& path, bool any_container) noexcept 
     Status st = core_->state->Load(path, any_container);
     if (st.ok()) {
       core_->pending = -1;
-      if (core_->mark) core_->mark->valid = false;
+      core_->DropMarks();
     }
     return st;
   } catch (const std::exception& e) {
@@ -627,7 +628,7 @@ void Session::Reset() noexcept {
   std::lock_guard<FairMutex> run(core_->model->run_mu);
   core_->state->Reset();
   core_->pending = -1;
-  if (core_->mark) core_->mark->valid = false;
+  core_->DropMarks();
   core_->ClearDetail();
 }
 

@@ -36,7 +36,7 @@ class SessionTest : public ::testing::Test {
     prompt_a_ = Ids(ReadJson(FixtureDir(kSet) + "/prompt_ids.json"));
     prompt_b_.assign(prompt_a_.rbegin(), prompt_a_.rend());
   }
-  std::unique_ptr<Model> Open(uint32_t sessions, uint32_t ctx = 256, bool rewind_marks = false,
+  std::unique_ptr<Model> Open(uint32_t sessions, uint32_t ctx = 256, int rewind_marks = 0,
                               int threads = 0) {
     Config cfg;
     cfg.threads = threads;
@@ -444,6 +444,66 @@ TEST_F(SessionTest, RewindToMarkIsAsIfTheCallsSinceNeverHappened) {
   EXPECT_EQ(a->RewindToMark().code(), Errc::kArg);
   EXPECT_EQ(a->position(), 0);
   EXPECT_EQ(b->RewindToMark().code(), Errc::kArg);  // never set
+}
+
+// Several marks per session (Config::rewind_marks = 2, as `waste serve`
+// keeps a request's restore point and its follow-on's): each goes back to
+// its own point; going back to an earlier one drops the later one (its
+// rows are written again), never the earlier; the plan counts each copy.
+TEST_F(SessionTest, MarksByIndexAndWhatGoingBackDrops) {
+  constexpr uint32_t kCtx = 512;
+  auto m = Open(2, kCtx, /*rewind_marks=*/2);
+  ASSERT_TRUE(m);
+  auto a = New(*m);
+  auto b = New(*m);
+  ASSERT_TRUE(a && b);
+  const std::vector<int> more = {7, 3, 9, 2, 8, 6};
+  ASSERT_TRUE(a->Eval(prompt_a_));
+  ASSERT_TRUE(a->SetMark(0).ok());
+  const int first = a->position();
+  ASSERT_TRUE(a->Eval(more));
+  ASSERT_TRUE(a->SetMark(1).ok());
+  const int second = a->position();
+  EXPECT_EQ(a->MarkPosition(0), first);
+  EXPECT_EQ(a->MarkPosition(1), second);
+  EXPECT_EQ(a->SetMark(2).code(), Errc::kArg);
+  EXPECT_EQ(a->RewindToMark(-1).code(), Errc::kArg);
+
+  // To the later mark and on: the earlier one stays.
+  ASSERT_TRUE(a->Eval(prompt_b_));
+  ASSERT_TRUE(a->RewindToMark(1).ok());
+  EXPECT_EQ(a->position(), second);
+  EXPECT_EQ(a->MarkPosition(0), first);
+  // `b` fed the same calls (a call's chunking decides the bits).
+  auto from_a = Steps(*a, prompt_b_);
+  ASSERT_TRUE(b->Eval(prompt_a_));
+  ASSERT_TRUE(b->Eval(more));
+  auto from_b = Steps(*b, prompt_b_);
+  ASSERT_EQ(from_a.size(), prompt_b_.size());
+  for (size_t t = 0; t < from_a.size(); ++t) EXPECT_TRUE(SameBits(from_a[t], from_b[t])) << t;
+
+  // Back to the earlier mark: the later one is dropped.
+  ASSERT_TRUE(a->RewindToMark(0).ok());
+  EXPECT_EQ(a->position(), first);
+  EXPECT_EQ(a->MarkPosition(1), -1);
+  EXPECT_EQ(a->RewindToMark(1).code(), Errc::kArg);
+  b->Reset();
+  ASSERT_TRUE(b->Eval(prompt_a_));
+  from_a = Steps(*a, more);
+  from_b = Steps(*b, more);
+  ASSERT_EQ(from_a.size(), more.size());
+  for (size_t t = 0; t < from_a.size(); ++t) EXPECT_TRUE(SameBits(from_a[t], from_b[t])) << t;
+
+  // Reset drops every mark.
+  a->Reset();
+  EXPECT_EQ(a->MarkPosition(0), -1);
+
+  // Two copies per session in the plan; both set on `a`, none on `b`.
+  auto plain = PlanMemory(FixtureDir(kSet) + "/container", kCtx, 2);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(m->plan().marks_per_session, 2u);
+  EXPECT_EQ(m->plan().state_bytes, plain->state_bytes + 4 * plain->mark_bytes);
+  EXPECT_EQ(m->memory_used().state_bytes, m->plan().state_bytes - 2 * plain->mark_bytes);
 }
 
 TEST_F(SessionTest, RewindMarksNeedTheConfigFlag) {

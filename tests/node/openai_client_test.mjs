@@ -251,6 +251,62 @@ try {
       rmSync(dir, { recursive: true, force: true });
     }
   }
+  // Follow-on prefill: the client's own loop (messages.push of the reply
+  // message it got), and the next turn resumes past the first reply — more
+  // cached tokens than the first turn's own restore point — while the
+  // server without follow-on answers it identically from scratch.
+  {
+    const metric = async (url, name) => {
+      const text = await (await fetch(url + "/metrics")).text();
+      const m = text.match(new RegExp("\\n" + name + " (\\d+)"));
+      return m ? Number(m[1]) : -1;
+    };
+    const conversation = async (srv, probeOnly) => {
+      const c = new OpenAI({ baseURL: srv.url + "/v1", apiKey: "unused", maxRetries: 0 });
+      const ask = (messages, max_tokens) => c.chat.completions.create({
+        model: "tiny", messages, max_tokens, temperature: 0, reasoning_effort: "none" });
+      // A system prompt whose prompt ends late in a 128-token chunk, so
+      // the reply crosses the next boundary.
+      let messages = null, prompt = 0;
+      for (let pad = 0; pad < 200; pad += 3) {
+        messages = [{ role: "system", content: "s".repeat(200 + pad) + " be brief" },
+                    { role: "user", content: "What is a prefix? Say it in one line." }];
+        prompt = (await ask(messages, 1)).usage.prompt_tokens;
+        if (prompt % 128 >= 104) break;
+      }
+      const before = await metric(srv.url, "waste_follow_on_prefills_total");
+      const first = await ask(messages, 40);
+      messages.push(first.choices[0].message);
+      for (let i = 0; i < 400 && !probeOnly &&
+           await metric(srv.url, "waste_follow_on_prefills_total") <= before; ++i) {
+        await new Promise(r => setTimeout(r, 10));
+      }
+      messages.push({ role: "user", content: "And a suffix?" });
+      const second = await ask(messages, 8);
+      return { prompt, second, followed: await metric(srv.url, "waste_follow_on_cached_tokens_total") };
+    };
+    const on = await startServer(waste, container);
+    let withFollowOn;
+    try {
+      withFollowOn = await conversation(on, false);
+    } finally {
+      await on.stop();
+    }
+    const cached = withFollowOn.second.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    const ownPoint = Math.floor((withFollowOn.prompt - 1) / 128) * 128;
+    check(cached > ownPoint && withFollowOn.followed === cached,
+          `follow-on: the second turn resumed past the reply (${cached} cached tokens, the first ` +
+          `turn's own point ${ownPoint})`);
+    const off = await startServer(waste, container, ["--no-follow-on"]);
+    try {
+      const without = await conversation(off, true);
+      check(without.second.choices[0].message.content === withFollowOn.second.choices[0].message.content &&
+            (without.second.usage.prompt_tokens_details?.cached_tokens ?? 0) <= ownPoint,
+            "follow-on: the second turn's reply equals the one without follow-on");
+    } finally {
+      await off.stop();
+    }
+  }
   // Ctrl-C during a long generation: the request is answered 503 and the
   // server exits 0 promptly (not after the 4000 tokens).
   const busy = await startServer(waste, container);

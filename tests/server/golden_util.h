@@ -10,6 +10,7 @@
 #include <string>
 
 #include "json_text.h"
+#include "session_pool.h"
 #include "shared_fixtures.h"
 #include "waste/waste.h"
 
@@ -37,7 +38,7 @@ inline std::string TinyTokContainer() {
 inline Engine* TinyEngine() {
   static std::unique_ptr<Engine> engine = [] {
     Config cfg;
-    cfg.rewind_marks = true;  // as `waste serve` opens it (prefix reuse keeps marks)
+    cfg.rewind_marks = SessionPool::kMarks;  // as `waste serve` opens it (prefix reuse, follow-on)
     auto e = Engine::Open(TinyTokContainer(), cfg);
     return e ? std::move(*e) : nullptr;
   }();

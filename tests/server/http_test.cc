@@ -102,7 +102,7 @@ std::vector<Json> ParseSse(const std::string& body) {
 // sessions, rewind marks), for the tests of concurrent requests.
 std::unique_ptr<Engine> TwoSlotEngine() {
   Config cfg;
-  cfg.rewind_marks = true;
+  cfg.rewind_marks = SessionPool::kMarks;
   cfg.max_sessions = 2;
   auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
   EXPECT_TRUE(engine) << engine.error().ToString();
@@ -242,6 +242,35 @@ TEST_F(HttpTest, FullQueueIs503WithRetryAfter) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   slow.join();
+}
+
+// An object of more members than kMaxJsonMembers is refused with 400
+// (inserting each into an ordered object scans those before it: a body of
+// 160,000 logit_bias keys held a thread for 17 s, a million for hours),
+// and the server answers the next request at once.
+TEST_F(HttpTest, AnObjectWithTooManyMembersIs400) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  std::string bias = "{";
+  for (size_t i = 0; i < 4 * kMaxJsonMembers; ++i) {
+    bias += (i ? ",\"" : "\"") + std::to_string(i) + "\":-100";
+  }
+  bias += "}";
+  const std::string body = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":1,"logit_bias":)" +
+                           bias + "}";
+  auto wide = c.Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->status, 400);
+  Json err = ParseBody(wide->body);
+  EXPECT_EQ(err["error"]["type"], "invalid_request_error");
+  EXPECT_NE(err["error"]["message"].get<std::string>().find(
+                "an object has more than " + std::to_string(kMaxJsonMembers) + " members"),
+            std::string::npos)
+      << wide->body;
+  auto ok = c.Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":1})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
 }
 
 TEST_F(HttpTest, BodyLimitIs413AndCorsAnswersPreflights) {
@@ -543,6 +572,72 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["choices"], follow["choices"]);
   EXPECT_EQ(scratch["usage"]["prompt_tokens"], follow["usage"]["prompt_tokens"]);
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
+}
+
+// The follow-on prefill (docs/SERVER.md): after a streamed reply the server
+// prefills the conversation as its next turn will send it, so that turn
+// resumes past the reply (more cached tokens than the first turn's own
+// restore point), and its reply is the one a server without follow-on
+// gives from scratch.
+TEST_F(HttpTest, FollowOnResumesTheNextTurnPastTheReply) {
+  constexpr int kC = kPrefillChunkTokens;
+  Json turn1;
+  Json req;
+  int prompt1 = 0;
+  {
+    Running s{ServeOptions{}};
+    httplib::Client c = s.Client();
+    auto chat = [&](const Json& r) {
+      auto res = c.Post("/v1/chat/completions", Dump(r, JsonStyle::kSpaced), "application/json");
+      EXPECT_TRUE(res);
+      EXPECT_EQ(res ? res->status : 0, 200) << (res ? res->body : "");
+      return res ? res->body : std::string();
+    };
+    // A first prompt that ends late in a chunk, so that the reply crosses
+    // the next chunk boundary.
+    for (int pad = 0; pad < 200; pad += 3) {
+      turn1 = Json::array({{{"role", "system"}, {"content", std::string(200 + pad, 's') + " be brief"}},
+                           {{"role", "user"}, {"content", "What is a prefix? Say it in one line."}}});
+      Json probe = ParseBody(chat({{"messages", turn1}, {"max_tokens", 1}}));
+      prompt1 = probe["usage"]["prompt_tokens"].get<int>();
+      if (prompt1 % kC >= kC - 24) break;
+    }
+    ASSERT_GE(prompt1 % kC, kC - 24);
+    const long runs = s.Metric("waste_follow_on_prefills_total");
+    req = {{"messages", turn1}, {"max_tokens", 40}, {"temperature", 0}, {"stream", true}};
+    std::vector<Json> events = ParseSse(chat(req));
+    std::string content, reasoning;
+    for (Json ev : events) {
+      if (!ev.is_object() || ev["choices"].empty()) continue;
+      Json d = ev["choices"][0]["delta"];
+      if (d["content"].is_string()) content += d["content"].get<std::string>();
+      if (d["reasoning_content"].is_string()) reasoning += d["reasoning_content"].get<std::string>();
+    }
+    EXPECT_GT(content.size() + reasoning.size(), 0u);
+    // The follow-on runs once the stream has ended; wait for it.
+    EXPECT_EQ(s.AwaitMetric("waste_follow_on_prefills_total", runs + 1), runs + 1);
+    turn1.push_back({{"role", "assistant"}, {"content", content}});
+    turn1.push_back({{"role", "user"}, {"content", "And a suffix?"}});
+    req = {{"messages", turn1}, {"max_tokens", 10}, {"temperature", 0}};
+    Json follow = ParseBody(chat(req));
+    const int cached = follow["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    EXPECT_GT(cached, (prompt1 - 1) / kC * kC) << "resumed at the first turn's own point";
+    EXPECT_EQ(s.Metric("waste_follow_on_cached_tokens_total"), cached);
+    req["expected"] = follow["choices"];
+  }
+  // The same turn on a server that does not follow on, from scratch.
+  ServeOptions off;
+  off.follow_on = false;
+  Running s{off};
+  httplib::Client c = s.Client();
+  Json expected = req["expected"];
+  req.erase("expected");
+  auto res = c.Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(res);
+  Json scratch = ParseBody(res->body);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(scratch["choices"], expected);
+  EXPECT_EQ(s.Metric("waste_follow_on_prefills_total"), 0);
 }
 
 // Chat logprobs (docs/SERVER.md, "Log probabilities"): one entry per

@@ -24,6 +24,32 @@ Json Parse(const std::string& text) {
   return j;
 }
 
+// Objects are ordered (each insertion scans the members before it), so a
+// body may not make one wider than kMaxJsonMembers; nesting counts each
+// object on its own.
+TEST(JsonText, ObjectsWiderThanTheLimitAreRefused) {
+  auto object = [](size_t n) {
+    std::string s = "{";
+    for (size_t i = 0; i < n; ++i) s += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+    return s + "}";
+  };
+  Json j;
+  std::string err;
+  EXPECT_TRUE(ParseJson(object(kMaxJsonMembers), &j, &err)) << err;
+  EXPECT_EQ(j.size(), kMaxJsonMembers);
+  EXPECT_FALSE(ParseJson(object(kMaxJsonMembers + 1), &j, &err));
+  EXPECT_EQ(err, "an object has more than " + std::to_string(kMaxJsonMembers) + " members");
+  err.clear();
+  const std::string nested = "{\"a\":" + object(kMaxJsonMembers) + ",\"b\":" + object(3) + "}";
+  EXPECT_TRUE(ParseJson(nested, &j, &err)) << err;
+  EXPECT_EQ(j["a"].size(), kMaxJsonMembers);
+  EXPECT_EQ(j["b"]["k2"], 1);
+  EXPECT_FALSE(ParseJson("[" + object(kMaxJsonMembers + 5) + "]", &j, &err));
+  // Malformed text still says where.
+  EXPECT_FALSE(ParseJson("{\"a\":", &j, &err));
+  EXPECT_NE(err.find("parse error"), std::string::npos) << err;
+}
+
 ChatFormat Xtml() { return ResolveChatFormat(*TinyEngine(), testing::TinyTokContainer(), false); }
 
 // Kimi-Linear's chat.json, as the render goldens serve it.

@@ -66,7 +66,7 @@ class ServePlan : public ::testing::Test {
     cfg.ram_budget_bytes = budget;
     cfg.vision = vision;
     cfg.max_sessions = static_cast<uint32_t>(parallel);
-    cfg.rewind_marks = true;
+    cfg.rewind_marks = RewindMarksFor(ServeOptions{});
     return Engine::Open(dir_, cfg);
   }
 
@@ -109,6 +109,7 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       EXPECT_EQ(p["sessions"], parallel);
       EXPECT_EQ(p["snapshots"], 0);
       EXPECT_EQ(p["marks_included"], true);
+      EXPECT_EQ(p["marks_per_session"], 2);  // the request's restore point and the follow-on's
       EXPECT_GT(p["rewind_mark_bytes"].get<uint64_t>(), 0u);
       EXPECT_EQ(p["vision_included"], vision);
       // Every slot's session (its mark included) counted, and the tower once.
@@ -138,7 +139,7 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       EXPECT_LE(u.expert_cache_bytes, p["expert_cache_bytes"].get<uint64_t>());
       EXPECT_GT(u.expert_cache_bytes, 0u);
       // Everything open stays within the plan's reserve and the budget.
-      // The slots' marks are set (the pool marks every slot at creation).
+      // The slots' marks are set (the pool sets both of every slot at creation).
       EXPECT_EQ(u.state_bytes, state);
       EXPECT_LE(u.state_bytes + u.scratch_bytes, state + scratch);
       if (vision) {
@@ -165,6 +166,13 @@ TEST_F(ServePlan, VisionAndParallelRaiseTheFloor) {
   EXPECT_EQ(wide["sessions"], 2);
   EXPECT_EQ(wide["floor_bytes"].get<uint64_t>(),
             base["floor_bytes"].get<uint64_t>() + base["session_bytes"].get<uint64_t>());
+  // Without the follow-on prefill a slot keeps one mark: one copy less.
+  Json single = Plan({"--no-follow-on"}, &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(single["marks_per_session"], 1);
+  EXPECT_EQ(base["marks_per_session"], 2);
+  EXPECT_EQ(single["floor_bytes"].get<uint64_t>(),
+            base["floor_bytes"].get<uint64_t>() - base["rewind_mark_bytes"].get<uint64_t>());
 }
 
 TEST_F(ServePlan, BudgetUnderThePrintedFloorFailsStartUpToo) {

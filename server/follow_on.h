@@ -1,0 +1,29 @@
+// The follow-on prefill's guess (session_pool.h, "Follow-on prefill"): the
+// tokens a conversation's next request will most likely start with, i.e.
+// this request's messages, the reply as a client sends it back, and the
+// start of whatever message comes next.
+#pragma once
+
+#include <vector>
+
+#include "json_text.h"
+#include "prepare.h"
+#include "waste/waste.h"
+
+namespace waste::server {
+
+// `body` is the chat request as rendered (its messages, tools, thinking
+// and format fields), `reply` the assistant message the server answered
+// (ChatTurn::Message). The reply goes back as the client will most likely
+// send it: with its reasoning only when the request's latest assistant
+// message carries reasoning (clients that echo it do so every turn; most
+// drop it, and with none to go by it is dropped), with its tool calls as
+// they were answered. The guess is the longest token prefix shared by the
+// conversation rendered with two different next messages (a user's, or
+// the results of the reply's tool calls), so it ends where any next
+// message's own tokens begin. Empty when nothing can be guessed (the
+// conversation has images, the rendering fails).
+std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, const Json& body,
+                                const Json& reply);
+
+}  // namespace waste::server
