@@ -46,8 +46,10 @@ bool EngineWorker::Submit(Job job, Drop drop) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // As many queued jobs as there are idle threads start at once; the
-    // rest wait.
-    const size_t idle = threads_.size() - running_.load();
+    // rest wait. A thread in background work counts as idle: the job queued
+    // for it makes that work give way (http_server.cc, FollowOn), so even
+    // `--queue 0` admits it.
+    const size_t idle = threads_.size() - (running_.load() - background_);
     if (stopping_ || queue_.size() >= max_waiting_ + idle) return false;
     queue_.emplace_back(std::move(job), std::move(drop));
   }

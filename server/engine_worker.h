@@ -57,7 +57,8 @@ class EngineWorker {
   // Held by a job while it does background work after its request was
   // answered (the follow-on prefill, session_pool.h): running() does not
   // count it, so that work can give way to any request that runs or
-  // waits. Its thread stays busy (Submit still counts it).
+  // waits, and Submit counts its thread as idle (a job it admits for that
+  // thread waits in the queue, which is what makes the work give way).
   class Background {
    public:
     explicit Background(EngineWorker& worker);

@@ -199,9 +199,9 @@ struct HttpServer::Impl {
       return false;
     }
     std::string err;
-    if (!ParseJson(req.body, body, &err)) {
-      const bool refused = err.rfind("an object has more than", 0) == 0;  // valid, but too wide
-      Fail(res, BadRequest((refused ? "request body refused: " : "request body is not valid JSON: ") + err,
+    bool too_wide = false;
+    if (!ParseJson(req.body, body, &err, &too_wide)) {
+      Fail(res, BadRequest((too_wide ? "request body refused: " : "request body is not valid JSON: ") + err,
                            std::nullopt));
       return false;
     }

@@ -30,10 +30,13 @@ const Json* Field(const Json& body, const char* name);
 
 // Parses request JSON the permissive way clients expect (duplicate keys
 // keep the last value). Returns false and sets `error` on failure,
-// including an object with more than kMaxJsonMembers members: objects keep
-// their members in order (ordered_json), so each insertion scans those
-// before it, and a body of a million keys would hold a thread for hours.
+// including an object with more than kMaxJsonMembers members (then
+// *too_wide, when given, is set): objects keep their members in order
+// (ordered_json), so each insertion scans those before it, and a body of a
+// million keys would hold a thread for hours.
 inline constexpr size_t kMaxJsonMembers = 10000;
-bool ParseJson(std::string_view text, Json* out, std::string* error);
+bool ParseJson(std::string_view text, Json* out, std::string* error, bool* too_wide = nullptr);
+// The error ParseJson gives for such an object.
+std::string TooManyMembersError();
 
 }  // namespace waste::server

@@ -89,7 +89,7 @@ std::string Metrics::Render(size_t queue_waiting, size_t running) const {
        "Of those, prompt tokens resumed from a follow-on prefill's point.");
   out += "waste_follow_on_cached_tokens_total " + std::to_string(follow_on_cached_tokens_) + "\n";
   Line(&out, "waste_follow_on_prefills_total", "counter",
-       "Follow-on prefills started after a reply (the next turn prefilled while idle).");
+       "Follow-on prefills that fed tokens after a reply (the next turn prefilled while idle).");
   out += "waste_follow_on_prefills_total " + std::to_string(follow_on_runs_) + "\n";
   Line(&out, "waste_follow_on_tokens_total", "counter", "Tokens the follow-on prefills fed.");
   out += "waste_follow_on_tokens_total " + std::to_string(follow_on_tokens_) + "\n";

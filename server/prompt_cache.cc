@@ -105,11 +105,14 @@ SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
       report.skipped.push_back(name + ": a request still runs on it");
       continue;
     }
+    // The furthest point: the follow-on's when it has one (after a restart
+    // the conversation's next turn is likelier than the same request sent
+    // again), else, or when going back there fails, the request's.
+    int mark = slot.ahead.empty() ? kRequestMark : kAheadMark;
+    if (mark == kAheadMark && !slot.session->RewindToMark(kAheadMark).ok()) mark = kRequestMark;
+    const std::vector<int>& kept = mark == kAheadMark ? slot.ahead : slot.tokens;
     // A pair this server could not load (another model's, say) is left as
     // it was unless the slot has a point of its own to put there.
-    // The furthest point: the follow-on's when it has one.
-    const bool ahead = !slot.ahead.empty();
-    const std::vector<int>& kept = ahead ? slot.ahead : slot.tokens;
     if (kept.empty() && slot.cache_skipped) continue;
     // The token file goes first and comes back last: a pair is complete
     // only when both are written, and a crash in between leaves a state
@@ -119,7 +122,7 @@ SessionPool::CacheReport SessionPool::SaveMarks(const std::string& dir) {
       RemoveIfThere(state);
       continue;
     }
-    Status st = slot.session->RewindToMark(ahead ? kAheadMark : kRequestMark);
+    Status st = mark == kAheadMark ? Status::Ok() : slot.session->RewindToMark(kRequestMark);
     if (st.ok()) st = slot.session->SaveState(state);
     std::string hash;
     if (st.ok()) {

@@ -67,24 +67,45 @@ int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit, i
   return 0;
 }
 
+// What a slot that is following on will hold of `ids`: its points, or the
+// chunks of its guess that `ids` starts with.
+int SessionPool::Promised(const Slot& s, std::span<const int> ids, size_t limit) const {
+  int m = kRequestMark;
+  const int now = Usable(s, ids, limit, &m);
+  const size_t n = std::min({s.guess.size(), ids.size(), limit});
+  const size_t shared =
+      std::mismatch(s.guess.begin(), s.guess.begin() + static_cast<std::ptrdiff_t>(n), ids.begin()).first -
+      s.guess.begin();
+  return std::max(now, static_cast<int>(shared / kChunk * kChunk));
+}
+
 SessionPool::Slot* SessionPool::Take(std::span<const int> ids, size_t limit, int* usable, int* mark) {
   std::unique_lock<std::mutex> lock(mu_);
-  // A follow-on gives up at its next span boundary once a request runs.
-  follow_on_done_.wait(lock, [&] {
-    return std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.following_on; });
-  });
   Slot* best = nullptr;
   int best_len = 0, best_mark = kRequestMark;
-  for (Slot& s : slots_) {
-    if (s.held) continue;
-    int m = kRequestMark;
-    int len = Usable(s, ids, limit, &m);
-    if (best == nullptr || len > best_len ||
-        (len == best_len && best_len == 0 && s.last_used < best->last_used)) {
-      best = &s;
-      best_len = len;
-      best_mark = m;
+  while (true) {
+    best = nullptr;
+    best_len = 0;
+    for (Slot& s : slots_) {
+      if (s.held) continue;
+      int m = kRequestMark;
+      int len = Usable(s, ids, limit, &m);
+      if (best == nullptr || len > best_len ||
+          (len == best_len && best_len == 0 && s.last_used < best->last_used)) {
+        best = &s;
+        best_len = len;
+        best_mark = m;
+      }
     }
+    // A slot reserved for its follow-on is waited for when it holds (or
+    // will) more of this prompt than any free slot, most likely because it
+    // is this conversation's, or when no slot is free; the follow-on gives
+    // way at its next span boundary once this request runs.
+    const bool wait = std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) {
+      return s.following_on && (best == nullptr || Promised(s, ids, limit) > best_len);
+    });
+    if (!wait) break;
+    follow_on_done_.wait(lock);
   }
   if (best == nullptr) return nullptr;
   best->held = true;
@@ -101,6 +122,7 @@ void SessionPool::Give(Slot* slot) {
     slot->held = false;
     was_following_on = slot->following_on;
     slot->following_on = false;
+    slot->guess.clear();
   }
   if (was_following_on) follow_on_done_.notify_all();
 }
@@ -241,6 +263,8 @@ int SessionPool::RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const
     std::lock_guard<std::mutex> lock(mu_);
     slot.ahead.clear();  // gone with the rewind, if it was set
     if (from == 0) slot.tokens.clear();  // and the request's point with the reset
+    // What a request arriving meanwhile may wait for (Take).
+    slot.guess.assign(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(point));
   }
   size_t reached = from;
   while (reached < point) {

@@ -37,9 +37,10 @@
 // Concurrency. Requests run at once (server/engine_worker.h), each on a
 // slot of its own: a Run holds its slot until it is destroyed, and Prepare
 // chooses among the free slots only (the longest usable prefix among them,
-// else the least recently used). A request that arrives while a slot is
-// reserved for or running its follow-on waits for it: that slot may hold
-// its own conversation. The follow-on stops at its next span boundary when
+// else the least recently used). A request waits for a slot reserved for
+// or running its follow-on when that slot holds, or is prefilling, more of
+// its prompt than any free slot (its own conversation, most likely), or
+// when no slot is free. The follow-on stops at its next span boundary when
 // its `stop` says so (the server: any other request waits or runs) and
 // keeps what it reached. Thread-safe.
 #pragma once
@@ -173,6 +174,7 @@ class SessionPool {
     uint64_t last_used = 0;
     bool held = false;               // a request is using it (under mu_)
     bool following_on = false;       // reserved for or running its follow-on (under mu_)
+    std::vector<int> guess;          // while it runs: the tokens it prefills towards (under mu_)
     bool cache_skipped = false;      // LoadMarks found a pair it could not use
   };
 
@@ -183,9 +185,11 @@ class SessionPool {
   int Usable(const Slot& s, std::span<const int> ids, size_t limit, int* mark) const;
   // Marks and returns the free slot with the longest usable prefix of `ids`
   // within `limit` (its length in *usable, its mark in *mark), else the
-  // least recently used free one; null when every slot is held. Waits while
-  // a slot is reserved for its follow-on.
+  // least recently used free one; null when every slot is held. Waits for
+  // a slot reserved for its follow-on that promises more of `ids` than any
+  // free slot, or when only such slots are left.
   Slot* Take(std::span<const int> ids, size_t limit, int* usable, int* mark);
+  int Promised(const Slot& s, std::span<const int> ids, size_t limit) const;
   void Give(Slot* slot);
 
   Engine& engine_;

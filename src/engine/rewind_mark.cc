@@ -108,10 +108,11 @@ Status Session::RewindToMark(int index) noexcept {
 }
 
 int Session::MarkPosition(int index) const noexcept {
+  // No run lock: the marks change only in this session's own calls, and a
+  // session is used by one thread at a time (its callbacks included, which
+  // may hold the run lock).
   const SessionCore& s = *core_;
-  if (index < 0) return -1;
-  std::lock_guard<FairMutex> run(s.model->run_mu);
-  if (static_cast<size_t>(index) >= s.marks.size()) return -1;
+  if (index < 0 || static_cast<size_t>(index) >= s.marks.size()) return -1;
   const std::unique_ptr<RewindMark>& m = s.marks[static_cast<size_t>(index)];
   return m && m->valid ? m->pos : -1;
 }

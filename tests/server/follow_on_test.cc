@@ -193,20 +193,43 @@ TEST_F(FollowOnTest, GivesWayAtASpanBoundaryAndKeepsWhatItReached) {
   EXPECT_TRUE(ahead);
 }
 
-// While a slot is reserved for its follow-on, a request waits for it
-// (the slot may hold its own conversation); freeing the slot lets it go.
-TEST_F(FollowOnTest, ARequestWaitsForAReservedSlot) {
+// While a slot is reserved for its follow-on, a request of its
+// conversation (its prompt starts with the slot's point) waits for it, and
+// resumes there once the slot is free; another conversation takes a free
+// slot at once, and waits only when no slot is free.
+TEST_F(FollowOnTest, ARequestWaitsForAReservedSlotOnlyWhenItIsItsOwn) {
   auto pool = SessionPool::Create(*engine_, 2);
   ASSERT_TRUE(pool);
-  const std::vector<int> a = Ids(*engine_, Text(40, 8));
+  const std::vector<int> a = Ids(*engine_, Text(static_cast<size_t>(kC + 40), 8));
   std::vector<int> reply;
   auto reserved = Answer(**pool, a, &reply);
   ASSERT_NE(reserved, nullptr);
-  auto waiting = std::async(std::launch::async, [&] { return (*pool)->Prepare(a).has_value(); });
-  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
-  reserved.reset();  // given up without running: the slot is free again
-  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  EXPECT_TRUE(waiting.get());
+  {
+    // Another conversation: the other slot, at once.
+    auto other = (*pool)->Prepare(Ids(*engine_, Text(60, 9)));
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->cached_tokens, 0);
+    // And with that slot held too, a third waits for the reserved one.
+    auto third = std::async(std::launch::async, [&] {
+      return (*pool)->Prepare(Ids(*engine_, Text(50, 10))).has_value();
+    });
+    EXPECT_EQ(third.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+    reserved.reset();  // given up without running: the slot is free again
+    ASSERT_EQ(third.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    EXPECT_TRUE(third.get());
+  }
+  // The same conversation's next turn waits for its slot while another is free.
+  auto again = Answer(**pool, a, &reply);
+  ASSERT_NE(again, nullptr);
+  const std::vector<int> next = Concat(a, Ids(*engine_, "more"));
+  auto own = std::async(std::launch::async, [&] {
+    auto run = (*pool)->Prepare(next);
+    return run ? run->cached_tokens : -1;
+  });
+  EXPECT_EQ(own.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  again.reset();
+  ASSERT_EQ(own.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(own.get(), RestorePoint(a.size()));
 }
 
 TEST_F(FollowOnTest, OneMarkPerSessionMeansNoFollowOn) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <thread>
 
+#include "engine_worker.h"
 #include "golden_util.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -125,6 +126,44 @@ TEST(Metrics, CountersNeverGoBackwards) {
   const std::string text = m.Render(0, 0);
   EXPECT_NE(text.find("\nwaste_expert_bytes_read_total 2000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nwaste_requests_running 0\n"), std::string::npos) << text;
+}
+
+// A job in background work (the follow-on prefill) does not count as
+// running, and its thread counts as idle when a job is submitted: even
+// with no queue (--queue 0) the job is admitted and waits in the queue,
+// which is what tells the background work to give way.
+TEST(EngineWorker, BackgroundWorkAdmitsAJobForItsThread) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  EngineWorker worker(*TinyEngine(), 1, /*max_waiting=*/0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_background = false, queued_seen = false, second_ran = false;
+  ASSERT_TRUE(worker.Submit([&](Engine&) {
+    EngineWorker::Background background(worker);
+    std::unique_lock<std::mutex> lock(mu);
+    in_background = true;
+    cv.notify_all();
+    // Until a job waits: what the follow-on's give_way asks.
+    queued_seen = cv.wait_for(lock, std::chrono::seconds(30), [&] { return worker.waiting() > 0; });
+  }));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return in_background; }));
+  }
+  EXPECT_EQ(worker.running(), 0u);
+  EXPECT_TRUE(worker.Submit([&](Engine&) {
+    std::lock_guard<std::mutex> lock(mu);
+    second_ran = true;
+    cv.notify_all();
+  }));
+  EXPECT_FALSE(worker.Submit([](Engine&) {}));  // one waits already: the queue is full
+  cv.notify_all();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return second_ran; }));
+  }
+  worker.Join();
+  EXPECT_TRUE(queued_seen);
 }
 
 class HttpTest : public ::testing::Test {
