@@ -7,26 +7,25 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
 #include <future>
 #include <vector>
 
 #include "follow_on.h"
 #include "golden_util.h"
 #include "json_text.h"
+#include "pool_test_util.h"
 #include "prepare.h"
 #include "session_pool.h"
 
 namespace waste::server {
 namespace {
 
-constexpr int kC = kPrefillChunkTokens;
+using testing::Fresh;
+using testing::Ids;
+using testing::Resumed;
+using testing::SameBits;
 
-std::vector<int> Ids(Engine& e, const std::string& text) {
-  auto ids = e.Tokenize(text, false, false);
-  EXPECT_TRUE(ids);
-  return ids ? *ids : std::vector<int>{};
-}
+constexpr int kC = kPrefillChunkTokens;
 
 std::string Text(size_t n, int salt) {
   std::string s(n, 'a');
@@ -40,18 +39,6 @@ std::vector<int> Concat(std::vector<int> a, const std::vector<int>& b) {
 }
 
 int RestorePoint(size_t prompt_tokens) { return static_cast<int>((prompt_tokens - 1) / kC * kC); }
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::vector<float> Fresh(Session& s, const std::vector<int>& ids) {
-  s.Reset();
-  auto l = s.Eval(ids);
-  EXPECT_TRUE(l);
-  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
-}
 
 class FollowOnTest : public ::testing::Test {
  protected:
@@ -84,18 +71,6 @@ class FollowOnTest : public ::testing::Test {
       return true;
     }));
     return pool.ReserveFollowOn(*run);
-  }
-
-  // Prepares `ids` and returns the last position's logits.
-  std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* cached, bool* ahead) {
-    auto run = pool.Prepare(ids);
-    EXPECT_TRUE(run) << run.error().ToString();
-    if (!run) return {};
-    *cached = run->cached_tokens;
-    *ahead = run->resumed_ahead;
-    auto l = run->session->Eval(run->rest);
-    EXPECT_TRUE(l);
-    return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
   }
 
   std::unique_ptr<Engine> engine_;

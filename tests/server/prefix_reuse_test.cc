@@ -4,7 +4,6 @@
 // weights; byte-level pieces, so prompts of a few hundred tokens are easy).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,44 +11,21 @@
 
 #include "golden_util.h"
 #include "json_text.h"
+#include "pool_test_util.h"
 #include "session_pool.h"
 #include "temp_dir.h"
 
 namespace waste::server {
 namespace {
 
-std::vector<int> Ids(Engine& e, const std::string& text) {
-  auto ids = e.Tokenize(text, false, false);
-  EXPECT_TRUE(ids);
-  return ids ? *ids : std::vector<int>{};
-}
-
-// Fresh prefill of `ids` on its own session: the last position's logits.
-std::vector<float> Fresh(Session& s, const std::vector<int>& ids) {
-  s.Reset();
-  auto l = s.Eval(ids);
-  EXPECT_TRUE(l);
-  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
-}
-
-std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* cached) {
-  auto run = pool.Prepare(ids);
-  EXPECT_TRUE(run) << run.error().ToString();
-  if (!run) return {};
-  *cached = run->cached_tokens;
-  auto l = run->session->Eval(run->rest);
-  EXPECT_TRUE(l);
-  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
-}
+using testing::Fresh;
+using testing::Ids;
+using testing::Resumed;
+using testing::SameBits;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {

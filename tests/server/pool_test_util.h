@@ -1,0 +1,51 @@
+// Shared by the session-pool tests (prefix reuse, follow-on prefill):
+// tokens of a text, a fresh prefill's logits, a prepared prompt's logits,
+// and bit-for-bit comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "session_pool.h"
+#include "waste/waste.h"
+
+namespace waste::server::testing {
+
+inline std::vector<int> Ids(Engine& e, const std::string& text) {
+  auto ids = e.Tokenize(text, false, false);
+  EXPECT_TRUE(ids);
+  return ids ? *ids : std::vector<int>{};
+}
+
+// Fresh prefill of `ids` on its own session: the last position's logits.
+inline std::vector<float> Fresh(Session& s, const std::vector<int>& ids) {
+  s.Reset();
+  auto l = s.Eval(ids);
+  EXPECT_TRUE(l);
+  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+// `ids` prepared on the pool (resumed where a slot allows) and the rest
+// fed: the last position's logits. *cached gets the tokens resumed,
+// *ahead (optional) whether from a follow-on's point.
+inline std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* cached,
+                                  bool* ahead = nullptr) {
+  auto run = pool.Prepare(ids);
+  EXPECT_TRUE(run) << run.error().ToString();
+  if (!run) return {};
+  *cached = run->cached_tokens;
+  if (ahead != nullptr) *ahead = run->resumed_ahead;
+  auto l = run->session->Eval(run->rest);
+  EXPECT_TRUE(l);
+  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && !a.empty() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace waste::server::testing
