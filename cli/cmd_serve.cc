@@ -195,6 +195,9 @@ int ServeMain(const std::vector<std::string>& args) {
   }
   std::printf("parallel: %d request%s at once, %d conversation slot%s for prefix reuse\n",
               so.parallel, so.parallel == 1 ? "" : "s", so.parallel, so.parallel == 1 ? "" : "s");
+  std::printf("follow-on prefill: %s\n",
+              so.follow_on ? "on (after each chat reply the next turn is prefilled while idle)"
+                           : "off");
   if (!so.prompt_cache_dir.empty()) {
     std::printf("prompt cache: %s\n", (*server)->PromptCacheDescription().c_str());
     for (const std::string& why : (*server)->prompt_cache_skipped()) {
