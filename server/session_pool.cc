@@ -138,11 +138,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
                                               const std::function<bool()>& cancelled) {
   if (ids.empty()) return ArgError("empty prompt");
   // Reusable positions: one token must stay for the logits, and nothing
-  // from the first image pad on (see the header).
-  size_t limit = ids.size() - 1;
-  if (int pad = engine_.media_pad_id(); pad >= 0) {
-    limit = std::min<size_t>(limit, std::find(ids.begin(), ids.end(), pad) - ids.begin());
-  }
+  // from the first image pad on.
+  const size_t limit = BeforeFirstPad(ids, ids.size() - 1);
   int best_len = 0, mark = kRequestMark;
   Slot* taken = Take(ids, limit, &best_len, &mark);
   if (taken == nullptr) return AllSlotsHeld(slots());
@@ -218,30 +215,33 @@ Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   return run;
 }
 
+size_t SessionPool::BeforeFirstPad(std::span<const int> ids, size_t limit) const {
+  if (int pad = engine_.media_pad_id(); pad >= 0) {
+    limit = std::min<size_t>(limit, std::find(ids.begin(), ids.end(), pad) - ids.begin());
+  }
+  return limit;
+}
+
 std::shared_ptr<SessionPool::FollowOn> SessionPool::ReserveFollowOn(Run& run) {
   if (!follows_on_ || run.lease.slot_ == nullptr) return nullptr;
-  auto reserved = std::make_shared<FollowOn>();
-  reserved->slot = run.lease.slot_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    reserved->slot->following_on = true;
+    run.lease.slot_->following_on = true;
   }
+  auto reserved = std::make_shared<FollowOn>();
   reserved->lease = std::move(run.lease);
   return reserved;
 }
 
 int SessionPool::RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const int> next,
                              const std::function<bool()>& stop) {
-  if (!reserved || reserved->slot == nullptr) return 0;
-  Slot& slot = *reserved->slot;
+  if (!reserved || reserved->lease.slot_ == nullptr) return 0;
+  Slot& slot = *reserved->lease.slot_;
   Session& session = *slot.session;
   // The next request's prompt is longer than `next` (a message follows),
   // so any chunk boundary within it can be that request's restore point;
-  // none from the first image pad on (see the header).
-  size_t limit = next.size();
-  if (int pad = engine_.media_pad_id(); pad >= 0) {
-    limit = std::min<size_t>(limit, std::find(next.begin(), next.end(), pad) - next.begin());
-  }
+  // none from the first image pad on.
+  const size_t limit = BeforeFirstPad(next, next.size());
   const size_t point = limit / kChunk * kChunk;
   // From the request's point when the guess starts with it. When it does
   // not (the prompt ended in a system note, as response_format and

@@ -121,8 +121,7 @@ class SessionPool {
   // given up: destroying the result without running it frees the slot).
   // Null when the pool does not follow on (one mark per session).
   struct FollowOn {
-    Lease lease;
-    Slot* slot = nullptr;
+    Lease lease;  // the reserved slot, held until this goes
   };
   std::shared_ptr<FollowOn> ReserveFollowOn(Run& run);
   // Prefills `next` (the tokens the conversation's next request most likely
@@ -190,6 +189,9 @@ class SessionPool {
   // free slot, or when only such slots are left.
   Slot* Take(std::span<const int> ids, size_t limit, int* usable, int* mark);
   int Promised(const Slot& s, std::span<const int> ids, size_t limit) const;
+  // `limit` cut to the position of the first image pad in `ids` (no restore
+  // point lies past one, see the header).
+  size_t BeforeFirstPad(std::span<const int> ids, size_t limit) const;
   void Give(Slot* slot);
 
   Engine& engine_;

@@ -6,13 +6,26 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "golden_util.h"
 #include "session_pool.h"
 #include "waste/waste.h"
 
 namespace waste::server::testing {
+
+// The tiny tokenizer container opened with room for `sessions` sessions and
+// `marks` rewind marks each (SessionPool::kMarks as `waste serve` opens it).
+inline std::unique_ptr<Engine> OpenTiny(uint32_t sessions, int marks) {
+  Config cfg;
+  cfg.max_sessions = sessions;
+  cfg.rewind_marks = marks;
+  auto e = Engine::Open(TinyTokContainer(), cfg);
+  EXPECT_TRUE(e) << e.error().ToString();
+  return e ? std::move(*e) : nullptr;
+}
 
 inline std::vector<int> Ids(Engine& e, const std::string& text) {
   auto ids = e.Tokenize(text, false, false);

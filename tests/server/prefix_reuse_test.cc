@@ -101,15 +101,12 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
 // (nothing half-fed is ever rewound to).
 TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
-  Config cfg;
-  cfg.max_sessions = 2;
-  cfg.rewind_marks = true;
-  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  std::unique_ptr<Engine> engine = testing::OpenTiny(2, 1);
   ASSERT_TRUE(engine);
-  auto pool = SessionPool::Create(**engine, 1);
+  auto pool = SessionPool::Create(*engine, 1);
   ASSERT_TRUE(pool);
   const std::vector<int> ids =
-      Ids(**engine, std::string(static_cast<size_t>(3 * kPrefillSpanTokens + 40), 'p'));
+      Ids(*engine, std::string(static_cast<size_t>(3 * kPrefillSpanTokens + 40), 'p'));
   ASSERT_GT(ids.size(), static_cast<size_t>(3 * kPrefillSpanTokens + 1));  // three whole spans
   int asked = 0;
   auto run = (*pool)->Prepare(ids, [&] { return ++asked > 2; });
@@ -127,14 +124,11 @@ TEST(PrefixReuse, CancelledPrefillStopsWithinASpan) {
 // taken again.
 TEST(PrefixReuse, HeldSlotsAreNotHandedOutTwice) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
-  Config cfg;
-  cfg.max_sessions = 2;
-  cfg.rewind_marks = true;
-  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  std::unique_ptr<Engine> engine = testing::OpenTiny(2, 1);
   ASSERT_TRUE(engine);
-  auto pool = SessionPool::Create(**engine, 2);
+  auto pool = SessionPool::Create(*engine, 2);
   ASSERT_TRUE(pool);
-  const std::vector<int> ids = Ids(**engine, "held slots");
+  const std::vector<int> ids = Ids(*engine, "held slots");
   auto first = (*pool)->PrepareFresh(ids);
   auto second = (*pool)->Prepare(ids);
   ASSERT_TRUE(first && second);
