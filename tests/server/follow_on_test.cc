@@ -16,6 +16,7 @@
 #include "pool_test_util.h"
 #include "prepare.h"
 #include "session_pool.h"
+#include "temp_dir.h"
 
 namespace waste::server {
 namespace {
@@ -44,12 +45,8 @@ class FollowOnTest : public ::testing::Test {
  protected:
   void SetUp() override {
     WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
-    Config cfg;
-    cfg.max_sessions = 3;
-    cfg.rewind_marks = SessionPool::kMarks;  // as `waste serve` opens it
-    auto e = Engine::Open(testing::TinyTokContainer(), cfg);
-    ASSERT_TRUE(e) << e.error().ToString();
-    engine_ = std::move(*e);
+    engine_ = testing::OpenTiny(3, SessionPool::kMarks);  // as `waste serve` opens it
+    ASSERT_TRUE(engine_);
     auto ref = engine_->model().NewSession();
     ASSERT_TRUE(ref);
     ref_ = std::move(*ref);
@@ -113,6 +110,33 @@ TEST_F(FollowOnTest, TheNextTurnResumesPastTheReplyBitIdentically) {
     return true;
   }));
   EXPECT_EQ(resumed_reply, fresh_reply);
+}
+
+// The prompt cache saves a slot's furthest point, the follow-on's, and a
+// restarted server resumes the next turn there.
+TEST_F(FollowOnTest, ThePromptCacheKeepsTheFollowOnsPoint) {
+  waste::testing::TempDir dir;
+  const std::vector<int> a = Ids(*engine_, Text(static_cast<size_t>(kC + kC / 2), 11));
+  std::vector<int> guess;
+  int ahead_point = 0;
+  {
+    auto pool = SessionPool::Create(*engine_, 1);
+    ASSERT_TRUE(pool);
+    std::vector<int> reply;
+    auto reserved = Answer(**pool, a, &reply);
+    ASSERT_NE(reserved, nullptr);
+    guess = Concat(Concat(a, reply), Ids(*engine_, Text(kC, 12)));
+    ahead_point = static_cast<int>(guess.size()) / kC * kC;
+    ASSERT_GT((*pool)->RunFollowOn(std::move(reserved), guess, {}), 0);
+    EXPECT_EQ((*pool)->SaveMarks(dir.path()).tokens, static_cast<uint64_t>(ahead_point));
+  }
+  auto restarted = SessionPool::Create(*engine_, 1);
+  ASSERT_TRUE(restarted);
+  EXPECT_EQ((*restarted)->LoadMarks(dir.path()).tokens, static_cast<uint64_t>(ahead_point));
+  const std::vector<int> next = Concat(guess, Ids(*engine_, "next"));
+  int cached = -1;
+  EXPECT_TRUE(SameBits(Resumed(**restarted, next, &cached), Fresh(*ref_, next)));
+  EXPECT_EQ(cached, ahead_point);
 }
 
 TEST_F(FollowOnTest, AWrongGuessFallsBackToTheRequestsOwnPoint) {
