@@ -194,6 +194,9 @@ class Sim:
         self.right = {}                   # (layer, rank) -> [picked, guessed]
         self.hz = Hazard()
         self.protect_resident = False     # a resident lookahead guess is pending too
+        self.now = {}                     # token-oracle: this token's routing per layer
+        self.routing = []
+        self.horizon = 0                  # horizon: tokens of routing the oracle sees
 
     # --- replacement ---------------------------------------------------------
 
@@ -231,6 +234,25 @@ class Sim:
         passed = d == 0 or order.get(layer, 0) < order.get(self.hint_layer, 0)
         if d == 0:
             d = n
+        if self.policy == "horizon":
+            # The oracle knows the routing of this token and the next
+            # `horizon` ones; beyond them it falls back on the learned odds.
+            t, h = self.tok_index[self.hint_seq - 1], self.horizon
+            first = t if not passed else t + 1
+            uses = self.tok_uses.get(self.key[s], ())
+            i = bisect.bisect_left(uses, first)
+            if i < len(uses) and uses[i] <= t + h:
+                return d + n * (uses[i] - first)
+            p = self.hz.chance(self.key[s], 1)
+            return d + n * (t + h + 1 - first) + n * (1.0 / p - 1.0)
+        if self.policy == "token-oracle" and not passed:
+            # The oracle knows which records this token's later layers route.
+            picked = self.now.get(layer)
+            if picked is not None:
+                if e in picked:
+                    return d
+                p = self.hz.chance(self.key[s], 1)
+                return d + n + n * (1.0 / p - 1.0)
         p = self.hz.chance(self.key[s], 1 if passed else 0)
         return d + n * (1.0 / p - 1.0)
 
@@ -246,7 +268,7 @@ class Sim:
                 return sa
         if self.policy == "next-use":
             return self.next_use(a) > self.next_use(b)
-        if self.policy == "reuse-odds":
+        if self.policy in ("reuse-odds", "token-oracle", "horizon"):
             return self.expected_gap(a) > self.expected_gap(b)
         if self.policy == "lru":
             return self.last[a] < self.last[b]
@@ -259,7 +281,8 @@ class Sim:
         if self.free:
             return self.free.pop()
         best = -1
-        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds", "popularity"):
+        if self.policy in ("lfru-exact", "lfu-history", "next-use", "opt", "reuse-odds", "popularity",
+                           "token-oracle", "horizon"):
             for i in range(self.n):
                 if self.pins[i] == 0 and not self.pending(i) and (best < 0 or self.better(i, best)):
                     best = i
@@ -383,6 +406,7 @@ class Sim:
         if self.hint_layer < 0 or self.order[layer] <= self.order.get(self.hint_layer, 0):
             self.hz.new_token()
         self.tokens[layer] = self.tokens.get(layer, 0) + 1
+        self.now = self.routing[self.hint_seq] if self.routing else {}
         self.hint = [[x, -1, 0, False] for x in ids]
         self.hint_layer = layer
         self.hint_seq += 1
@@ -458,6 +482,29 @@ class Sim:
                 self.c["dspec"] += 1
 
     def run(self, events):
+        # Per hint, the routing of every MoE layer of its token (for token-oracle).
+        self.routing, order, tok, prev = [], {}, [], -1
+        for kind, layer, ids in events:
+            if kind != "H":
+                continue
+            if layer not in order:
+                order[layer] = len(order)
+            if prev < 0 or order[layer] <= order[prev]:
+                tok = {}
+            tok[layer] = set(ids)
+            self.routing.append(tok)
+            prev = layer
+        # ... the token each hint is in, and the tokens each record is used in (horizon).
+        self.tok_index, self.tok_uses, t = [], {}, -1
+        for i, r in enumerate(self.routing):
+            if i == 0 or r is not self.routing[i - 1]:
+                t += 1
+            self.tok_index.append(t)
+        for i, r in enumerate(self.routing):
+            if i == 0 or r is not self.routing[i - 1]:
+                for layer, ids in r.items():
+                    for e in ids:
+                        self.tok_uses.setdefault((layer, e), []).append(self.tok_index[i])
         for kind, layer, ids in events:
             if kind == "H":
                 self.on_hint(layer, ids)
@@ -504,6 +551,8 @@ def main():
                          "until their layer routes and evicts wrong guesses first)")
     ap.add_argument("--protect-resident", action="store_true",
                     help="a lookahead guess already resident is also kept until its layer routes")
+    ap.add_argument("--horizon", type=int, default=1,
+                    help="policy horizon: tokens after the current one whose routing the oracle knows")
     ap.add_argument("--precision", action="store_true", help="print the lookahead's precision per rank")
     ap.add_argument("--prior-tokens", type=int, default=0,
                     help="routing traces: the first N tokens are not replayed; their per-record use "
@@ -546,6 +595,7 @@ def main():
                 a.prior, a.warmup, st)
         c.late_is_miss = not a.late_hits
         c.protect_resident = a.protect_resident
+        c.horizon = a.horizon
         for k, n in prior.items():
             c.hz.last[k] = 0
             c.hz.cnt[k] = n
