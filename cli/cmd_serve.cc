@@ -43,7 +43,7 @@ std::string DefaultModelId(const std::string& dir) {
 
 int ServeMain(const std::vector<std::string>& args) {
   CLI::App app{"waste serve: an OpenAI-compatible HTTP server over one model", "waste serve"};
-  std::string model, budget = "0", cache, cpus, usage;
+  std::string model, budget = "0", cache, cpus, usage, prompt_cache_size = "4G";
   server::ServeOptions so;
   Config cfg;
   uint32_t ctx = 0;
@@ -80,8 +80,12 @@ int ServeMain(const std::vector<std::string>& args) {
       ->check(CLI::Range(1, 64));
   app.add_option("--prompt-cache", so.prompt_cache_dir,
                  "keep the conversation slots' prompt prefixes in DIR across restarts "
-                 "(loaded at start, saved at exit)")
+                 "(loaded at start, saved at exit), and the points of conversations no slot holds "
+                 "(stored when a slot changes conversation, loaded back when one returns)")
       ->type_name("DIR");
+  app.add_option("--prompt-cache-size", prompt_cache_size,
+                 "disk the stored points of --prompt-cache may take (SIZE, default 4G; 0 = keep "
+                 "only the slots' points at exit)");
   bool no_follow_on = false;
   app.add_flag("--no-follow-on", no_follow_on,
                "do not prefill a conversation's next turn after each reply (saves the work and "
@@ -128,6 +132,12 @@ int ServeMain(const std::vector<std::string>& args) {
   auto size = ParseSize(budget);
   if (!size) {
     std::fprintf(stderr, "--budget: not a size: %s\n", budget.c_str());
+    return 2;
+  }
+  if (auto cache_size = ParseSize(prompt_cache_size)) {
+    so.prompt_cache_bytes = *cache_size;
+  } else {
+    std::fprintf(stderr, "--prompt-cache-size: not a size: %s\n", prompt_cache_size.c_str());
     return 2;
   }
   so.follow_on = !no_follow_on;

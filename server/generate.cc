@@ -198,6 +198,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   if (!run) return fail(EngineFailure(run.error(), nullptr));
   r.cached_tokens = run->cached_tokens;
   r.resumed_ahead = run->resumed_ahead;
+  r.restored = run->restored;
   int delivered = 0;
   bool turn_stopped = false;
   Status st = AsStatus(run->session->Generate(run->rest, params, [&](const TokenEvent& ev) {
@@ -353,6 +354,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     if (!run) return fail(EngineFailure(run.error(), nullptr));
     held = std::move(*run);
     r.cached_tokens = held.cached_tokens;
+    r.restored = held.restored;
     session = held.session;
     st = AsStatus(session->Generate(held.rest, params, [&](const TokenEvent& ev) {
       if (delivered++ == 0) {

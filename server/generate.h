@@ -32,6 +32,7 @@ struct GenerateResult {
   double total_ms = 0;
   bool cancelled = false;         // the client went away
   bool resumed_ahead = false;     // cached_tokens came from a follow-on prefill's point
+  bool restored = false;          // ... from a point loaded from the prompt cache's store
   // A chat reply that ran to its end: its slot, kept for the follow-on
   // prefill (SessionPool::ReserveFollowOn; null when the pool does not
   // follow on), and what computes the tokens to prefill (follow_on.h).

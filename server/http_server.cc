@@ -179,7 +179,7 @@ struct HttpServer::Impl {
         Fail(res, {404, "not_found_error", "no such model: " + id, "model", std::nullopt});
       }
     } else if (path == "/metrics") {
-      res.set_content(metrics.Render(worker->waiting(), worker->running()),
+      res.set_content(metrics.Render(worker->waiting(), worker->running(), pool->store()),
                       "text/plain; version=0.0.4");
     } else {
       Fail(res, {404, "not_found_error", "no route for GET " + req.path, std::nullopt, std::nullopt});
@@ -644,6 +644,20 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const Ser
   impl->pool = std::move(*pool);
   if (!options.prompt_cache_dir.empty()) {
     impl->cache_report = impl->pool->LoadMarks(options.prompt_cache_dir);
+    if (options.prompt_cache_bytes > 0) {
+      PointStore::Options so;
+      so.dir = options.prompt_cache_dir;
+      so.max_bytes = options.prompt_cache_bytes;
+      so.vocab = engine.info().vocab;
+      so.ctx = engine.info().ctx_tokens;
+      Result<std::unique_ptr<PointStore>> store = PointStore::Open(so);
+      if (store) {
+        impl->pool->UseStore(std::move(*store));
+      } else {
+        // The server runs without spilled points, as without the option.
+        impl->cache_report.skipped.push_back("stored points: " + store.error().message());
+      }
+    }
   }
   // One worker per slot: that many requests run at once, sharing the model
   // a step at a time (server/engine_worker.h).
@@ -688,7 +702,15 @@ std::string CacheLine(const char* done, const SessionPool::CacheReport& r, const
 
 std::string HttpServer::PromptCacheDescription() const {
   const std::string& dir = impl_->options.prompt_cache_dir;
-  return dir.empty() ? std::string() : CacheLine("restored", impl_->cache_report, "from", dir);
+  if (dir.empty()) return {};
+  std::string line = CacheLine("restored", impl_->cache_report, "from", dir);
+  if (const PointStore* store = impl_->pool->store()) {
+    const PointStore::Counts c = store->counts();
+    line += "; " + std::to_string(c.points) + " stored point" + (c.points == 1 ? "" : "s") + " (" +
+            std::to_string(c.bytes >> 20) + " MiB of up to " +
+            std::to_string(impl_->options.prompt_cache_bytes >> 20) + " MiB)";
+  }
+  return line;
 }
 
 const std::vector<std::string>& HttpServer::prompt_cache_skipped() const {

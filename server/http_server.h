@@ -32,6 +32,9 @@ struct ServeOptions {
   std::string prompt_cache_dir;           // slots' restore points kept here across restarts
                                           // (empty = none): loaded by Create, written by
                                           // SavePromptCache
+  uint64_t prompt_cache_bytes = 4ull << 30;  // ... and up to this much of stored points of
+                                          // conversations no slot holds (0 = none;
+                                          // server/point_store.h)
   int queue = 16;                         // requests that may wait for the engine
   size_t body_limit = 64u << 20;          // request body bytes
   std::string cors_origin;                // empty = no CORS headers

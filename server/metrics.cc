@@ -43,6 +43,7 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   prompt_tokens_ += static_cast<uint64_t>(r.prompt_tokens);
   cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   if (r.resumed_ahead) follow_on_cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
+  if (r.restored) restored_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
   ttft_ms_sum_ += r.prefill_ms;
   // Requests end in any order and each read the engine's counters when it
@@ -64,7 +65,7 @@ void Metrics::CountFollowOn(int tokens) {
   follow_on_tokens_ += static_cast<uint64_t>(tokens);
 }
 
-std::string Metrics::Render(size_t queue_waiting, size_t running) const {
+std::string Metrics::Render(size_t queue_waiting, size_t running, const PointStore* store) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   Line(&out, "waste_http_requests_total", "counter", "HTTP requests by route and status.");
@@ -88,6 +89,28 @@ std::string Metrics::Render(size_t queue_waiting, size_t running) const {
   Line(&out, "waste_follow_on_cached_tokens_total", "counter",
        "Of those, prompt tokens resumed from a follow-on prefill's point.");
   out += "waste_follow_on_cached_tokens_total " + std::to_string(follow_on_cached_tokens_) + "\n";
+  Line(&out, "waste_prompt_cache_restored_tokens_total", "counter",
+       "Of those, prompt tokens resumed from a point loaded from the prompt cache's store.");
+  out += "waste_prompt_cache_restored_tokens_total " + std::to_string(restored_tokens_) + "\n";
+  if (store != nullptr) {
+    const PointStore::Counts c = store->counts();
+    Line(&out, "waste_prompt_cache_points", "gauge",
+         "Restore points of conversations no slot holds, stored on disk (--prompt-cache).");
+    out += "waste_prompt_cache_points " + std::to_string(c.points) + "\n";
+    Line(&out, "waste_prompt_cache_bytes", "gauge", "Disk those points take.");
+    out += "waste_prompt_cache_bytes " + std::to_string(c.bytes) + "\n";
+    Line(&out, "waste_prompt_cache_stores_total", "counter",
+         "Points stored (a slot given to another conversation).");
+    out += "waste_prompt_cache_stores_total " + std::to_string(c.stored) + "\n";
+    Line(&out, "waste_prompt_cache_loads_total", "counter", "Points loaded back into a slot.");
+    out += "waste_prompt_cache_loads_total " + std::to_string(c.loaded) + "\n";
+    Line(&out, "waste_prompt_cache_evictions_total", "counter",
+         "Points removed to stay within --prompt-cache-size.");
+    out += "waste_prompt_cache_evictions_total " + std::to_string(c.evicted) + "\n";
+    Line(&out, "waste_prompt_cache_failed_loads_total", "counter",
+         "Points dropped because their state could not be loaded.");
+    out += "waste_prompt_cache_failed_loads_total " + std::to_string(c.failed) + "\n";
+  }
   Line(&out, "waste_follow_on_prefills_total", "counter",
        "Follow-on prefills that fed tokens after a reply (the next turn prefilled while idle).");
   out += "waste_follow_on_prefills_total " + std::to_string(follow_on_runs_) + "\n";

@@ -21,7 +21,8 @@ class Metrics {
   void CountGeneration(const GenerateResult& r, const Stats& engine_stats);
   // A follow-on prefill (session_pool.h) fed `tokens` ahead.
   void CountFollowOn(int tokens);
-  std::string Render(size_t queue_waiting, size_t running) const;
+  // `store`: the prompt cache's stored points (null without one).
+  std::string Render(size_t queue_waiting, size_t running, const PointStore* store = nullptr) const;
 
  private:
   mutable std::mutex mu_;
@@ -29,7 +30,7 @@ class Metrics {
   uint64_t rejected_ = 0;
   uint64_t generations_ = 0, cancelled_ = 0, failed_ = 0;
   uint64_t prompt_tokens_ = 0, completion_tokens_ = 0;
-  uint64_t cached_tokens_ = 0, follow_on_cached_tokens_ = 0;
+  uint64_t cached_tokens_ = 0, follow_on_cached_tokens_ = 0, restored_tokens_ = 0;
   uint64_t follow_on_runs_ = 0, follow_on_tokens_ = 0;
   double ttft_ms_sum_ = 0;
   Stats stats_;

@@ -149,6 +149,30 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   Session& session = *slot.session;
   run.session = &session;
   run.before = session.stats();
+  if (store_ != nullptr && static_cast<size_t>(best_len) < limit / kChunk * kChunk) {
+    // A conversation no slot holds may be in the store: loaded back when it
+    // gives more than this slot does, after the slot's own point is stored.
+    if (store_->Longest(ids, limit) > static_cast<size_t>(best_len)) {
+      Spill(slot, ids, limit);
+      std::vector<int> loaded;
+      if (store_->LoadLongest(ids, limit, session, &loaded).ok() &&
+          session.SetMark(kRequestMark).ok()) {
+        best_len = static_cast<int>(loaded.size());
+        mark = kRequestMark;
+        run.restored = true;
+        std::lock_guard<std::mutex> lock(mu_);
+        slot.tokens = std::move(loaded);
+        slot.ahead.clear();
+      } else {
+        best_len = 0;  // whatever the failed load left is reset below
+        std::lock_guard<std::mutex> lock(mu_);
+        slot.tokens.clear();
+        slot.ahead.clear();
+      }
+    } else if (best_len == 0) {
+      Spill(slot, ids, limit);  // the slot starts over for this prompt
+    }
+  }
   size_t from = 0;
   // A mark is valid while the slot's session has only moved forward since
   // (nothing else resets or restores a pool's session); if it ever is not,
@@ -205,6 +229,7 @@ Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   run.lease = Lease(this, taken);
   run.session = taken->session;
   run.before = taken->session->stats();
+  if (store_ != nullptr) Spill(*taken, {}, 0);
   taken->session->Reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -213,6 +238,29 @@ Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   }
   run.rest = ids;
   return run;
+}
+
+void SessionPool::Spill(Slot& slot, std::span<const int> ids, size_t limit) {
+  std::vector<int> point, request_point;
+  int mark = kRequestMark;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!slot.ahead.empty()) mark = kAheadMark;
+    point = mark == kAheadMark ? slot.ahead : slot.tokens;
+    request_point = slot.tokens;
+  }
+  if (point.empty() || Starts(point, ids, limit)) return;
+  if (!slot.session->RewindToMark(mark).ok()) {
+    // The follow-on's point could not be gone back to: the request's may.
+    if (mark == kRequestMark || request_point.empty() ||
+        !slot.session->RewindToMark(kRequestMark).ok()) {
+      return;
+    }
+    point = std::move(request_point);
+  }
+  // A point that cannot be stored (disk full, say) is lost as it was
+  // before there was a store; the request goes on either way.
+  (void)store_->Put(*slot.session, point, ids);
 }
 
 size_t SessionPool::BeforeFirstPad(std::span<const int> ids, size_t limit) const {

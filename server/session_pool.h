@@ -43,6 +43,12 @@
 // when no slot is free. The follow-on stops at its next span boundary when
 // its `stop` says so (the server: any other request waits or runs) and
 // keeps what it reached. Thread-safe.
+//
+// Spilled points (with a PointStore, `--prompt-cache DIR`): before a slot
+// is reset for a prompt its point does not start (or PrepareFresh resets
+// it), its furthest point is stored; a request whose prompt starts with a
+// stored point longer than its slot's has that point loaded into the slot
+// (point_store.h). Both run on the request's own slot, before its prefill.
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "point_store.h"
 #include "waste/waste.h"
 
 namespace waste::server {
@@ -97,6 +104,7 @@ class SessionPool {
     Session* session = nullptr;
     int cached_tokens = 0;   // prompt tokens rewound to instead of prefilled
     bool resumed_ahead = false;  // ... to the follow-on's point (kAheadMark)
+    bool restored = false;       // ... to a point loaded from the store (UseStore)
     std::span<const int> rest;  // what Generate must still be given
     // The session's counters when the request took it (before any prefill):
     // with session->stats() after, the request's own expert traffic.
@@ -154,6 +162,11 @@ class SessionPool {
   CacheReport SaveMarks(const std::string& dir);
   CacheReport LoadMarks(const std::string& dir);
 
+  // Spill restore points to `store` and load them back (see above). Call
+  // before serving; the pool owns it from then on.
+  void UseStore(std::unique_ptr<PointStore> store) { store_ = std::move(store); }
+  const PointStore* store() const { return store_.get(); }
+
   int slots() const { return static_cast<int>(slots_.size()); }
   // Prompt tokens the slots' restore points cover (each slot's furthest),
   // all slots together.
@@ -193,6 +206,10 @@ class SessionPool {
   // point lies past one, see the header).
   size_t BeforeFirstPad(std::span<const int> ids, size_t limit) const;
   void Give(Slot* slot);
+  // Stores the furthest point of `slot` (held by the caller) unless it
+  // starts `ids` within `limit` (the request continues from it); stored
+  // points that start `ids` are not evicted for it.
+  void Spill(Slot& slot, std::span<const int> ids, size_t limit);
 
   Engine& engine_;
   std::vector<Slot> slots_;
@@ -201,6 +218,7 @@ class SessionPool {
   uint64_t clock_ = 0;
   bool follows_on_ = false;  // the model keeps kMarks per session
   std::mutex images_mu_;
+  std::unique_ptr<PointStore> store_;
 };
 
 }  // namespace waste::server

@@ -1,0 +1,235 @@
+#include "point_store.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "state_pair.h"
+
+namespace waste::server {
+namespace {
+
+constexpr const char kPrefix[] = "point-";
+constexpr const char kTokensExt[] = ".tokens.json";
+constexpr const char kStateExt[] = ".state";
+
+std::string TokensKey(const std::vector<int>& tokens) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int id : tokens) {
+    for (int b = 0; b < 4; ++b) {
+      h = (h ^ ((static_cast<uint32_t>(id) >> (8 * b)) & 0xffu)) * 0x100000001b3ull;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+bool Starts(const std::vector<int>& point, std::span<const int> ids, size_t limit) {
+  return !point.empty() && point.size() <= std::min(limit, ids.size()) &&
+         std::equal(point.begin(), point.end(), ids.begin());
+}
+
+uint64_t SizeOr0(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+}  // namespace
+
+std::string PointStore::PathOf(const std::string& key, const char* ext) const {
+  return (std::filesystem::path(options_.dir) / (kPrefix + key + ext)).string();
+}
+
+Result<std::unique_ptr<PointStore>> PointStore::Open(const Options& options) {
+  std::unique_ptr<PointStore> store(new PointStore(options));
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) return IoError(options.dir + ": cannot create the prompt cache directory: " + ec.message());
+  struct Found {
+    Point point;
+    std::filesystem::file_time_type written;
+  };
+  std::vector<Found> found;
+  std::filesystem::directory_iterator it(options.dir, ec), end;
+  if (ec) return IoError(options.dir + ": cannot list the prompt cache directory: " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) return IoError(options.dir + ": cannot list the prompt cache directory: " + ec.message());
+    const std::string name = it->path().filename().string();
+    const size_t ext = name.size() - std::min(name.size(), sizeof kTokensExt - 1);
+    if (name.rfind(kPrefix, 0) != 0 || name.compare(ext, std::string::npos, kTokensExt) != 0) continue;
+    Found f;
+    f.point.key = name.substr(sizeof kPrefix - 1, ext - (sizeof kPrefix - 1));
+    if (f.point.key.size() != 16) continue;
+    Result<TokenFile> file = ReadTokenFile(it->path().string(), options.vocab, options.ctx);
+    // Not this model's, or damaged: left alone (never indexed, never removed).
+    if (!file) continue;
+    const size_t n = file->ids.size();
+    if (n == 0 || n % static_cast<size_t>(options.chunk) != 0 || n >= options.ctx) continue;
+    if (TokensKey(file->ids) != f.point.key) continue;
+    const std::string state = store->PathOf(f.point.key, kStateExt);
+    f.point.bytes = SizeOr0(state);
+    if (f.point.bytes == 0) continue;  // a save cut short: the state never arrived
+    f.point.bytes += SizeOr0(it->path().string());
+    f.point.tokens = std::move(file->ids);
+    f.point.state_hash = std::move(file->state_hash);
+    f.written = it->last_write_time(ec);
+    found.push_back(std::move(f));
+  }
+  // Recency across restarts: the order the token files were last written
+  // (or touched by a use, Touch).
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.written < b.written; });
+  for (Found& f : found) {
+    f.point.last_used = ++store->clock_;
+    store->counts_.bytes += f.point.bytes;
+    store->points_.push_back(std::move(f.point));
+  }
+  store->counts_.points = store->points_.size();
+  std::lock_guard<std::mutex> lock(store->mu_);
+  store->EvictLocked({}, {});  // a smaller limit than the last run's
+  return store;
+}
+
+void PointStore::Touch(const std::string& key) const {
+  // Recency across restarts is the token files' modification time (Open).
+  std::error_code ec;
+  std::filesystem::last_write_time(PathOf(key, kTokensExt), std::filesystem::file_time_type::clock::now(), ec);
+}
+
+PointStore::Point* PointStore::LongestLocked(std::span<const int> ids, size_t limit) {
+  Point* best = nullptr;
+  for (Point& p : points_) {
+    if (Starts(p.tokens, ids, limit) && (best == nullptr || p.tokens.size() > best->tokens.size())) {
+      best = &p;
+    }
+  }
+  return best;
+}
+
+size_t PointStore::Longest(std::span<const int> ids, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Point* best = const_cast<PointStore*>(this)->LongestLocked(ids, limit);
+  return best == nullptr ? 0 : best->tokens.size();
+}
+
+void PointStore::Drop(size_t index, bool remove_files) {
+  Point& p = points_[index];
+  if (remove_files) {
+    RemoveIfThere(PathOf(p.key, kTokensExt));  // the pair is gone once this is
+    RemoveIfThere(PathOf(p.key, kStateExt));
+  }
+  counts_.bytes -= std::min(counts_.bytes, p.bytes);
+  points_.erase(points_.begin() + static_cast<std::ptrdiff_t>(index));
+  counts_.points = points_.size();
+}
+
+void PointStore::EvictLocked(std::span<const int> keep, const std::string& spare) {
+  while (counts_.bytes > options_.max_bytes) {
+    size_t victim = points_.size();
+    for (size_t i = 0; i < points_.size(); ++i) {
+      const Point& p = points_[i];
+      if (p.key == spare || Starts(p.tokens, keep, keep.size())) continue;
+      if (victim == points_.size() || p.last_used < points_[victim].last_used) victim = i;
+    }
+    if (victim == points_.size()) return;  // only what must stay is left
+    Drop(victim, true);
+    ++counts_.evicted;
+  }
+}
+
+Status PointStore::LoadLongest(std::span<const int> ids, size_t limit, Session& session,
+                               std::vector<int>* tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Point* p = LongestLocked(ids, limit);
+  if (p == nullptr) return ArgError("prompt cache: no stored point starts this prompt");
+  const size_t index = static_cast<size_t>(p - points_.data());
+  const std::string state = PathOf(p->key, kStateExt);
+  auto fail = [&](const std::string& why) {
+    // A state that is not the one saved is dropped from the index; its
+    // files stay (they may be another server's, sharing the directory).
+    Drop(index, false);
+    ++counts_.failed;
+    return FormatError("prompt cache: " + state + ": " + why);
+  };
+  if (FileHash(state) != p->state_hash) return fail("not the state its token file was saved with");
+  if (Status st = session.LoadState(state); !st.ok()) return fail(st.ToString());
+  if (session.position() != static_cast<int>(p->tokens.size())) {
+    return fail("holds " + std::to_string(session.position()) + " positions, its tokens " +
+                std::to_string(p->tokens.size()));
+  }
+  p->last_used = ++clock_;
+  Touch(p->key);
+  ++counts_.loaded;
+  *tokens = p->tokens;
+  return Status::Ok();
+}
+
+Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::span<const int> keep) {
+  if (tokens.empty() || session.position() != static_cast<int>(tokens.size())) {
+    return ArgError("prompt cache: the session does not stand at the point to store");
+  }
+  const std::string key = TokensKey(tokens);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < points_.size(); ++i) {
+    if (points_[i].key != key) continue;
+    if (points_[i].tokens == tokens) {
+      points_[i].last_used = ++clock_;
+      Touch(key);
+      return Status::Ok();
+    }
+    Drop(i, true);  // another prompt with the same hash: the newer one wins
+    break;
+  }
+  const std::string token_path = PathOf(key, kTokensExt), state = PathOf(key, kStateExt);
+  const std::string staged = state + ".partial";
+  // The token file goes first and comes back last, so a crash in between
+  // leaves a state without tokens (not indexed), never tokens naming
+  // another state.
+  RemoveIfThere(token_path);
+  Status st = session.SaveState(staged);
+  if (st.ok()) {
+    std::error_code ec;
+    std::filesystem::rename(staged, state, ec);
+    if (ec) st = IoError("prompt cache: cannot rename " + staged + ": " + ec.message());
+  }
+  std::string hash;
+  if (st.ok()) {
+    hash = FileHash(state);
+    if (hash.empty()) st = IoError("prompt cache: cannot read back " + state);
+  }
+  if (st.ok()) st = WriteTokenFile(token_path, tokens, hash);
+  if (!st.ok()) {
+    RemoveIfThere(staged);
+    RemoveIfThere(token_path);
+    RemoveIfThere(state);
+    return st;
+  }
+  Point p;
+  p.key = key;
+  p.tokens = tokens;
+  p.state_hash = hash;
+  p.bytes = SizeOr0(state) + SizeOr0(token_path);
+  p.last_used = ++clock_;
+  counts_.bytes += p.bytes;
+  points_.push_back(std::move(p));
+  counts_.points = points_.size();
+  ++counts_.stored;
+  EvictLocked(keep, key);
+  if (counts_.bytes > options_.max_bytes) {
+    // The new point alone does not fit beside what must stay: not kept.
+    Drop(points_.size() - 1, true);
+    return IoError("prompt cache: the point (" + std::to_string(tokens.size()) +
+                   " tokens) is larger than --prompt-cache-size");
+  }
+  return Status::Ok();
+}
+
+PointStore::Counts PointStore::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+}  // namespace waste::server

@@ -1,0 +1,231 @@
+// Spilled restore points (server/point_store.h): a slot given to another
+// conversation stores its point, and the conversation's next request has it
+// loaded back, with exactly the logits of a prefill from scratch. Bounded by
+// size (least recently used first), kept across restarts, and a damaged,
+// foreign or missing file costs a prefill, never a wrong state. Checked on
+// the tiny tokenizer container (random weights).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "golden_util.h"
+#include "point_store.h"
+#include "pool_test_util.h"
+#include "session_pool.h"
+#include "temp_dir.h"
+
+namespace waste::server {
+namespace {
+
+using testing::Fresh;
+using testing::Ids;
+using testing::OpenTiny;
+using testing::Resumed;
+using testing::SameBits;
+
+constexpr int kC = kPrefillChunkTokens;
+
+std::string Text(size_t n, int salt) {
+  std::string s(n, 'a');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 5 + static_cast<size_t>(salt)) % 26);
+  return s;
+}
+
+std::unique_ptr<PointStore> OpenStore(Engine& e, const std::string& dir, uint64_t max_bytes) {
+  PointStore::Options o;
+  o.dir = dir;
+  o.max_bytes = max_bytes;
+  o.vocab = e.info().vocab;
+  o.ctx = e.info().ctx_tokens;
+  auto store = PointStore::Open(o);
+  EXPECT_TRUE(store) << store.error().ToString();
+  return store ? std::move(*store) : nullptr;
+}
+
+// Files in `dir` whose names start with "point-".
+int PointFiles(const std::string& dir) {
+  int n = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    n += f.path().filename().string().rfind("point-", 0) == 0;
+  }
+  return n;
+}
+
+struct Conversations {
+  std::vector<std::vector<int>> ids;
+  std::vector<std::vector<float>> fresh;  // each one's logits from scratch
+  std::vector<int> point;                 // each one's restore point
+};
+
+Conversations Make(Engine& e, int n) {
+  Conversations c;
+  auto ref = e.model().NewSession();
+  EXPECT_TRUE(ref);
+  for (int i = 0; i < n; ++i) {
+    c.ids.push_back(Ids(e, Text(static_cast<size_t>((i % 2 ? 1 : 2) * kC + 40 + i), i)));
+    c.fresh.push_back(Fresh(**ref, c.ids.back()));
+    c.point.push_back(static_cast<int>((c.ids.back().size() - 1) / kC * kC));
+  }
+  return c;
+}
+
+TEST(PointStore, AConversationTheSlotGaveUpIsLoadedBackBitIdentically) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  Conversations c;
+  {
+    auto engine = OpenTiny(2, SessionPool::kMarks);
+    ASSERT_TRUE(engine);
+    c = Make(*engine, 2);
+    ASSERT_GT(c.point[0], c.point[1]);
+    auto pool = SessionPool::Create(*engine, 1);
+    ASSERT_TRUE(pool);
+    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+    int cached = -1;
+    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+    EXPECT_EQ(cached, 0);
+    // The one slot goes to the second conversation: the first's point is stored.
+    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
+    EXPECT_EQ(cached, 0);
+    EXPECT_EQ((*pool)->store()->counts().stored, 1u);
+    EXPECT_EQ((*pool)->store()->counts().points, 1u);
+    EXPECT_EQ(PointFiles(dir.path()), 2);  // its state and its token file
+    // The first comes back: loaded, not prefilled; the second is stored.
+    {
+      auto run = (*pool)->Prepare(c.ids[0]);
+      ASSERT_TRUE(run) << run.error().ToString();
+      EXPECT_TRUE(run->restored);
+      EXPECT_EQ(run->cached_tokens, c.point[0]);
+      auto logits = run->session->Eval(run->rest);
+      ASSERT_TRUE(logits);
+      EXPECT_TRUE(SameBits(std::vector<float>(logits->begin(), logits->end()), c.fresh[0]));
+    }
+    EXPECT_EQ((*pool)->store()->counts().loaded, 1u);
+    EXPECT_EQ((*pool)->store()->counts().stored, 2u);
+    // Its slot point is a prefix of what it holds now: the same prompt
+    // again resumes from the slot, nothing loaded or stored.
+    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+    EXPECT_EQ(cached, c.point[0]);
+    EXPECT_EQ((*pool)->store()->counts().loaded, 1u);
+    EXPECT_EQ((*pool)->store()->counts().stored, 2u);
+    // A request that needs a fresh slot (PrepareFresh) stores the point too;
+    // the same point already stored is only marked as used.
+    {
+      auto fresh = (*pool)->PrepareFresh(c.ids[1]);
+      ASSERT_TRUE(fresh);
+    }
+    EXPECT_EQ((*pool)->store()->counts().points, 2u);
+  }
+  // A restarted server finds both points and loads them on demand.
+  auto engine = OpenTiny(1, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  auto pool = SessionPool::Create(*engine, 1);
+  ASSERT_TRUE(pool);
+  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+  EXPECT_EQ((*pool)->store()->counts().points, 2u);
+  int cached = -1;
+  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
+  EXPECT_EQ(cached, c.point[1]);
+  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_EQ(cached, c.point[0]);
+  EXPECT_EQ((*pool)->store()->counts().loaded, 2u);
+}
+
+TEST(PointStore, StaysWithinItsSizeDroppingTheLeastRecentlyUsed) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 4);
+  uint64_t one_point = 0, all = 0;
+  {
+    auto pool = SessionPool::Create(*engine, 1);
+    ASSERT_TRUE(pool);
+    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+    int cached = -1;
+    for (int i = 0; i < 4; ++i) Resumed(**pool, c.ids[static_cast<size_t>(i)], &cached);
+    // 0, 1 and 2 were stored as the slot moved on.
+    EXPECT_EQ((*pool)->store()->counts().points, 3u);
+    one_point = (*pool)->store()->counts().bytes / 3;
+    // Conversation 1 is used again (loaded; 3 is stored).
+    Resumed(**pool, c.ids[1], &cached);
+    EXPECT_EQ(cached, c.point[1]);
+    EXPECT_EQ((*pool)->store()->counts().points, 4u);
+    all = (*pool)->store()->counts().bytes;
+  }
+  // Reopened with a byte less than the four take: the least recently used
+  // (conversation 0: 1 was used again) goes, its files with it.
+  auto store = OpenStore(*engine, dir.path(), all - 1);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->counts().points, 3u);
+  EXPECT_EQ(store->counts().evicted, 1u);
+  EXPECT_EQ(store->Longest(c.ids[0], c.ids[0].size() - 1), 0u);
+  EXPECT_EQ(store->Longest(c.ids[1], c.ids[1].size() - 1), static_cast<size_t>(c.point[1]));
+  EXPECT_EQ(store->Longest(c.ids[3], c.ids[3].size() - 1), static_cast<size_t>(c.point[3]));
+  EXPECT_EQ(PointFiles(dir.path()), 6);
+  // A point larger than the whole limit is not kept.
+  auto tiny = OpenStore(*engine, dir.path() + "/small", one_point / 2);
+  ASSERT_TRUE(tiny);
+  auto s = engine->model().NewSession();
+  ASSERT_TRUE(s);
+  std::vector<int> point(c.ids[0].begin(), c.ids[0].begin() + c.point[0]);
+  ASSERT_TRUE((*s)->Eval(point));
+  Status put = tiny->Put(**s, point);
+  EXPECT_FALSE(put.ok());
+  EXPECT_NE(put.message().find("larger than --prompt-cache-size"), std::string::npos) << put.message();
+  EXPECT_EQ(tiny->counts().points, 0u);
+  EXPECT_EQ(PointFiles(dir.path() + "/small"), 0);
+  // A session that does not stand at the point is refused.
+  EXPECT_FALSE(tiny->Put(**s, std::vector<int>(point.begin(), point.begin() + kC)).ok());
+}
+
+TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 2);
+  {
+    auto pool = SessionPool::Create(*engine, 1);
+    ASSERT_TRUE(pool);
+    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+    int cached = -1;
+    Resumed(**pool, c.ids[0], &cached);
+    Resumed(**pool, c.ids[1], &cached);  // stores 0
+  }
+  std::string state;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
+    if (f.path().extension() == ".state") state = f.path().string();
+  }
+  ASSERT_FALSE(state.empty());
+  // Files that are not this model's points: another vocabulary's ids, not
+  // JSON, a name that is not a point's. Never indexed, never removed.
+  const std::string foreign = dir / "point-0123456789abcdef.tokens.json";
+  std::ofstream(foreign) << "{\"tokens\": [999999999], \"state_fnv1a\": \"0\"}";
+  std::ofstream(dir / "point-fedcba9876543210.tokens.json") << "not json";
+  std::ofstream(dir / "notes.txt") << "mine";
+  // The stored state is damaged (cut short): its token file's hash no
+  // longer matches, so loading it fails and the prompt is prefilled.
+  std::filesystem::resize_file(state, 100);
+  auto pool = SessionPool::Create(*engine, 1);
+  ASSERT_TRUE(pool);
+  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+  EXPECT_EQ((*pool)->store()->counts().points, 1u);
+  int cached = -1;
+  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ((*pool)->store()->counts().failed, 1u);
+  EXPECT_EQ((*pool)->store()->counts().points, 0u);
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+  EXPECT_TRUE(std::filesystem::exists(dir / "point-fedcba9876543210.tokens.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "notes.txt"));
+  // The slot still works, and what it held is stored when it moves on.
+  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
+  EXPECT_EQ((*pool)->store()->counts().stored, 1u);
+}
+
+}  // namespace
+}  // namespace waste::server
