@@ -251,6 +251,34 @@ try {
       rmSync(dir, { recursive: true, force: true });
     }
   }
+  // --prompt-cache with one slot: a conversation the slot gave up to another
+  // is stored, and its next turn (the client's own loop: messages.push of
+  // the reply) has its point loaded back rather than prefilled again.
+  {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const dir = mkdtempSync((work ?? "/tmp") + "/prompt-store-");
+    const srv = await startServer(waste, container, ["--prompt-cache", dir]);
+    try {
+      const c = new OpenAI({ baseURL: srv.url + "/v1", apiKey: "unused", maxRetries: 0 });
+      const ask = (messages) => c.chat.completions.create({ model: "tiny", max_tokens: 6, temperature: 0, messages });
+      const a = [{ role: "system", content: "Thou art a patient tutor. ".repeat(14) },
+                 { role: "user", content: "Explain prefixes." }];
+      const first = await ask(a);
+      await ask([{ role: "system", content: "Thou art a terse oracle. ".repeat(12) },
+                 { role: "user", content: "Explain suffixes." }]);
+      a.push(first.choices[0].message, { role: "user", content: "And infixes?" });
+      const next = await ask(a);
+      const ownPoint = Math.floor((first.usage.prompt_tokens - 1) / 128) * 128;
+      const cached = next.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      const loads = (await (await fetch(srv.url + "/metrics")).text())
+        .match(/\nwaste_prompt_cache_loads_total (\d+)/)?.[1];
+      check(ownPoint >= 128 && cached >= ownPoint && loads === "1",
+            `--prompt-cache: a conversation the slot gave up comes back from the store (${cached} of ${next.usage.prompt_tokens} tokens, ${loads} load)`);
+    } finally {
+      check(await srv.stop() === 0, "the server with stored points exits 0 on SIGINT");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   // Follow-on prefill: the client's own loop (messages.push of the reply
   // message it got), and the next turn resumes past the first reply — more
   // cached tokens than the first turn's own restore point — while the

@@ -20,6 +20,7 @@
 #include "golden_util.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "temp_dir.h"
 #include "waste/grammar.h"
 
 namespace waste::server {
@@ -618,6 +619,60 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
 // resumes past the reply (more cached tokens than the first turn's own
 // restore point), and its reply is the one a server without follow-on
 // gives from scratch.
+// --prompt-cache: with one slot, a conversation the slot gave up to
+// another is stored, and its next turn has its point loaded back (from the
+// store, past the first turn's own point) with the reply a server computes
+// from scratch.
+TEST_F(HttpTest, APromptCacheBringsBackAConversationTheSlotGaveUp) {
+  constexpr int kC = kPrefillChunkTokens;
+  waste::testing::TempDir dir;
+  auto turn = [](const std::string& system, const std::string& user) {
+    return Json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}});
+  };
+  Json a = turn(std::string(300, 'p') + " answer briefly", "What is a prefix?");
+  const Json b = turn(std::string(260, 'q') + " be terse", "What is a suffix?");
+  Json req;
+  {
+    ServeOptions o;
+    o.prompt_cache_dir = dir.path();
+    Running s{o};
+    httplib::Client c = s.Client();
+    auto chat = [&](const Json& messages) {
+      Json r = {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}};
+      auto res = c.Post("/v1/chat/completions", Dump(r, JsonStyle::kSpaced), "application/json");
+      EXPECT_TRUE(res);
+      EXPECT_EQ(res ? res->status : 0, 200) << (res ? res->body : "");
+      return ParseBody(res ? res->body : "{}");
+    };
+    Json first = chat(a);
+    const int own_point = (first["usage"]["prompt_tokens"].get<int>() - 1) / kC * kC;
+    ASSERT_GE(own_point, kC);
+    EXPECT_EQ(s.AwaitMetric("waste_follow_on_prefills_total", 1), 1);
+    chat(b);  // the slot goes to b: a's point is stored
+    EXPECT_EQ(s.Metric("waste_prompt_cache_stores_total"), 1);
+    a.push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
+    a.push_back({{"role", "user"}, {"content", "And a suffix?"}});
+    Json second = chat(a);
+    const int cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    EXPECT_GT(cached, own_point) << "the next turn resumes past the first turn's own point";
+    EXPECT_EQ(s.Metric("waste_prompt_cache_loads_total"), 1);
+    EXPECT_EQ(s.Metric("waste_prompt_cache_restored_tokens_total"), cached);
+    EXPECT_EQ(s.Metric("waste_prompt_cache_stores_total"), 2);  // b's, when a came back
+    EXPECT_EQ(s.Metric("waste_prompt_cache_points"), 2);
+    req = {{"messages", a}, {"max_tokens", 8}, {"temperature", 0}, {"expected", second["choices"]}};
+  }
+  // The same turn from scratch, on a server without the cache.
+  Running s{ServeOptions{}};
+  Json expected = req["expected"];
+  req.erase("expected");
+  auto res = s.Client().Post("/v1/chat/completions", Dump(req, JsonStyle::kSpaced), "application/json");
+  ASSERT_TRUE(res);
+  Json scratch = ParseBody(res->body);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(scratch["choices"], expected);
+  EXPECT_EQ(s.Metric("waste_prompt_cache_points"), -1) << "no store without --prompt-cache";
+}
+
 TEST_F(HttpTest, FollowOnResumesTheNextTurnPastTheReply) {
   constexpr int kC = kPrefillChunkTokens;
   Json turn1;
