@@ -3,7 +3,8 @@
 # expert streaming tests (cache, readers, hotlist warm-up, lookahead), and
 # sessions running at once (the model's fair run lock, two threads
 # generating, the server's --parallel workers, stop and queue, the
-# follow-on prefill and the requests that wait for it).
+# follow-on prefill and the requests that wait for it, the prompt cache's
+# stored points).
 # Builds the `tsan` preset (build/tsan) and runs `ctest --preset tsan`
 # (which passes tests/tsan.supp: reports from inside the uninstrumented
 # libcpp-httplib.so are suppressed).
@@ -17,7 +18,7 @@ cmake --preset tsan >/dev/null
 # Only what the tsan test preset runs (and `waste` for the CLI streaming test).
 cmake --build build/tsan -j "$jobs" --target thread_pool_test streaming_identity_test \
   streaming_memory_test streaming_hotlist_test streaming_errors_test streaming_budget_test \
-  expert_cache_test expert_reader_test fair_mutex_test session_test serve_http_test serve_vision_test serve_follow_on_test waste-gen waste
+  expert_cache_test expert_reader_test fair_mutex_test session_test serve_http_test serve_vision_test serve_follow_on_test serve_point_store_test waste-gen waste
 # setarch -R: TSan needs a fixed memory layout on kernels with high ASLR entropy.
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
   exec setarch "$(uname -m)" -R ctest --preset tsan -j "$jobs" "$@"

@@ -6,9 +6,11 @@
 // the tiny tokenizer container (random weights).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "golden_util.h"
@@ -225,6 +227,40 @@ TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
   // The slot still works, and what it held is stored when it moves on.
   EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
   EXPECT_EQ((*pool)->store()->counts().stored, 1u);
+}
+
+// Two slots, two threads, three conversations each in turn: slots store
+// and load points at once (the store serialises its files), and every
+// request still gets the logits of a prefill from scratch.
+TEST(PointStore, ConcurrentSlotsStoreAndLoadAndMatchFromScratch) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(3, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 3);
+  auto pool = SessionPool::Create(*engine, 2);
+  ASSERT_TRUE(pool);
+  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
+  std::atomic<int> mismatches{0}, loads{0};
+  auto client = [&](int first) {
+    for (int round = 0; round < 6; ++round) {
+      const size_t i = static_cast<size_t>((first + round) % 3);
+      auto run = (*pool)->Prepare(c.ids[i]);
+      if (!run) {
+        ++mismatches;
+        continue;
+      }
+      loads += run->restored;
+      auto l = run->session->Eval(run->rest);
+      if (!l || !SameBits(std::vector<float>(l->begin(), l->end()), c.fresh[i])) ++mismatches;
+    }
+  };
+  std::thread a(client, 0), b(client, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(loads.load(), 0);
+  EXPECT_EQ((*pool)->store()->counts().failed, 0u);
 }
 
 }  // namespace
