@@ -191,6 +191,9 @@ Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::sp
   RemoveIfThere(token_path);
   Status st = session.SaveState(staged);
   if (st.ok()) {
+    // A state left by a load that failed, or a crash: no token file names
+    // it (removed above), and rename does not replace a file everywhere.
+    RemoveIfThere(state);
     std::error_code ec;
     std::filesystem::rename(staged, state, ec);
     if (ec) st = IoError("prompt cache: cannot rename " + staged + ": " + ec.message());
