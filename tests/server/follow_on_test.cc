@@ -25,14 +25,9 @@ using testing::Fresh;
 using testing::Ids;
 using testing::Resumed;
 using testing::SameBits;
+using testing::Text;
 
 constexpr int kC = kPrefillChunkTokens;
-
-std::string Text(size_t n, int salt) {
-  std::string s(n, 'a');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + static_cast<size_t>(salt)) % 26);
-  return s;
-}
 
 std::vector<int> Concat(std::vector<int> a, const std::vector<int>& b) {
   a.insert(a.end(), b.begin(), b.end());

@@ -27,14 +27,9 @@ using testing::Ids;
 using testing::OpenTiny;
 using testing::Resumed;
 using testing::SameBits;
+using testing::Text;
 
 constexpr int kC = kPrefillChunkTokens;
-
-std::string Text(size_t n, int salt) {
-  std::string s(n, 'a');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 5 + static_cast<size_t>(salt)) % 26);
-  return s;
-}
 
 std::unique_ptr<PointStore> OpenStore(Engine& e, const std::string& dir, uint64_t max_bytes) {
   PointStore::Options o;
@@ -45,6 +40,15 @@ std::unique_ptr<PointStore> OpenStore(Engine& e, const std::string& dir, uint64_
   auto store = PointStore::Open(o);
   EXPECT_TRUE(store) << store.error().ToString();
   return store ? std::move(*store) : nullptr;
+}
+
+// A pool of `slots` slots on `e` storing its points in `dir`.
+std::unique_ptr<SessionPool> PoolWithStore(Engine& e, int slots, const std::string& dir) {
+  auto pool = SessionPool::Create(e, slots);
+  EXPECT_TRUE(pool) << pool.error().ToString();
+  if (!pool) return nullptr;
+  (*pool)->UseStore(OpenStore(e, dir, 1ull << 30));
+  return std::move(*pool);
 }
 
 // Files in `dir` whose names start with "point-".
@@ -83,21 +87,20 @@ TEST(PointStore, AConversationTheSlotGaveUpIsLoadedBackBitIdentically) {
     ASSERT_TRUE(engine);
     c = Make(*engine, 2);
     ASSERT_GT(c.point[0], c.point[1]);
-    auto pool = SessionPool::Create(*engine, 1);
+    auto pool = PoolWithStore(*engine, 1, dir.path());
     ASSERT_TRUE(pool);
-    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
     int cached = -1;
-    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+    EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
     EXPECT_EQ(cached, 0);
     // The one slot goes to the second conversation: the first's point is stored.
-    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
+    EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[1], &cached), c.fresh[1]));
     EXPECT_EQ(cached, 0);
-    EXPECT_EQ((*pool)->store()->counts().stored, 1u);
-    EXPECT_EQ((*pool)->store()->counts().points, 1u);
+    EXPECT_EQ(pool->store()->counts().stored, 1u);
+    EXPECT_EQ(pool->store()->counts().points, 1u);
     EXPECT_EQ(PointFiles(dir.path()), 2);  // its state and its token file
     // The first comes back: loaded, not prefilled; the second is stored.
     {
-      auto run = (*pool)->Prepare(c.ids[0]);
+      auto run = pool->Prepare(c.ids[0]);
       ASSERT_TRUE(run) << run.error().ToString();
       EXPECT_TRUE(run->restored);
       EXPECT_EQ(run->cached_tokens, c.point[0]);
@@ -105,35 +108,34 @@ TEST(PointStore, AConversationTheSlotGaveUpIsLoadedBackBitIdentically) {
       ASSERT_TRUE(logits);
       EXPECT_TRUE(SameBits(std::vector<float>(logits->begin(), logits->end()), c.fresh[0]));
     }
-    EXPECT_EQ((*pool)->store()->counts().loaded, 1u);
-    EXPECT_EQ((*pool)->store()->counts().stored, 2u);
+    EXPECT_EQ(pool->store()->counts().loaded, 1u);
+    EXPECT_EQ(pool->store()->counts().stored, 2u);
     // Its slot point is a prefix of what it holds now: the same prompt
     // again resumes from the slot, nothing loaded or stored.
-    EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+    EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
     EXPECT_EQ(cached, c.point[0]);
-    EXPECT_EQ((*pool)->store()->counts().loaded, 1u);
-    EXPECT_EQ((*pool)->store()->counts().stored, 2u);
+    EXPECT_EQ(pool->store()->counts().loaded, 1u);
+    EXPECT_EQ(pool->store()->counts().stored, 2u);
     // A request that needs a fresh slot (PrepareFresh) stores the point too;
     // the same point already stored is only marked as used.
     {
-      auto fresh = (*pool)->PrepareFresh(c.ids[1]);
+      auto fresh = pool->PrepareFresh(c.ids[1]);
       ASSERT_TRUE(fresh);
     }
-    EXPECT_EQ((*pool)->store()->counts().points, 2u);
+    EXPECT_EQ(pool->store()->counts().points, 2u);
   }
   // A restarted server finds both points and loads them on demand.
   auto engine = OpenTiny(1, SessionPool::kMarks);
   ASSERT_TRUE(engine);
-  auto pool = SessionPool::Create(*engine, 1);
+  auto pool = PoolWithStore(*engine, 1, dir.path());
   ASSERT_TRUE(pool);
-  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
-  EXPECT_EQ((*pool)->store()->counts().points, 2u);
+  EXPECT_EQ(pool->store()->counts().points, 2u);
   int cached = -1;
-  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[1], &cached), c.fresh[1]));
   EXPECT_EQ(cached, c.point[1]);
-  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
   EXPECT_EQ(cached, c.point[0]);
-  EXPECT_EQ((*pool)->store()->counts().loaded, 2u);
+  EXPECT_EQ(pool->store()->counts().loaded, 2u);
 }
 
 TEST(PointStore, StaysWithinItsSizeDroppingTheLeastRecentlyUsed) {
@@ -144,19 +146,18 @@ TEST(PointStore, StaysWithinItsSizeDroppingTheLeastRecentlyUsed) {
   Conversations c = Make(*engine, 4);
   uint64_t one_point = 0, all = 0;
   {
-    auto pool = SessionPool::Create(*engine, 1);
+    auto pool = PoolWithStore(*engine, 1, dir.path());
     ASSERT_TRUE(pool);
-    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
     int cached = -1;
-    for (int i = 0; i < 4; ++i) Resumed(**pool, c.ids[static_cast<size_t>(i)], &cached);
+    for (int i = 0; i < 4; ++i) Resumed(*pool, c.ids[static_cast<size_t>(i)], &cached);
     // 0, 1 and 2 were stored as the slot moved on.
-    EXPECT_EQ((*pool)->store()->counts().points, 3u);
-    one_point = (*pool)->store()->counts().bytes / 3;
+    EXPECT_EQ(pool->store()->counts().points, 3u);
+    one_point = pool->store()->counts().bytes / 3;
     // Conversation 1 is used again (loaded; 3 is stored).
-    Resumed(**pool, c.ids[1], &cached);
+    Resumed(*pool, c.ids[1], &cached);
     EXPECT_EQ(cached, c.point[1]);
-    EXPECT_EQ((*pool)->store()->counts().points, 4u);
-    all = (*pool)->store()->counts().bytes;
+    EXPECT_EQ(pool->store()->counts().points, 4u);
+    all = pool->store()->counts().bytes;
   }
   // Reopened with a byte less than the four take: the least recently used
   // (conversation 0: 1 was used again) goes, its files with it.
@@ -191,12 +192,11 @@ TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
   ASSERT_TRUE(engine);
   Conversations c = Make(*engine, 2);
   {
-    auto pool = SessionPool::Create(*engine, 1);
+    auto pool = PoolWithStore(*engine, 1, dir.path());
     ASSERT_TRUE(pool);
-    (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
     int cached = -1;
-    Resumed(**pool, c.ids[0], &cached);
-    Resumed(**pool, c.ids[1], &cached);  // stores 0
+    Resumed(*pool, c.ids[0], &cached);
+    Resumed(*pool, c.ids[1], &cached);  // stores 0
   }
   std::string state;
   for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
@@ -212,21 +212,20 @@ TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
   // The stored state is damaged (cut short): its token file's hash no
   // longer matches, so loading it fails and the prompt is prefilled.
   std::filesystem::resize_file(state, 100);
-  auto pool = SessionPool::Create(*engine, 1);
+  auto pool = PoolWithStore(*engine, 1, dir.path());
   ASSERT_TRUE(pool);
-  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
-  EXPECT_EQ((*pool)->store()->counts().points, 1u);
+  EXPECT_EQ(pool->store()->counts().points, 1u);
   int cached = -1;
-  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
   EXPECT_EQ(cached, 0);
-  EXPECT_EQ((*pool)->store()->counts().failed, 1u);
-  EXPECT_EQ((*pool)->store()->counts().points, 0u);
+  EXPECT_EQ(pool->store()->counts().failed, 1u);
+  EXPECT_EQ(pool->store()->counts().points, 0u);
   EXPECT_TRUE(std::filesystem::exists(foreign));
   EXPECT_TRUE(std::filesystem::exists(dir / "point-fedcba9876543210.tokens.json"));
   EXPECT_TRUE(std::filesystem::exists(dir / "notes.txt"));
   // The slot still works, and what it held is stored when it moves on.
-  EXPECT_TRUE(SameBits(Resumed(**pool, c.ids[1], &cached), c.fresh[1]));
-  EXPECT_EQ((*pool)->store()->counts().stored, 1u);
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[1], &cached), c.fresh[1]));
+  EXPECT_EQ(pool->store()->counts().stored, 1u);
 }
 
 // Two slots, two threads, three conversations each in turn: slots store
@@ -238,14 +237,13 @@ TEST(PointStore, ConcurrentSlotsStoreAndLoadAndMatchFromScratch) {
   auto engine = OpenTiny(3, SessionPool::kMarks);
   ASSERT_TRUE(engine);
   Conversations c = Make(*engine, 3);
-  auto pool = SessionPool::Create(*engine, 2);
+  auto pool = PoolWithStore(*engine, 2, dir.path());
   ASSERT_TRUE(pool);
-  (*pool)->UseStore(OpenStore(*engine, dir.path(), 1ull << 30));
   std::atomic<int> mismatches{0}, loads{0};
   auto client = [&](int first) {
     for (int round = 0; round < 6; ++round) {
       const size_t i = static_cast<size_t>((first + round) % 3);
-      auto run = (*pool)->Prepare(c.ids[i]);
+      auto run = pool->Prepare(c.ids[i]);
       if (!run) {
         ++mismatches;
         continue;
@@ -260,7 +258,7 @@ TEST(PointStore, ConcurrentSlotsStoreAndLoadAndMatchFromScratch) {
   b.join();
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_GT(loads.load(), 0);
-  EXPECT_EQ((*pool)->store()->counts().failed, 0u);
+  EXPECT_EQ(pool->store()->counts().failed, 0u);
 }
 
 }  // namespace

@@ -27,6 +27,13 @@ inline std::unique_ptr<Engine> OpenTiny(uint32_t sessions, int marks) {
   return e ? std::move(*e) : nullptr;
 }
 
+// A text of `n` letters that differs with `salt` (prompts of known length).
+inline std::string Text(size_t n, int salt) {
+  std::string s(n, 'a');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + static_cast<size_t>(salt)) % 26);
+  return s;
+}
+
 inline std::vector<int> Ids(Engine& e, const std::string& text) {
   auto ids = e.Tokenize(text, false, false);
   EXPECT_TRUE(ids);
