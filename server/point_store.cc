@@ -10,7 +10,7 @@
 namespace waste::server {
 namespace {
 
-constexpr const char kPrefix[] = "point-";
+constexpr const char kPrefix[] = "point-";  // then 16 hex digits, then one of:
 constexpr const char kTokensExt[] = ".tokens.json";
 constexpr const char kStateExt[] = ".state";
 
@@ -53,35 +53,50 @@ Result<std::unique_ptr<PointStore>> PointStore::Open(const Options& options) {
     std::filesystem::file_time_type written;
   };
   std::vector<Found> found;
+  std::vector<std::string> orphans;  // point states no token file names
   std::filesystem::directory_iterator it(options.dir, ec), end;
   if (ec) return IoError(options.dir + ": cannot list the prompt cache directory: " + ec.message());
   for (; it != end; it.increment(ec)) {
     if (ec) return IoError(options.dir + ": cannot list the prompt cache directory: " + ec.message());
-    const std::string name = it->path().filename().string();
-    const size_t ext = name.size() - std::min(name.size(), sizeof kTokensExt - 1);
-    if (name.rfind(kPrefix, 0) != 0 || name.compare(ext, std::string::npos, kTokensExt) != 0) continue;
-    Found f;
-    f.point.key = name.substr(sizeof kPrefix - 1, ext - (sizeof kPrefix - 1));
-    if (f.point.key.size() != 16) continue;
-    Result<TokenFile> file = ReadTokenFile(it->path().string(), options.vocab, options.ctx);
-    // Not this model's, or damaged: left alone (never indexed, never removed).
-    if (!file) continue;
-    const size_t n = file->ids.size();
-    if (n == 0 || n % static_cast<size_t>(options.chunk) != 0 || n >= options.ctx) continue;
-    if (TokensKey(file->ids) != f.point.key) continue;
-    const std::string state = store->PathOf(f.point.key, kStateExt);
-    f.point.bytes = SizeOr0(state);
-    if (f.point.bytes == 0) continue;  // a save cut short: the state never arrived
-    f.point.bytes += SizeOr0(it->path().string());
-    f.point.tokens = std::move(file->ids);
-    f.point.state_hash = std::move(file->state_hash);
-    f.written = it->last_write_time(ec);
-    found.push_back(std::move(f));
+    try {  // a name the platform cannot convert (Windows) is not ours
+      const std::string name = it->path().filename().string();
+      if (name.rfind(kPrefix, 0) != 0) continue;
+      const std::string key = name.substr(sizeof kPrefix - 1, 16);
+      const std::string ext = name.substr(std::min(name.size(), sizeof kPrefix - 1 + 16));
+      if (key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+      if (ext == kStateExt) {
+        if (!std::filesystem::exists(store->PathOf(key, kTokensExt), ec)) orphans.push_back(it->path().string());
+        continue;
+      }
+      if (ext != kTokensExt) continue;
+      Found f;
+      f.point.key = key;
+      Result<TokenFile> file = ReadTokenFile(it->path().string(), options.vocab, options.ctx);
+      // Not this model's, or damaged: left alone (never indexed, never removed).
+      if (!file) continue;
+      const size_t n = file->ids.size();
+      if (n == 0 || n % static_cast<size_t>(options.chunk) != 0 || n >= options.ctx) continue;
+      if (TokensKey(file->ids) != key) continue;
+      f.point.bytes = SizeOr0(store->PathOf(key, kStateExt));
+      if (f.point.bytes == 0) continue;  // its state is missing: fails at load, not counted
+      f.point.bytes += SizeOr0(it->path().string());
+      f.point.tokens = std::move(file->ids);
+      f.point.state_hash = std::move(file->state_hash);
+      f.written = it->last_write_time(ec);
+      found.push_back(std::move(f));
+    } catch (const std::exception&) {
+      continue;
+    }
   }
+  // A save cut short (crash, full disk) leaves a state without its token
+  // file: nothing can load it, so it only takes room.
+  for (const std::string& path : orphans) RemoveIfThere(path);
   // Recency across restarts: the order the token files were last written
   // (or touched by a use, Touch).
-  std::sort(found.begin(), found.end(),
-            [](const Found& a, const Found& b) { return a.written < b.written; });
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    // Ties (a clock of whole seconds) in a fixed order.
+    return a.written != b.written ? a.written < b.written : a.point.key < b.point.key;
+  });
   for (Found& f : found) {
     f.point.last_used = ++store->clock_;
     store->counts_.bytes += f.point.bytes;
@@ -142,28 +157,41 @@ void PointStore::EvictLocked(std::span<const int> keep, const std::string& spare
 
 Status PointStore::LoadLongest(std::span<const int> ids, size_t limit, Session& session,
                                std::vector<int>* tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Point* p = LongestLocked(ids, limit);
-  if (p == nullptr) return ArgError("prompt cache: no stored point starts this prompt");
-  const size_t index = static_cast<size_t>(p - points_.data());
-  const std::string state = PathOf(p->key, kStateExt);
-  auto fail = [&](const std::string& why) {
-    // A state that is not the one saved is dropped from the index; its
-    // files stay (they may be another server's, sharing the directory).
-    Drop(index, false);
-    ++counts_.failed;
-    return FormatError("prompt cache: " + state + ": " + why);
-  };
-  if (FileHash(state) != p->state_hash) return fail("not the state its token file was saved with");
-  if (Status st = session.LoadState(state); !st.ok()) return fail(st.ToString());
-  if (session.position() != static_cast<int>(p->tokens.size())) {
-    return fail("holds " + std::to_string(session.position()) + " positions, its tokens " +
-                std::to_string(p->tokens.size()));
+  Point found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Point* p = LongestLocked(ids, limit);
+    if (p == nullptr) return ArgError("prompt cache: no stored point starts this prompt");
+    found = *p;
   }
-  p->last_used = ++clock_;
-  Touch(p->key);
+  // Read without holding the store: other slots' requests look it up (and
+  // may store) meanwhile. A point evicted under us fails to open or to
+  // hash, which costs this request its prefill, nothing else.
+  const std::string state = PathOf(found.key, kStateExt);
+  Status st = FileHash(state) == found.state_hash
+                  ? session.LoadState(state)
+                  : FormatError("prompt cache: " + state + ": not the state its token file was saved with");
+  if (st.ok() && session.position() != static_cast<int>(found.tokens.size())) {
+    st = FormatError("prompt cache: " + state + ": holds " + std::to_string(session.position()) +
+                     " positions, its tokens " + std::to_string(found.tokens.size()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(points_.begin(), points_.end(), [&](const Point& p) {
+    return p.key == found.key && p.tokens == found.tokens;
+  });
+  if (!st.ok()) {
+    // A point of ours (this model's vocabulary, our names) that does not
+    // load is removed, so the directory stays within its size.
+    if (it != points_.end()) Drop(static_cast<size_t>(it - points_.begin()), true);
+    ++counts_.failed;
+    return st;
+  }
+  if (it != points_.end()) {
+    it->last_used = ++clock_;
+    Touch(it->key);
+  }
   ++counts_.loaded;
-  *tokens = p->tokens;
+  *tokens = std::move(found.tokens);
   return Status::Ok();
 }
 
@@ -172,61 +200,59 @@ Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::sp
     return ArgError("prompt cache: the session does not stand at the point to store");
   }
   const std::string key = TokensKey(tokens);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < points_.size(); ++i) {
-    if (points_[i].key != key) continue;
-    if (points_[i].tokens == tokens) {
-      points_[i].last_used = ++clock_;
-      Touch(key);
-      return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < points_.size(); ++i) {
+      if (points_[i].key != key) continue;
+      if (points_[i].tokens == tokens) {
+        points_[i].last_used = ++clock_;
+        Touch(key);
+        return Status::Ok();
+      }
+      Drop(i, true);  // another prompt with the same hash: the newer one wins
+      break;
     }
-    Drop(i, true);  // another prompt with the same hash: the newer one wins
-    break;
+    // Another slot storing the same tokens right now: one copy is enough.
+    if (!writing_.insert(key).second) return Status::Ok();
   }
   const std::string token_path = PathOf(key, kTokensExt), state = PathOf(key, kStateExt);
-  const std::string staged = state + ".partial";
   // The token file goes first and comes back last, so a crash in between
-  // leaves a state without tokens (not indexed), never tokens naming
-  // another state.
+  // leaves a state without tokens (removed by the next Open), never tokens
+  // naming another state. SaveState replaces the state atomically.
   RemoveIfThere(token_path);
-  Status st = session.SaveState(staged);
-  if (st.ok()) {
-    // A state left by a load that failed, or a crash: no token file names
-    // it (removed above), and rename does not replace a file everywhere.
-    RemoveIfThere(state);
-    std::error_code ec;
-    std::filesystem::rename(staged, state, ec);
-    if (ec) st = IoError("prompt cache: cannot rename " + staged + ": " + ec.message());
-  }
+  Status st = session.SaveState(state);
   std::string hash;
   if (st.ok()) {
     hash = FileHash(state);
     if (hash.empty()) st = IoError("prompt cache: cannot read back " + state);
   }
   if (st.ok()) st = WriteTokenFile(token_path, tokens, hash);
+  std::lock_guard<std::mutex> lock(mu_);
+  writing_.erase(key);
+  Point p;
+  p.bytes = st.ok() ? SizeOr0(state) + SizeOr0(token_path) : 0;
+  // What must stay (the points that start `keep`) plus this one must fit;
+  // if not, this one goes and nothing is evicted for it.
+  uint64_t staying = p.bytes;
+  for (const Point& q : points_) staying += Starts(q.tokens, keep, keep.size()) ? q.bytes : 0;
+  if (st.ok() && staying > options_.max_bytes) {
+    st = IoError("prompt cache: the point (" + std::to_string(tokens.size()) + " tokens, " +
+                 std::to_string((p.bytes + 1023) >> 10) + " KiB) does not fit in --prompt-cache-size");
+  }
   if (!st.ok()) {
-    RemoveIfThere(staged);
     RemoveIfThere(token_path);
     RemoveIfThere(state);
     return st;
   }
-  Point p;
   p.key = key;
   p.tokens = tokens;
   p.state_hash = hash;
-  p.bytes = SizeOr0(state) + SizeOr0(token_path);
   p.last_used = ++clock_;
   counts_.bytes += p.bytes;
   points_.push_back(std::move(p));
   counts_.points = points_.size();
   ++counts_.stored;
   EvictLocked(keep, key);
-  if (counts_.bytes > options_.max_bytes) {
-    // The new point alone does not fit beside what must stay: not kept.
-    Drop(points_.size() - 1, true);
-    return IoError("prompt cache: the point (" + std::to_string(tokens.size()) +
-                   " tokens) is larger than --prompt-cache-size");
-  }
   return Status::Ok();
 }
 

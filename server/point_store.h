@@ -16,13 +16,16 @@
 // the digits an FNV-1a hash of the tokens. The least recently used points
 // are removed once all of them take more than the size limit. Files this
 // store did not index (other names, token files it cannot read: another
-// model's, damaged ones) are never touched. Thread-safe; Put and Load hold
-// the store for their file I/O (tens of milliseconds per 43 MiB state).
+// model's, damaged ones) are never touched; a point of ours that fails to
+// load is removed, and so is a state that no token file names (a save cut
+// short). Thread-safe; the file I/O runs outside the store's lock, and the
+// session calls hold the model only to copy the state.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,16 +53,18 @@ class PointStore {
   size_t Longest(std::span<const int> ids, size_t limit) const;
   // Loads the longest such point into `session` and puts its tokens in
   // *tokens. A point that fails (its state missing, damaged, of another
-  // container, not the state its token file names) is dropped from the
-  // index and the error returned; the session is then in no defined state
-  // (the caller resets it).
+  // container, not the state its token file names) is removed and the
+  // error returned; the session is then unchanged, marks included, unless
+  // the state loaded but held another position (its marks are gone then:
+  // RewindToMark says so).
   Status LoadLongest(std::span<const int> ids, size_t limit, Session& session,
                      std::vector<int>* tokens);
   // Stores `session` as the point after `tokens` (the session must stand
   // there: position == tokens.size()). The same tokens stored already are
   // only marked as used. Then removes the least recently used points past
   // the size limit, except those that start `keep` (what the caller is
-  // about to load). A point larger than the limit alone is not kept.
+  // about to load); a point that does not fit beside those is not kept
+  // (and nothing is removed for it).
   Status Put(Session& session, const std::vector<int>& tokens, std::span<const int> keep = {});
 
   struct Counts {
@@ -89,6 +94,7 @@ class PointStore {
   Options options_;
   mutable std::mutex mu_;
   std::vector<Point> points_;
+  std::set<std::string> writing_;  // keys a Put is writing now
   uint64_t clock_ = 0;
   Counts counts_;
 };

@@ -149,14 +149,17 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   Session& session = *slot.session;
   run.session = &session;
   run.before = session.stats();
-  if (store_ != nullptr && static_cast<size_t>(best_len) < limit / kChunk * kChunk) {
+  if (store_ != nullptr) {
     // A conversation no slot holds may be in the store: loaded back when it
-    // gives more than this slot does, after the slot's own point is stored.
-    if (store_->Longest(ids, limit) > static_cast<size_t>(best_len)) {
-      Spill(slot, ids, limit);
-      std::vector<int> loaded;
-      if (store_->LoadLongest(ids, limit, session, &loaded).ok() &&
-          session.SetMark(kRequestMark).ok()) {
+    // gives more than this slot does.
+    const bool load = static_cast<size_t>(best_len) < limit / kChunk * kChunk &&
+                      store_->Longest(ids, limit) > static_cast<size_t>(best_len);
+    // The slot's own point is stored before it goes: when it starts over
+    // (whatever this prompt's length) or takes a stored one.
+    if (load || best_len == 0) Spill(slot, ids, limit);
+    std::vector<int> loaded;
+    if (load && store_->LoadLongest(ids, limit, session, &loaded).ok()) {
+      if (session.SetMark(kRequestMark).ok()) {
         best_len = static_cast<int>(loaded.size());
         mark = kRequestMark;
         run.restored = true;
@@ -164,14 +167,11 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
         slot.tokens = std::move(loaded);
         slot.ahead.clear();
       } else {
-        best_len = 0;  // whatever the failed load left is reset below
-        std::lock_guard<std::mutex> lock(mu_);
-        slot.tokens.clear();
-        slot.ahead.clear();
+        best_len = 0;  // the loaded state is not a point: reset below
       }
-    } else if (best_len == 0) {
-      Spill(slot, ids, limit);  // the slot starts over for this prompt
     }
+    // A failed load left the session as it was: the slot's own point (if
+    // it starts this prompt) is still good, and the rewind below says so.
   }
   size_t from = 0;
   // A mark is valid while the slot's session has only moved forward since

@@ -51,6 +51,11 @@ Result<TokenFile> ReadTokenFile(const std::string& path, int vocab, uint32_t ctx
     return FormatError(path + ": no \"state_fnv1a\" naming its state file");
   }
   file.state_hash = hash->get<std::string>();
+  // FileHash's spelling, so no file (whose hash is "") can match it.
+  if (file.state_hash.size() != 16 ||
+      file.state_hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return FormatError(path + ": \"state_fnv1a\" is not 16 hex digits");
+  }
   return file;
 }
 

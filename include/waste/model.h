@@ -217,7 +217,9 @@ class WASTE_EXPORT Session {
   // The position mark `index` holds; -1 when it holds none.
   int MarkPosition(int index = 0) const noexcept;
 
-  // The state as a file in the reference's layout (ENGINE.md §8).
+  // The state as a file in the reference's layout (ENGINE.md §8). Both
+  // hold the model's lock only to copy the state (into a buffer of the
+  // file's size, or out of one); the file I/O runs while other sessions do.
   Status SaveState(const std::string& path) noexcept;
   // A file saved from another container (its manifest differs) is refused
   // unless `any_container`; files written by the reference name none and load.

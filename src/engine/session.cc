@@ -600,9 +600,15 @@ Status Session::Restore(const SessionSnapshot& snapshot) noexcept {
 Status Session::SaveState(const std::string& path) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   try {
-    std::lock_guard<FairMutex> run(core_->model->run_mu);
-    WASTE_TRY(core_->Flush());
-    return core_->state->Save(path, core_->forward->last_hidden());
+    // The model is held only while the state is copied; other sessions run
+    // during the write (tens of MiB, fsynced).
+    std::string bytes;
+    {
+      std::lock_guard<FairMutex> run(core_->model->run_mu);
+      WASTE_TRY(core_->Flush());
+      bytes = core_->state->Serialize(core_->forward->last_hidden());
+    }
+    return SessionState::WriteFile(path, bytes);
   } catch (const std::exception& e) {
     return StatusFromException(e, Errc::kIo, e.what());
   }
@@ -611,8 +617,12 @@ Status Session::SaveState(const std::string& path) noexcept {
 Status Session::LoadState(const std::string& path, bool any_container) noexcept {
   WASTE_TRY(core_->CheckNotInCallback());
   try {
+    // Read before taking the model (the file's size is checked against the
+    // session's immutable shape); held only for the checks and the copy.
+    Result<std::string> bytes = core_->state->ReadFile(path, any_container);
+    if (!bytes) return bytes.error();
     std::lock_guard<FairMutex> run(core_->model->run_mu);
-    Status st = core_->state->Load(path, any_container);
+    Status st = core_->state->LoadFromBytes(*bytes, path, any_container);
     if (st.ok()) {
       core_->pending = -1;
       core_->DropMarks();

@@ -1,5 +1,6 @@
 #include "model/session_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,10 @@ uint64_t SessionState::bytes() const {
 }
 
 Status SessionState::Save(const std::string& path, const std::vector<float>& hidden) const {
+  return WriteFile(path, Serialize(hidden));
+}
+
+std::string SessionState::Serialize(const std::vector<float>& hidden) const {
   Header h{};
   h.magic = kStateMagic;
   h.version = kStateVersion;
@@ -112,8 +117,12 @@ Status SessionState::Save(const std::string& path, const std::vector<float>& hid
   std::vector<float> x(static_cast<size_t>(cfg_.hidden), 0.0f);
   if (hidden.size() == x.size()) x = hidden;
   Append(&out, x.data(), x.size() * 4);
-  return platform::ReplaceFile(path, out.data(), out.size(), "session file",
-                               std::string_view(out.data(), 4));
+  return out;
+}
+
+Status SessionState::WriteFile(const std::string& path, const std::string& bytes) {
+  return platform::ReplaceFile(path, bytes.data(), bytes.size(), "session file",
+                               std::string_view(bytes.data(), std::min<size_t>(bytes.size(), 4)));
 }
 
 uint64_t SessionState::MaxFileBytes() const {
@@ -135,6 +144,12 @@ uint64_t SessionState::MaxFileBytes() const {
 }
 
 Status SessionState::Load(const std::string& path, bool any_container) {
+  Result<std::string> data = ReadFile(path, any_container);
+  if (!data) return data.error();
+  return LoadFromBytes(*data, path, any_container);
+}
+
+Result<std::string> SessionState::ReadFile(const std::string& path, bool any_container) const {
   // A regular file no larger than this model's largest session: a device,
   // FIFO or huge sparse file is refused before it is read.
   auto data = platform::ReadRegularFile(path, MaxFileBytes(), "session file");
@@ -149,7 +164,7 @@ Status SessionState::Load(const std::string& path, bool any_container) {
     }
     return data.error();
   }
-  return LoadFromBytes(*data, path, any_container);
+  return std::move(*data);
 }
 
 Status SessionState::CheckHeader(const void* header, std::string_view path,

@@ -54,11 +54,17 @@ class SessionState {
   void set_container_id(uint64_t id) { container_id_ = id; }
 
   // `hidden` is the last token's residual (stored for format compatibility).
-  // Save replaces only a session file or nothing.
+  // Save replaces only a session file or nothing: Serialize, then
+  // WriteFile (the file I/O needs no lock on the state: Session::SaveState
+  // holds the model's run lock only to serialize).
   Status Save(const std::string& path, const std::vector<float>& hidden) const;
+  std::string Serialize(const std::vector<float>& hidden) const;
+  static Status WriteFile(const std::string& path, const std::string& bytes);
   // A file naming another container is refused unless `any_container`; a
-  // file naming none (written by the reference) loads.
+  // file naming none (written by the reference) loads. Load is ReadFile
+  // (reads only the immutable shape: no lock needed), then LoadFromBytes.
   Status Load(const std::string& path, bool any_container = false);
+  Result<std::string> ReadFile(const std::string& path, bool any_container) const;
   // Load's checks and copy on bytes already read (`path` names them in
   // errors); the fuzz target's entry point.
   Status LoadFromBytes(std::string_view bytes, std::string_view path, bool any_container);

@@ -614,11 +614,6 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
-// The follow-on prefill (docs/SERVER.md): after a streamed reply the server
-// prefills the conversation as its next turn will send it, so that turn
-// resumes past the reply (more cached tokens than the first turn's own
-// restore point), and its reply is the one a server without follow-on
-// gives from scratch.
 // --prompt-cache: with one slot, a conversation the slot gave up to
 // another is stored, and its next turn has its point loaded back (from the
 // store, past the first turn's own point) with the reply a server computes
@@ -673,6 +668,11 @@ TEST_F(HttpTest, APromptCacheBringsBackAConversationTheSlotGaveUp) {
   EXPECT_EQ(s.Metric("waste_prompt_cache_points"), -1) << "no store without --prompt-cache";
 }
 
+// The follow-on prefill (docs/SERVER.md): after a streamed reply the server
+// prefills the conversation as its next turn will send it, so that turn
+// resumes past the reply (more cached tokens than the first turn's own
+// restore point), and its reply is the one a server without follow-on
+// gives from scratch.
 TEST_F(HttpTest, FollowOnResumesTheNextTurnPastTheReply) {
   constexpr int kC = kPrefillChunkTokens;
   Json turn1;

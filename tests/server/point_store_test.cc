@@ -9,6 +9,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "point_store.h"
 #include "pool_test_util.h"
 #include "session_pool.h"
+#include "state_pair.h"
 #include "temp_dir.h"
 
 namespace waste::server {
@@ -178,7 +181,7 @@ TEST(PointStore, StaysWithinItsSizeDroppingTheLeastRecentlyUsed) {
   ASSERT_TRUE((*s)->Eval(point));
   Status put = tiny->Put(**s, point);
   EXPECT_FALSE(put.ok());
-  EXPECT_NE(put.message().find("larger than --prompt-cache-size"), std::string::npos) << put.message();
+  EXPECT_NE(put.message().find("does not fit in --prompt-cache-size"), std::string::npos) << put.message();
   EXPECT_EQ(tiny->counts().points, 0u);
   EXPECT_EQ(PointFiles(dir.path() + "/small"), 0);
   // A session that does not stand at the point is refused.
@@ -226,6 +229,120 @@ TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
   // The slot still works, and what it held is stored when it moves on.
   EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[1], &cached), c.fresh[1]));
   EXPECT_EQ(pool->store()->counts().stored, 1u);
+}
+
+// A prompt too short for a restore point of its own still takes the slot:
+// the conversation it displaces is stored first.
+TEST(PointStore, AShortPromptStillStoresThePointItDisplaces) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 1);
+  auto pool = PoolWithStore(*engine, 1, dir.path());
+  ASSERT_TRUE(pool);
+  int cached = -1;
+  Resumed(*pool, c.ids[0], &cached);
+  const std::vector<int> short_prompt = Ids(*engine, "hello");
+  ASSERT_LT(short_prompt.size(), static_cast<size_t>(kC));
+  Resumed(*pool, short_prompt, &cached);
+  EXPECT_EQ(pool->store()->counts().stored, 1u);
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_EQ(cached, c.point[0]);
+}
+
+// Room is made by the least recently used, but never from the points the
+// request at hand starts with, and a point that does not fit beside those
+// is refused without removing anything.
+TEST(PointStore, EvictionSparesTheRequestsOwnPointsAndNeverEmptiesForOneTooLarge) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 3);  // points of 2, 1 and 2 chunks
+  auto s = engine->model().NewSession();
+  ASSERT_TRUE(s);
+  auto point = [&](size_t i) {
+    return std::vector<int>(c.ids[i].begin(), c.ids[i].begin() + c.point[i]);
+  };
+  auto put = [&](PointStore& store, size_t i, std::span<const int> keep = {}) {
+    (*s)->Reset();
+    EXPECT_TRUE((*s)->Eval(point(i)));
+    return store.Put(**s, point(i), keep);
+  };
+  uint64_t two = 0;
+  {
+    auto probe = OpenStore(*engine, dir.path() + "/probe", 1ull << 30);
+    ASSERT_TRUE(put(*probe, 0).ok());
+    two = probe->counts().bytes;  // a point of two chunks
+  }
+  // Room for two points of two chunks: 0 and 1 fit; 2 needs room, and the
+  // least recently used (0) is spared because the request starts with it.
+  auto store = OpenStore(*engine, dir.path(), two * 2 + 1024);  // token files differ by a few bytes
+  ASSERT_TRUE(put(*store, 0).ok());
+  ASSERT_TRUE(put(*store, 1).ok());
+  ASSERT_TRUE(put(*store, 2, c.ids[0]).ok());
+  EXPECT_EQ(store->Longest(c.ids[0], c.ids[0].size() - 1), static_cast<size_t>(c.point[0]));
+  EXPECT_EQ(store->Longest(c.ids[1], c.ids[1].size() - 1), 0u);
+  EXPECT_EQ(store->counts().evicted, 1u);
+  // Reopened with room for one: 2, the most recent, stays. Point 0 would
+  // need 2 gone, but the request starts with 2: refused, and nothing is
+  // removed for it.
+  auto small = OpenStore(*engine, dir.path(), two + two / 2);
+  ASSERT_TRUE(small);
+  const uint64_t before = small->counts().points;
+  Status refused = put(*small, 0, c.ids[2]);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(small->counts().points, before);
+  EXPECT_EQ(small->Longest(c.ids[2], c.ids[2].size() - 1), static_cast<size_t>(c.point[2]));
+}
+
+// A state that hashes as its token file says but is not a session file of
+// this model: refused by the session-file reader, its files removed; a
+// state no token file names (a save cut short) is removed at open.
+TEST(PointStore, AStateTheReaderRefusesIsRemovedAndOrphansGoAtOpen) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  Conversations c = Make(*engine, 2);
+  {
+    auto pool = PoolWithStore(*engine, 1, dir.path());
+    ASSERT_TRUE(pool);
+    int cached = -1;
+    Resumed(*pool, c.ids[0], &cached);
+    Resumed(*pool, c.ids[1], &cached);  // stores 0
+  }
+  std::string state, tokens;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = f.path().string();
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".state") == 0) state = name;
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, ".tokens.json") == 0) tokens = name;
+  }
+  ASSERT_FALSE(state.empty());
+  ASSERT_FALSE(tokens.empty());
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << std::string(4096, 'x');
+  {
+    std::ifstream in(tokens);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"state_fnv1a\"");
+    ASSERT_NE(at, std::string::npos);
+    const size_t q = text.find('"', text.find(':', at));
+    text.replace(q + 1, 16, FileHash(state));
+    std::ofstream(tokens, std::ios::trunc) << text;
+  }
+  const std::string orphan = dir / "point-00000000000000aa.state";
+  std::ofstream(orphan) << "cut short";
+  auto pool = PoolWithStore(*engine, 1, dir.path());
+  ASSERT_TRUE(pool);
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  EXPECT_EQ(pool->store()->counts().points, 1u);
+  int cached = -1;
+  EXPECT_TRUE(SameBits(Resumed(*pool, c.ids[0], &cached), c.fresh[0]));
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(pool->store()->counts().failed, 1u);
+  EXPECT_FALSE(std::filesystem::exists(state));
+  EXPECT_FALSE(std::filesystem::exists(tokens));
 }
 
 // Two slots, two threads, three conversations each in turn: slots store
