@@ -81,6 +81,20 @@ Conversations Make(Engine& e, int n) {
   return c;
 }
 
+// Two conversations through a one-slot pool storing in `dir`: the second
+// takes the slot, so the first's point is stored (one point in `dir`).
+Conversations StoreTheFirstOfTwo(Engine& e, const std::string& dir) {
+  Conversations c = Make(e, 2);
+  auto pool = PoolWithStore(e, 1, dir);
+  int cached = -1;
+  if (pool) {
+    Resumed(*pool, c.ids[0], &cached);
+    Resumed(*pool, c.ids[1], &cached);
+    EXPECT_EQ(pool->store()->counts().points, 1u);
+  }
+  return c;
+}
+
 TEST(PointStore, AConversationTheSlotGaveUpIsLoadedBackBitIdentically) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   waste::testing::TempDir dir;
@@ -193,14 +207,7 @@ TEST(PointStore, ADamagedOrForeignPointCostsAPrefillNotAWrongState) {
   waste::testing::TempDir dir;
   auto engine = OpenTiny(2, SessionPool::kMarks);
   ASSERT_TRUE(engine);
-  Conversations c = Make(*engine, 2);
-  {
-    auto pool = PoolWithStore(*engine, 1, dir.path());
-    ASSERT_TRUE(pool);
-    int cached = -1;
-    Resumed(*pool, c.ids[0], &cached);
-    Resumed(*pool, c.ids[1], &cached);  // stores 0
-  }
+  Conversations c = StoreTheFirstOfTwo(*engine, dir.path());
   std::string state;
   for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
     if (f.path().extension() == ".state") state = f.path().string();
@@ -305,14 +312,7 @@ TEST(PointStore, AStateTheReaderRefusesIsRemovedAndOrphansGoAtOpen) {
   waste::testing::TempDir dir;
   auto engine = OpenTiny(2, SessionPool::kMarks);
   ASSERT_TRUE(engine);
-  Conversations c = Make(*engine, 2);
-  {
-    auto pool = PoolWithStore(*engine, 1, dir.path());
-    ASSERT_TRUE(pool);
-    int cached = -1;
-    Resumed(*pool, c.ids[0], &cached);
-    Resumed(*pool, c.ids[1], &cached);  // stores 0
-  }
+  Conversations c = StoreTheFirstOfTwo(*engine, dir.path());
   std::string state, tokens;
   for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
     const std::string name = f.path().string();
