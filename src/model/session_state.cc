@@ -88,10 +88,6 @@ uint64_t SessionState::bytes() const {
   return b;
 }
 
-Status SessionState::Save(const std::string& path, const std::vector<float>& hidden) const {
-  return WriteFile(path, Serialize(hidden));
-}
-
 std::string SessionState::Serialize(const std::vector<float>& hidden) const {
   Header h{};
   h.magic = kStateMagic;
@@ -141,12 +137,6 @@ uint64_t SessionState::MaxFileBytes() const {
       cfg_.attn_res.block > 0 ? static_cast<uint64_t>(cfg_.n_layers / cfg_.attn_res.block + 2) : 0;
   bytes += (max_blocks + 1) * static_cast<uint64_t>(cfg_.hidden) * 4;
   return bytes;
-}
-
-Status SessionState::Load(const std::string& path, bool any_container) {
-  Result<std::string> data = ReadFile(path, any_container);
-  if (!data) return data.error();
-  return LoadFromBytes(*data, path, any_container);
 }
 
 Result<std::string> SessionState::ReadFile(const std::string& path, bool any_container) const {

@@ -1,8 +1,8 @@
 // What carries from one token to the next (MODEL.md §10): KDA recurrent
-// state and conv rings, MLA latent KV cache, the position. Save/Load use
-// the reference's byte layout (ENGINE.md §8), so sessions move between
-// engines; Load validates everything in a read-only pass before touching
-// the live state.
+// state and conv rings, MLA latent KV cache, the position. Its session
+// files use the reference's byte layout (ENGINE.md §8), so sessions move
+// between engines; LoadFromBytes validates everything in a read-only pass
+// before touching the live state.
 #pragma once
 
 #include <cstdint>
@@ -53,19 +53,18 @@ class SessionState {
   // (docs/HARDENING.md) so the reference still reads our files.
   void set_container_id(uint64_t id) { container_id_ = id; }
 
-  // `hidden` is the last token's residual (stored for format compatibility).
-  // Save replaces only a session file or nothing: Serialize, then
-  // WriteFile (the file I/O needs no lock on the state: Session::SaveState
-  // holds the model's run lock only to serialize).
-  Status Save(const std::string& path, const std::vector<float>& hidden) const;
+  // Saving is Serialize, then WriteFile, which replaces only a session file
+  // or nothing; the file I/O needs no lock on the state (Session::SaveState
+  // holds the model's run lock only to serialize). `hidden` is the last
+  // token's residual (stored for format compatibility).
   std::string Serialize(const std::vector<float>& hidden) const;
   static Status WriteFile(const std::string& path, const std::string& bytes);
-  // A file naming another container is refused unless `any_container`; a
-  // file naming none (written by the reference) loads. Load is ReadFile
-  // (reads only the immutable shape: no lock needed), then LoadFromBytes.
-  Status Load(const std::string& path, bool any_container = false);
+  // Loading is ReadFile (it reads only the immutable shape: no lock
+  // needed), then LoadFromBytes. A file naming another container is
+  // refused unless `any_container`; a file naming none (written by the
+  // reference) loads.
   Result<std::string> ReadFile(const std::string& path, bool any_container) const;
-  // Load's checks and copy on bytes already read (`path` names them in
+  // The checks and copy on bytes already read (`path` names them in
   // errors); the fuzz target's entry point.
   Status LoadFromBytes(std::string_view bytes, std::string_view path, bool any_container);
   // The 64-byte header's checks (magic, version, model shape, container,
