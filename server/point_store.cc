@@ -102,7 +102,6 @@ Result<std::unique_ptr<PointStore>> PointStore::Open(const Options& options) {
     store->counts_.bytes += f.point.bytes;
     store->points_.push_back(std::move(f.point));
   }
-  store->counts_.points = store->points_.size();
   std::lock_guard<std::mutex> lock(store->mu_);
   store->EvictLocked({}, {});  // a smaller limit than the last run's
   return store;
@@ -130,15 +129,12 @@ size_t PointStore::Longest(std::span<const int> ids, size_t limit) const {
   return best == nullptr ? 0 : best->tokens.size();
 }
 
-void PointStore::Drop(size_t index, bool remove_files) {
+void PointStore::Drop(size_t index) {
   Point& p = points_[index];
-  if (remove_files) {
-    RemoveIfThere(PathOf(p.key, kTokensExt));  // the pair is gone once this is
-    RemoveIfThere(PathOf(p.key, kStateExt));
-  }
+  RemoveIfThere(PathOf(p.key, kTokensExt));  // the pair is gone once this is
+  RemoveIfThere(PathOf(p.key, kStateExt));
   counts_.bytes -= std::min(counts_.bytes, p.bytes);
   points_.erase(points_.begin() + static_cast<std::ptrdiff_t>(index));
-  counts_.points = points_.size();
 }
 
 void PointStore::EvictLocked(std::span<const int> keep, const std::string& spare) {
@@ -150,7 +146,7 @@ void PointStore::EvictLocked(std::span<const int> keep, const std::string& spare
       if (victim == points_.size() || p.last_used < points_[victim].last_used) victim = i;
     }
     if (victim == points_.size()) return;  // only what must stay is left
-    Drop(victim, true);
+    Drop(victim);
     ++counts_.evicted;
   }
 }
@@ -182,7 +178,7 @@ Status PointStore::LoadLongest(std::span<const int> ids, size_t limit, Session& 
   if (!st.ok()) {
     // A point of ours (this model's vocabulary, our names) that does not
     // load is removed, so the directory stays within its size.
-    if (it != points_.end()) Drop(static_cast<size_t>(it - points_.begin()), true);
+    if (it != points_.end()) Drop(static_cast<size_t>(it - points_.begin()));
     ++counts_.failed;
     return st;
   }
@@ -209,7 +205,7 @@ Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::sp
         Touch(key);
         return Status::Ok();
       }
-      Drop(i, true);  // another prompt with the same hash: the newer one wins
+      Drop(i);  // another prompt with the same hash: the newer one wins
       break;
     }
     // Another slot storing the same tokens right now: one copy is enough.
@@ -250,7 +246,6 @@ Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::sp
   p.last_used = ++clock_;
   counts_.bytes += p.bytes;
   points_.push_back(std::move(p));
-  counts_.points = points_.size();
   ++counts_.stored;
   EvictLocked(keep, key);
   return Status::Ok();
@@ -258,7 +253,9 @@ Status PointStore::Put(Session& session, const std::vector<int>& tokens, std::sp
 
 PointStore::Counts PointStore::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return counts_;
+  Counts c = counts_;
+  c.points = points_.size();
+  return c;
 }
 
 }  // namespace waste::server

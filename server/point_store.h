@@ -87,7 +87,7 @@ class PointStore {
   std::string PathOf(const std::string& key, const char* ext) const;
   // The longest point that starts `ids` within `limit` (under mu_); null if none.
   Point* LongestLocked(std::span<const int> ids, size_t limit);
-  void Drop(size_t index, bool remove_files);  // under mu_
+  void Drop(size_t index);  // and its files; under mu_
   void Touch(const std::string& key) const;    // marks a use on disk
   void EvictLocked(std::span<const int> keep, const std::string& spare);
 
