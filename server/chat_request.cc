@@ -27,6 +27,15 @@ std::optional<ApiError> NumberIn(const Json& body, const char* name, double lo, 
   return std::nullopt;
 }
 
+// An integer-valued number from 1 to kMaxChoices (1.0 counts, as OpenAI's
+// Python validation lets it), else none.
+std::optional<int> ChoiceCount(const Json& v) {
+  if (!IsNumber(v)) return std::nullopt;
+  const double d = v.get<double>();
+  if (!(d >= 1 && d <= kMaxChoices) || d != std::floor(d)) return std::nullopt;
+  return static_cast<int>(d);
+}
+
 ApiError VisionDisabled() {
   return BadRequest(
       "this server was started without the vision tower; restart it with --vision to accept "
@@ -45,10 +54,12 @@ const Json& CallFunction(const Json& call) {
 std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out,
                                       bool allow_zero_max) {
   if (const Json* n = Field(body, "n")) {
-    bool one = (n->is_boolean() && n->get<bool>()) || (n->is_number() && n->get<double>() == 1.0);
-    if (!one) {
-      return BadRequest("'n' must be 1: this engine generates one completion per request", "n");
+    // `true` is 1: the reference compared n == 1 in Python, where True passes.
+    std::optional<int> count = n->is_boolean() && n->get<bool>() ? std::optional<int>(1) : ChoiceCount(*n);
+    if (!count) {
+      return BadRequest("'n' must be an integer from 1 to " + std::to_string(kMaxChoices), "n");
     }
+    out->n = *count;
   }
   std::optional<float> temperature;
   if (auto e = NumberIn(body, "temperature", 0.0, 2.0, &temperature)) return e;
@@ -131,13 +142,29 @@ std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat) {
   if (const Json* v = Field(body, "suffix"); v && !(v->is_string() && v->get_ref<const std::string&>().empty())) {
     return refuse("suffix", "insertion (text after the completion) is not supported");
   }
-  if (const Json* v = Field(body, "best_of"); v && !(v->is_number() && v->get<double>() == 1.0)) {
-    return refuse("best_of", "one completion is generated per request");
-  }
   if (const Json* v = Field(body, "response_format");
       v && !(v->is_object() && v->value("type", std::string()) == "text")) {
     return refuse("response_format", "constrained output is for /v1/chat/completions");
   }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseBestOf(const Json& body, int n, bool stream, int* best_of) {
+  *best_of = n;
+  const Json* v = Field(body, "best_of");
+  if (!v) return std::nullopt;
+  std::optional<int> count = ChoiceCount(*v);
+  if (!count || *count < n) {
+    return BadRequest("'best_of' must be an integer from 'n' (" + std::to_string(n) + ") to " +
+                          std::to_string(kMaxChoices),
+                      "best_of");
+  }
+  if (*count > n && stream) {
+    return BadRequest("'best_of' greater than 'n' cannot be streamed: the best completions are "
+                      "known only once all of them have ended",
+                      "best_of");
+  }
+  *best_of = *count;
   return std::nullopt;
 }
 

@@ -14,8 +14,14 @@
 
 namespace waste::server {
 
+// Completions a request may ask for (`n`, completions' `best_of`): each is
+// generated in turn on the request's slot, so a fan-out wider than this is
+// better sent as separate requests (they run on parallel slots).
+inline constexpr int kMaxChoices = 128;
+
 // Sampling and length fields shared by both POST routes.
 struct SamplingRequest {
+  int n = 1;                           // completions to return (1..kMaxChoices)
   float temperature = 0.0f;
   std::optional<float> top_p;
   std::optional<int> top_k;
@@ -43,8 +49,14 @@ struct LogprobsRequest {
 inline constexpr int kMaxTopLogprobs = 20;
 std::optional<ApiError> ParseLogprobs(const Json& body, bool chat, LogprobsRequest* out);
 
+// Completions' `best_of` (1..kMaxChoices, at least `n`; default `n`): the
+// completions generated, of which the `n` with the highest mean token
+// log-probability are returned. More than `n` cannot be streamed (the best
+// are known only once all have ended).
+std::optional<ApiError> ParseBestOf(const Json& body, int n, bool stream, int* best_of);
+
 // OpenAI fields this server does not implement and must not silently
-// ignore: completions `suffix`, `best_of` other than 1, `response_format`.
+// ignore: completions `suffix`, `response_format`.
 // 400 with the field as `param` and code "unsupported_parameter".
 std::optional<ApiError> RefuseUnsupported(const Json& body, bool chat);
 

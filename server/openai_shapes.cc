@@ -34,34 +34,38 @@ Json WasteCounters(const Stats& before, const Stats& after, double ms) {
           {"ms", std::round(ms * 10.0) / 10.0}};
 }
 
-Json ChatCompletion(const ReplyHeader& h, const Json& message, const std::string& finish_reason,
-                    const Json& usage, const Json& waste) {
+Json ChatChoice(int index, const Json& message, const std::string& finish_reason, Json logprobs) {
+  return {{"index", index},
+          {"message", message},
+          {"logprobs", std::move(logprobs)},
+          {"finish_reason", finish_reason}};
+}
+
+Json ChatCompletion(const ReplyHeader& h, Json choices, const Json& usage, const Json& waste) {
   return {{"id", h.id},
           {"object", "chat.completion"},
           {"created", h.created},
           {"model", h.model},
-          {"choices", Json::array({{{"index", 0},
-                                    {"message", message},
-                                    {"logprobs", nullptr},
-                                    {"finish_reason", finish_reason}}})},
+          {"choices", std::move(choices)},
           {"usage", usage},
           {"waste", waste}};
 }
 
-Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reason) {
+Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reason, int index) {
   return {{"id", h.id},
           {"object", "chat.completion.chunk"},
           {"created", h.created},
           {"model", h.model},
-          {"choices", Json::array({{{"index", 0},
+          {"choices", Json::array({{{"index", index},
                                     {"delta", delta},
                                     {"logprobs", nullptr},
                                     {"finish_reason", finish_reason}}})}};
 }
 
-Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste) {
-  Json c = DeltaChunk(h, Json::object(), finish_reason);
-  c["waste"] = waste;
+Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste,
+                 int index) {
+  Json c = DeltaChunk(h, Json::object(), finish_reason, index);
+  if (!waste.is_null()) c["waste"] = waste;
   return c;
 }
 
@@ -75,12 +79,13 @@ Json WithNullUsage(Json chunk) {
   return chunk;
 }
 
-Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason) {
+Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason,
+               int index) {
   return {{"id", h.id},
           {"object", "text_completion"},
           {"created", h.created},
           {"model", h.model},
-          {"choices", Json::array({{{"index", 0},
+          {"choices", Json::array({{{"index", index},
                                     {"text", text},
                                     {"logprobs", nullptr},
                                     {"finish_reason", finish_reason}}})}};

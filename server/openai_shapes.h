@@ -25,13 +25,18 @@ Json Usage(int prompt_tokens, int completion_tokens);
 // and its wall time in ms. docs/SERVER.md, "The waste object".
 Json WasteCounters(const Stats& before, const Stats& after, double ms);
 
-Json ChatCompletion(const ReplyHeader& h, const Json& message, const std::string& finish_reason,
-                    const Json& usage, const Json& waste);
-// One chat.completion.chunk with a delta; `finish_reason` null or a string.
-Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reason);
-// The last chunk with a choice: an empty delta, the finish_reason and the
-// request's `waste` object.
-Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste);
+// One entry of a chat.completion's `choices` (`logprobs` null when not asked).
+Json ChatChoice(int index, const Json& message, const std::string& finish_reason,
+                Json logprobs = nullptr);
+// `choices`: ChatChoice entries, index 0 first.
+Json ChatCompletion(const ReplyHeader& h, Json choices, const Json& usage, const Json& waste);
+// One chat.completion.chunk with a delta for choice `index`; `finish_reason`
+// null or a string.
+Json DeltaChunk(const ReplyHeader& h, const Json& delta, const Json& finish_reason, int index = 0);
+// A choice's last chunk: an empty delta and the finish_reason; the last
+// choice's also carries the request's `waste` object (null `waste`: none).
+Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const Json& waste,
+                 int index = 0);
 // With stream_options.include_usage only: the chunk after the finish chunk
 // whose choices are [] and which carries `usage` (OpenAI's shape; every
 // other chunk of such a stream then has "usage": null, see WithNullUsage).
@@ -39,8 +44,9 @@ Json FinishChunk(const ReplyHeader& h, const std::string& finish_reason, const J
 Json UsageChunk(const ReplyHeader& h, const Json& usage,
                 const char* object = "chat.completion.chunk");
 Json WithNullUsage(Json chunk);
-// One text_completion chunk of a streamed /v1/completions reply.
-Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason);
+// One text_completion chunk of a streamed /v1/completions reply, for choice `index`.
+Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish_reason,
+               int index = 0);
 // One server-sent event: "data: <json>\n\n".
 std::string SseEvent(const Json& chunk);
 

@@ -159,6 +159,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   }
   if (auto e = ContextCheck(prompt_tokens, limits)) return e;
   out->prompt_tokens = static_cast<int>(prompt_tokens);
+  out->choices = s.n;
   FillParams(s, limits, prompt_tokens, &out->params);
   out->params.logprobs = out->logprobs.on;
   out->params.top_logprobs = out->logprobs.top;
@@ -232,6 +233,8 @@ std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& fo
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s, /*allow_zero_max=*/out->logprobs.echo)) return e;
   if (auto e = RefuseUnsupported(body, /*chat=*/false)) return e;
+  if (auto e = ParseBestOf(body, s.n, out->stream, &out->best_of)) return e;
+  out->choices = s.n;
   if (auto e = CheckLogitBias(s, engine)) return e;
   if (auto e = ContextCheck(out->ids.size(), limits)) {
     e->param = "prompt";

@@ -61,6 +61,7 @@ struct PreparedChat {
   std::vector<ImageInput> images;
   int prompt_tokens = 0;  // after pad expansion (what usage reports)
   LogprobsRequest logprobs;  // also set in params (logprobs, top_logprobs)
+  int choices = 1;           // `n`: replies generated in turn from the one prompt
   // The request as rendered, for the follow-on prefill's guess
   // (follow_on.h); null when the conversation has images (no restore point
   // lies past the first one).
@@ -84,6 +85,8 @@ struct PreparedCompletion {
   LogprobsRequest logprobs;
   std::string echo_text;
   bool score_only = false;
+  int choices = 1;  // `n`: the completions returned
+  int best_of = 1;  // generated (>= choices): the `choices` best are returned
 };
 
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,

@@ -217,7 +217,14 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   run.cached_tokens = best_len;
   run.resumed_ahead = best_len > 0 && mark == kAheadMark;
   run.rest = ids.subspan(from);
+  run.rest_at_mark = from > 0;  // the mark set (or rewound to) at `from` above
   return run;
+}
+
+Status SessionPool::Restart(Run& run) {
+  if (run.rest_at_mark) return run.session->RewindToMark(kRequestMark);
+  run.session->Reset();  // nothing before `rest`: no mark was set (the slot keeps none)
+  return Status::Ok();
 }
 
 Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {

@@ -106,6 +106,7 @@ class SessionPool {
     bool resumed_ahead = false;  // ... to the follow-on's point (kAheadMark)
     bool restored = false;       // ... to a point loaded from the store (UseStore)
     std::span<const int> rest;  // what Generate must still be given
+    bool rest_at_mark = false;  // the session's kRequestMark is where `rest` starts
     // The session's counters when the request took it (before any prefill):
     // with session->stats() after, the request's own expert traffic.
     Stats before;
@@ -123,6 +124,12 @@ class SessionPool {
   // prompt position computed, such as one scoring its prompt. `rest` is all
   // of ids. kBusy when every slot is held.
   Result<Run> PrepareFresh(std::span<const int> ids);
+
+  // Puts `run`'s session back where `rest` starts, for another completion
+  // of the same prompt (`n` > 1): its restore point (the request's mark),
+  // else position 0 (nothing of the prompt was fed before `rest`). Feeding
+  // `rest` again then gives the bits it gave the first time.
+  Status Restart(Run& run);
 
   // After a reply: keeps `run`'s slot held for its follow-on prefill and
   // makes requests that would take a slot wait until it is done (or

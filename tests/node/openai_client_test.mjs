@@ -73,6 +73,26 @@ try {
   check(unseeded.size > 1, "temperature 1 without seed varies");
   check(await sample({ seed: 9 }) === await sample({ seed: 9 }), "the same seed repeats");
 
+  // n: several choices, blocking and through the client's stream helper,
+  // which assembles each choice from the chunks carrying its index.
+  const nParams = { model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 10,
+                    temperature: 1.0, seed: 4, n: 3 };
+  const three = await client.chat.completions.create(nParams);
+  check(three.choices.length === 3 && three.choices.every((c, i) => c.index === i),
+        "n 3: three choices, indexed 0..2");
+  const oneOfThree = await client.chat.completions.create({ ...nParams, n: 1 });
+  check(three.choices[0].message.content === oneOfThree.choices[0].message.content,
+        "n 3: the first choice is the n 1 reply with the same seed");
+  const assembled = await client.beta.chat.completions.stream(nParams).finalChatCompletion();
+  check(assembled.choices.length === 3 &&
+        assembled.choices.every((c, i) => c.message.content === three.choices[i].message.content &&
+                                c.finish_reason === three.choices[i].finish_reason),
+        "n 3 streamed: the client's stream helper assembles the blocking choices");
+  const best = await client.completions.create({
+    model: "tiny", prompt: "Once", max_tokens: 8, temperature: 1.0, seed: 2, n: 1, best_of: 3 });
+  check(best.choices.length === 1 && typeof best.choices[0].text === "string",
+        "completions best_of 3: one choice returned");
+
   // Log probabilities as the client types them.
   const withLogprobs = await client.chat.completions.create({
     model: "tiny", messages: [{ role: "user", content: "Hello" }], max_tokens: 6,

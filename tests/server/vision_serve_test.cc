@@ -235,6 +235,32 @@ TEST_F(VisionServe, SameGreedyTokensAsTheLibrary) {
   EXPECT_LT(r2["usage"]["prompt_tokens"].get<int>(), static_cast<int>(ids->size()));
 }
 
+// n = 2 with an image: the engine lets a call's images go once it has fed
+// them, so the second choice has the images encoded and queued again; both
+// choices are then the n = 1 reply to the bit (greedy, with logprobs).
+TEST_F(VisionServe, EveryChoiceSeesTheImages) {
+  auto server = Start(served_, true);
+  ASSERT_TRUE(server);
+  Json body = Request(Json::array({{{"type", "text"}, {"text", "Describe "}},
+                                   ImagePart(DataUrl("baseline.jpg", "image/jpeg"))}));
+  body["logprobs"] = true;
+  int status = 0;
+  Json one = Post(*server, body, &status);
+  ASSERT_EQ(status, 200) << Dump(one, JsonStyle::kSpaced);
+  body["n"] = 2;
+  Json two = Post(*server, body, &status);
+  ASSERT_EQ(status, 200) << Dump(two, JsonStyle::kSpaced);
+  ASSERT_EQ(two["choices"].size(), 2u);
+  EXPECT_EQ(two["usage"]["prompt_tokens"], one["usage"]["prompt_tokens"]);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(two["choices"][i]["message"], one["choices"][0]["message"]);
+    EXPECT_EQ(two["choices"][i]["logprobs"], one["choices"][0]["logprobs"]);
+  }
+  // Nothing of the images is left queued for the next request.
+  EXPECT_EQ(served_->queued_images(), 0);
+}
+
 // --parallel 3: two requests with images and one without, sent at once,
 // get exactly the replies each gets alone. The model's image queue is one
 // for all sessions: the image requests hold it in turn while the text one
