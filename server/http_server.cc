@@ -155,7 +155,9 @@ struct HttpServer::Impl {
               {"params_total", info.params_total},
               {"params_active", info.params_active},
               {"arch", info.arch},
-              {"quant_summary", info.quantization}}}};
+              {"quant_summary", info.quantization},
+              {"chat_format", format.Name()},
+              {"vision", format.vision.enabled}}}};  // images accepted (--vision)
   }
 
   void Get(const httplib::Request& req, httplib::Response& res) {

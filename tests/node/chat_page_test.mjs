@@ -1,7 +1,13 @@
 // The chat page at / in a real browser: Debian's chromium, headless, driven
 // over the DevTools protocol by puppeteer-core. Sends a message, waits for
-// the streamed reply, checks the DOM and saves a screenshot.
+// the streamed reply, checks the DOM and saves a screenshot; then what a
+// person does next: regenerates the reply (the server resumes the prompt
+// from its restore point), sets a system prompt, temperature and max
+// tokens, reloads the page (the conversation and settings stay), starts a
+// new chat, and, on a container with a vision tower (made by waste-gen,
+// $WASTE_GEN), attaches an image.
 // Usage: node chat_page_test.mjs WASTE CONTAINER OUTDIR
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,7 +17,30 @@ import { startServer, check } from "./serve_util.mjs";
 const [waste, container, outdir] = process.argv.slice(2);
 const server = await startServer(waste, container, ["--max-tokens", "24"]);
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), "waste-chromium-"));
-let browser;
+let browser, visionServer;
+
+// The chat requests the page sends, as the server receives their bodies.
+function recordRequests(page) {
+  const bodies = [];
+  page.on("request", req => {
+    if (req.url().endsWith("/v1/chat/completions")) bodies.push(JSON.parse(req.postData()));
+  });
+  return bodies;
+}
+
+// Waits until `count` replies are done and the page is idle again.
+async function awaitReplies(page, count) {
+  await page.waitForFunction(n => document.querySelectorAll(".assistant.done").length === n &&
+                                  !document.getElementById("send").disabled,
+                             { timeout: 30000 }, count);
+}
+
+const replies = page => page.evaluate(() =>
+  [...document.querySelectorAll(".assistant")].map(b => ({
+    content: b.querySelector(".content").textContent,
+    stats: b.querySelector(".stats").textContent,
+  })));
+
 try {
   browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -21,13 +50,17 @@ try {
            "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   const page = await browser.newPage();
+  const bodies = recordRequests(page);
   await page.setViewport({ width: 900, height: 600 });
   await page.goto(server.url + "/", { waitUntil: "load" });
   check((await page.title()) === "waste chat", "the page loads from the binary");
   await page.waitForFunction(() => document.getElementById("model").textContent === "tiny");
-  await page.type("#input", "Hello there");
+  check(await page.$eval("#attach", b => b.hidden), "no image button without --vision");
+  // Long enough that the prompt passes a restore point (128 tokens).
+  const first = "Hello there, ".repeat(60).trim();
+  await page.type("#input", first);
   await page.click("#send");
-  await page.waitForSelector(".assistant.done", { timeout: 30000 });
+  await awaitReplies(page, 1);
   const state = await page.evaluate(() => {
     const box = document.querySelector(".assistant.done");
     return {
@@ -42,18 +75,124 @@ try {
       stopDisabled: document.getElementById("stop").disabled,
     };
   });
-  check(state.user === "Hello there", "the user's message is shown");
+  check(state.user === first, "the user's message is shown");
   check(state.reasoning.length + state.content.length > 0, "a streamed reply arrived");
   check(state.reasoning.length === 0 || (!state.reasoningHidden && state.folded), "reasoning is shown folded");
   check(/tok\/s/.test(state.stats) && /expert hit rate/.test(state.stats), "per-reply tok/s and expert hit rate: " + state.stats);
+  check(/prompt \d+ tokens \(0 cached\)/.test(state.stats), "the prompt's size and what was cached: " + state.stats);
   check(state.finish === "length" || state.finish === "stop", "finish reason recorded: " + state.finish);
   check(state.sendEnabled && state.stopDisabled, "send re-enabled, stop disabled after the reply");
   const shot = path.join(outdir, "chat_page.png");
   await page.screenshot({ path: shot });
   check(fs.statSync(shot).size > 1000, "screenshot saved to " + shot);
+
+  // Regenerate: the same conversation again (greedy: the same reply), its
+  // prompt resumed by the server from the restore point the first left.
+  await page.click(".assistant .regenerate");
+  await awaitReplies(page, 1);
+  const again = await replies(page);
+  check(again.length === 1 && again[0].content === state.content, "Regenerate replaces the reply (greedy: the same text)");
+  check(JSON.stringify(bodies[1].messages) === JSON.stringify(bodies[0].messages),
+        "Regenerate sends the conversation without the old reply");
+  const cached = Number((again[0].stats.match(/\((\d+) cached\)/) || [])[1]);
+  check(cached >= 128, "the regenerated prompt was resumed by the server: " + again[0].stats);
+
+  // Settings go into the next request.
+  await page.click("#settings summary");
+  await page.type("#system", "Answer briefly.");
+  await page.type("#temperature", "0.7");
+  await page.type("#max-tokens", "5");
+  await page.$eval("#max-tokens", e => e.dispatchEvent(new Event("change")));
+  await page.$eval("#temperature", e => e.dispatchEvent(new Event("change")));
+  await page.$eval("#system", e => e.dispatchEvent(new Event("change")));
+  await page.type("#input", "And then?");
+  await page.click("#send");
+  await awaitReplies(page, 2);
+  const sent = bodies.at(-1);
+  check(sent.messages[0].role === "system" && sent.messages[0].content === "Answer briefly." &&
+        sent.temperature === 0.7 && sent.max_tokens === 5, "system prompt, temperature and max tokens are sent");
+  check(sent.messages.length === 4 && sent.messages[3].content === "And then?",
+        "the whole conversation is sent: system, user, assistant, user");
+  check(/^[0-5] tokens/.test((await replies(page))[1].stats), "max tokens 5 bounds the reply");
+
+  // A reload keeps the conversation and the settings.
+  await page.reload({ waitUntil: "load" });
+  const restored = await page.evaluate(() => ({
+    users: document.querySelectorAll(".user").length,
+    assistants: document.querySelectorAll(".assistant.done").length,
+    system: document.getElementById("system").value,
+    temperature: document.getElementById("temperature").value,
+    regenerate: document.querySelectorAll(".regenerate").length,
+  }));
+  check(restored.users === 2 && restored.assistants === 2 && restored.regenerate === 1,
+        "after a reload the conversation is shown, the last reply regenerable");
+  check(restored.system === "Answer briefly." && restored.temperature === "0.7", "after a reload the settings are kept");
+
+  // New chat: nothing of the old conversation is shown or sent.
+  await page.click("#new");
+  check(await page.$eval("#log", l => l.children.length) === 0, "New chat empties the page");
+  await page.type("#input", "Hi");
+  await page.click("#send");
+  await awaitReplies(page, 1);
+  const fresh = bodies.at(-1).messages;
+  check(fresh.length === 2 && fresh[0].role === "system" && fresh[1].content === "Hi",
+        "after New chat only the system prompt and the new message are sent");
+
+  // Images, on a server started with --vision.
+  const gen = process.env.WASTE_GEN;
+  if (!gen || !fs.existsSync(gen)) {
+    console.log("SKIP (image part): WASTE_GEN does not name the waste-gen binary");
+  } else {
+    const dir = path.join(outdir, "k3-vision-page");
+    fs.rmSync(dir, { recursive: true, force: true });
+    execFileSync(gen, [dir, "--preset", "k3-tiny", "--tokenizer", "--seed", "7", "--vision",
+                       "32,2,48,64,2,4,6,36", "-q"]);
+    visionServer = await startServer(waste, dir, ["--vision", "--max-tokens", "8"]);
+    const vpage = await browser.newPage();
+    const vbodies = recordRequests(vpage);
+    await vpage.goto(visionServer.url + "/", { waitUntil: "load" });
+    await vpage.click("#new");  // the profile's stored conversation is the other server's
+    await vpage.waitForFunction(() => !document.getElementById("attach").hidden);
+    check(true, "the image button shows with --vision");
+    const image = path.join(outdir, "page-image.bmp");
+    fs.writeFileSync(image, bmp(64, 48));
+    const [chooser] = await Promise.all([vpage.waitForFileChooser(), vpage.click("#attach")]);
+    await chooser.accept([image]);
+    await vpage.waitForSelector("#attached img");
+    await vpage.type("#input", "What is this?");
+    await vpage.click("#send");
+    await awaitReplies(vpage, 1);
+    const parts = vbodies.at(-1).messages.at(-1).content;
+    check(Array.isArray(parts) && parts[0].type === "image_url" &&
+          parts[0].image_url.url.startsWith("data:image/bmp;base64,") && parts[1].text === "What is this?",
+          "the image goes as a data: URL part before the text");
+    const shown = await vpage.evaluate(() => ({
+      img: document.querySelectorAll(".user img").length,
+      attached: document.querySelectorAll("#attached img").length,
+      stats: document.querySelector(".assistant .stats").textContent,
+    }));
+    check(shown.img === 1 && shown.attached === 0, "the image is shown in the message and no longer attached");
+    const promptTokens = Number((shown.stats.match(/prompt (\d+) tokens/) || [])[1]);
+    check(promptTokens > 12, "the image's rows are in the prompt: " + shown.stats);
+  }
 } finally {
   if (browser) await browser.close();
   await server.stop();
+  if (visionServer) await visionServer.stop();
   fs.rmSync(profile, { recursive: true, force: true });
 }
 console.log("all chat page checks passed");
+
+// A w x h 24-bit BMP (a gradient).
+function bmp(w, h) {
+  const stride = Math.ceil(w * 3 / 4) * 4;
+  const b = Buffer.alloc(54 + stride * h);
+  b.write("BM", 0);
+  b.writeUInt32LE(b.length, 2); b.writeUInt32LE(54, 10); b.writeUInt32LE(40, 14);
+  b.writeInt32LE(w, 18); b.writeInt32LE(h, 22); b.writeUInt16LE(1, 26); b.writeUInt16LE(24, 28);
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+    const o = 54 + y * stride + x * 3;
+    b[o] = (x * 4) & 255; b[o + 1] = (y * 5) & 255; b[o + 2] = ((x + y) * 3) & 255;
+  }
+  return b;
+}
