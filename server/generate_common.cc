@@ -56,6 +56,15 @@ Json UsageWithCache(const GenerateResult& r) {
   return u;
 }
 
+void AddTraffic(const Stats& before, const Stats& after, Stats* sum) {
+  auto diff = [](uint64_t a, uint64_t b) { return b >= a ? b - a : 0; };
+  sum->tokens_generated += diff(before.tokens_generated, after.tokens_generated);
+  sum->experts_hit += diff(before.experts_hit, after.experts_hit);
+  sum->experts_missed += diff(before.experts_missed, after.experts_missed);
+  sum->bytes_read += diff(before.bytes_read, after.bytes_read);
+  sum->direct_io = after.direct_io;
+}
+
 uint64_t ChoiceSeed(uint64_t seed, int index) {
   if (index == 0) return seed;
   uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(index);

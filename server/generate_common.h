@@ -68,6 +68,12 @@ GenerateResult FailRequest(GenerateResult r, const ApiError& e, const EventSink&
 // tokens among the completion's (OpenAI's fields).
 Json UsageWithCache(const GenerateResult& r);
 
+// Adds a slot's expert traffic over part of a request (`after` minus
+// `before`, the fields WasteCounters reports) to `sum`, so a request that
+// ran on several slots in turn (one per prompt) reports
+// WasteCounters(Stats{}, sum, ms).
+void AddTraffic(const Stats& before, const Stats& after, Stats* sum);
+
 // The seed of a request's `index`-th completion (`n`, `best_of`): the
 // request's own for the first (so it is what the same request with n = 1
 // gives), then a mix of the seed and the index (SplitMix64's finaliser),

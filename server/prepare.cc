@@ -181,42 +181,65 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
 
 namespace {
 
-// `prompt` as OpenAI takes it for one completion: a string, an array of one
-// string, token ids, or an array of one array of ids. Ids are checked
-// against the vocabulary; text is encoded in plain mode.
-std::optional<ApiError> CompletionPrompt(const Json& body, const Engine& engine,
-                                         std::vector<int>* ids, std::string* text,
-                                         bool* given_as_ids) {
+// `prompt` as OpenAI takes it: a string, token ids (an array of
+// integers), or a list of up to kMaxPrompts of either (an array of
+// strings, or of arrays of integers). Ids are checked against the
+// vocabulary; text is encoded in plain mode. `given_as_ids` says per prompt
+// whether it came as ids (its echo is then the ids decoded).
+std::optional<ApiError> ParseCompletionPrompts(const Json& body, const Engine& engine,
+                                               std::vector<CompletionPrompt>* out,
+                                               std::vector<bool>* given_as_ids) {
   const char* msg =
-      "'prompt' must be a non-empty string, an array of one string, or token ids (an array "
-      "of integers, or an array of one such array): one completion per request";
+      "'prompt' must be a non-empty string, token ids (a non-empty array of integers), or a "
+      "list of such prompts (an array of strings, or of arrays of integers)";
   auto it = body.find("prompt");
   if (it == body.end()) return BadRequest(msg, "prompt");
-  const Json* p = &*it;
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
-  *given_as_ids = false;
-  if (p->is_string()) {
-    *text = p->get<std::string>();
-    if (text->empty()) return BadRequest(msg, "prompt");
-    std::vector<PromptSegment> segs{{SegmentMode::kPlain, *text}};
-    auto encoded = engine.TokenizeSegments(segs, false);
-    if (!encoded) return EngineError("tokenize", encoded.error());
-    *ids = std::move(*encoded);
-    if (ids->empty()) return BadRequest("the prompt tokenizes to nothing", "prompt");
-    return std::nullopt;
-  }
-  if (!p->is_array() || p->empty()) return BadRequest(msg, "prompt");
+  const Json& p = *it;
   const int vocab = engine.info().vocab;
-  for (const Json& v : *p) {
-    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0) ||
-        v.get<uint64_t>() >= static_cast<uint64_t>(vocab)) {
-      return BadRequest(std::string(msg) + "; token ids are integers below the vocabulary size " +
-                            std::to_string(vocab),
-                        "prompt");
+  auto is_id = [&](const Json& v) {
+    return v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0) &&
+           v.get<uint64_t>() < static_cast<uint64_t>(vocab);
+  };
+  // One prompt: `where` names it in an error ("prompt" or "prompt[i]").
+  auto one = [&](const Json& v, const std::string& where) -> std::optional<ApiError> {
+    CompletionPrompt prompt;
+    if (v.is_string()) {
+      prompt.echo_text = v.get<std::string>();
+      if (prompt.echo_text.empty()) return BadRequest("'" + where + "' is an empty string", "prompt");
+      std::vector<PromptSegment> segs{{SegmentMode::kPlain, prompt.echo_text}};
+      auto encoded = engine.TokenizeSegments(segs, false);
+      if (!encoded) return EngineError("tokenize", encoded.error());
+      prompt.ids = std::move(*encoded);
+      if (prompt.ids.empty()) return BadRequest("'" + where + "' tokenizes to nothing", "prompt");
+      given_as_ids->push_back(false);
+    } else {
+      if (v.empty()) return BadRequest("'" + where + "' is an empty array", "prompt");
+      for (const Json& id : v) {
+        if (!is_id(id)) {
+          return BadRequest("'" + where + "': token ids are integers below the vocabulary size " +
+                                std::to_string(vocab),
+                            "prompt");
+        }
+        prompt.ids.push_back(id.get<int>());
+      }
+      given_as_ids->push_back(true);
     }
-    ids->push_back(v.get<int>());
+    out->push_back(std::move(prompt));
+    return std::nullopt;
+  };
+  if (p.is_string()) return one(p, "prompt");
+  if (!p.is_array() || p.empty()) return BadRequest(msg, "prompt");
+  if (p[0].is_number()) return one(p, "prompt");  // token ids (each checked there)
+  if (p.size() > kMaxPrompts) {
+    return BadRequest("'prompt' lists " + std::to_string(p.size()) + " prompts; at most " +
+                          std::to_string(kMaxPrompts) + " in one request",
+                      "prompt");
   }
-  *given_as_ids = true;
+  const bool strings = p[0].is_string();
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (strings ? !p[i].is_string() : !p[i].is_array()) return BadRequest(msg, "prompt");
+    if (auto e = one(p[i], "prompt[" + std::to_string(i) + "]")) return e;
+  }
   return std::nullopt;
 }
 
@@ -225,9 +248,8 @@ std::optional<ApiError> CompletionPrompt(const Json& body, const Engine& engine,
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,
                                           const Engine& engine, const ServeLimits& limits,
                                           PreparedCompletion* out) {
-  std::string prompt;
-  bool given_as_ids = false;
-  if (auto e = CompletionPrompt(body, engine, &out->ids, &prompt, &given_as_ids)) return e;
+  std::vector<bool> given_as_ids;
+  if (auto e = ParseCompletionPrompts(body, engine, &out->prompts, &given_as_ids)) return e;
   if (auto e = ParseStream(body, &out->stream, &out->include_usage)) return e;
   if (auto e = ParseLogprobs(body, /*chat=*/false, &out->logprobs)) return e;
   SamplingRequest s;
@@ -236,25 +258,31 @@ std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& fo
   if (auto e = ParseBestOf(body, s.n, out->stream, &out->best_of)) return e;
   out->choices = s.n;
   if (auto e = CheckLogitBias(s, engine)) return e;
-  if (auto e = ContextCheck(out->ids.size(), limits)) {
-    e->param = "prompt";
-    return e;
-  }
   out->score_only = s.max_tokens && *s.max_tokens == 0;
-  FillParams(s, limits, out->ids.size(), &out->params);
+  for (size_t i = 0; i < out->prompts.size(); ++i) {
+    CompletionPrompt& prompt = out->prompts[i];
+    if (auto e = ContextCheck(prompt.ids.size(), limits)) {
+      if (out->prompts.size() > 1) e->message = "prompt[" + std::to_string(i) + "]: " + e->message;
+      e->param = "prompt";
+      return e;
+    }
+    // The cap each prompt leaves room for (FillParams' rule, per prompt).
+    GenParams per_prompt;
+    FillParams(s, limits, prompt.ids.size(), &per_prompt);
+    prompt.max_tokens = per_prompt.max_tokens;
+    if (!out->logprobs.echo) {
+      prompt.echo_text.clear();
+    } else if (given_as_ids[i]) {
+      auto decoded = engine.Detokenize(prompt.ids);
+      if (!decoded) return EngineError("detokenize", decoded.error());
+      prompt.echo_text = std::move(*decoded);
+    }
+  }
+  FillParams(s, limits, out->prompts[0].ids.size(), &out->params);
   if (format.stop_id >= 0) out->params.stop_tokens = {format.stop_id};
   out->stops = std::move(s.stops);
   out->params.logprobs = out->logprobs.on;
   out->params.top_logprobs = out->logprobs.top;
-  if (out->logprobs.echo) {
-    if (given_as_ids) {
-      auto decoded = engine.Detokenize(out->ids);
-      if (!decoded) return EngineError("detokenize", decoded.error());
-      out->echo_text = std::move(*decoded);
-    } else {
-      out->echo_text = std::move(prompt);
-    }
-  }
   return std::nullopt;
 }
 

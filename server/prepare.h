@@ -72,21 +72,32 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
                                     const Engine& engine, const ServeLimits& limits,
                                     PreparedChat* out);
 
-struct PreparedCompletion {
+// One prompt of a completions request.
+struct CompletionPrompt {
   std::vector<int> ids;
-  GenParams params;
+  // With echo the choice's text starts with this: the prompt as sent, or
+  // its ids decoded.
+  std::string echo_text;
+  int max_tokens = 0;  // the request's cap, within this prompt's room in the context
+};
+
+// OpenAI's `prompt` may list several prompts (strings, or arrays of ids):
+// each gets its `n` choices, prompt by prompt (choice index = prompt × n + j).
+inline constexpr size_t kMaxPrompts = 128;
+
+struct PreparedCompletion {
+  std::vector<CompletionPrompt> prompts;  // at least one
+  GenParams params;                       // max_tokens: each prompt's own
   std::vector<std::string> stops;
   bool stream = false;
   bool include_usage = false;
-  // `logprobs` and `echo` (chat_request.h). With echo the reply's text starts
-  // with `echo_text` (the prompt as sent, or its ids decoded); with echo and
-  // logprobs the prompt is scored, and `score_only` (max_tokens 0) generates
-  // nothing after it.
+  // `logprobs` and `echo` (chat_request.h). With echo and logprobs each
+  // prompt is scored, and `score_only` (max_tokens 0) generates nothing
+  // after it.
   LogprobsRequest logprobs;
-  std::string echo_text;
   bool score_only = false;
-  int choices = 1;  // `n`: the completions returned
-  int best_of = 1;  // generated (>= choices): the `choices` best are returned
+  int choices = 1;  // `n`: the completions returned per prompt
+  int best_of = 1;  // generated per prompt (>= choices): the `choices` best are returned
 };
 
 std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& format,

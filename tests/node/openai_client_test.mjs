@@ -92,6 +92,13 @@ try {
     model: "tiny", prompt: "Once", max_tokens: 8, temperature: 1.0, seed: 2, n: 1, best_of: 3 });
   check(best.choices.length === 1 && typeof best.choices[0].text === "string",
         "completions best_of 3: one choice returned");
+  const batch = await client.completions.create({
+    model: "tiny", prompt: ["Once", "Twice"], max_tokens: 6, temperature: 1.0, seed: 2, n: 2 });
+  const twice = await client.completions.create({
+    model: "tiny", prompt: "Twice", max_tokens: 6, temperature: 1.0, seed: 2, n: 2 });
+  check(batch.choices.length === 4 && batch.choices.every((c, i) => c.index === i) &&
+        batch.choices[2].text === twice.choices[0].text && batch.choices[3].text === twice.choices[1].text,
+        "a list of two prompts with n 2: four choices, the second prompt's at 2 and 3");
 
   // Log probabilities as the client types them.
   const withLogprobs = await client.chat.completions.create({

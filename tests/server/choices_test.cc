@@ -3,7 +3,8 @@
 // each choice is what a request of its own would give (the first, with the
 // request's seed, is the n = 1 reply bit for bit), the stream carries each
 // choice under its index and concatenates to the blocking choices, and
-// best_of returns the candidates with the highest mean log-probability.
+// best_of returns the candidates with the highest mean log-probability; a
+// completions prompt list gets each prompt's choices in turn.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -234,6 +235,63 @@ TEST_F(ChoicesTest, BestOfReturnsTheMostLikelyCandidates) {
   EXPECT_EQ(Texts(reply), (std::vector<std::string>{ranked[0].second, ranked[1].second}));
   EXPECT_TRUE(reply["choices"][0]["logprobs"].is_null());  // not asked for
   EXPECT_EQ(reply["usage"]["completion_tokens"], all["usage"]["completion_tokens"]);  // all 4 made
+}
+
+// A list of prompts: each prompt's choices, in order (index = prompt × n +
+// j), each what the prompt alone gives; usage adds the prompts up.
+TEST_F(ChoicesTest, APromptListGetsEachPromptsChoicesInOrder) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  Json req = {{"max_tokens", 8}, {"temperature", 1.0}, {"seed", 9}, {"n", 2}};
+  std::vector<std::string> expected;
+  int prompt_tokens = 0;
+  for (const char* prompt : {"Once upon", "The weather"}) {
+    req["prompt"] = prompt;
+    Json alone = Post(c, "/v1/completions", req);
+    for (const std::string& t : Texts(alone)) expected.push_back(t);
+    prompt_tokens += alone["usage"]["prompt_tokens"].get<int>();
+  }
+  req["prompt"] = Json::array({"Once upon", "The weather"});
+  Json both = Post(c, "/v1/completions", req);
+  EXPECT_EQ(Texts(both), expected);
+  EXPECT_EQ(both["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(both["waste"]["tokens_generated"], both["usage"]["completion_tokens"]);
+  req["stream"] = true;
+  std::map<int, std::string> streamed;
+  int with_waste = 0;
+  for (const Json& ev : ParseSse(Post(c, "/v1/completions", req).get<std::string>())) {
+    if (ev == "[DONE]") continue;
+    streamed[ev["choices"][0]["index"].get<int>()] += ev["choices"][0]["text"].get<std::string>();
+    with_waste += ev.contains("waste");
+  }
+  EXPECT_EQ(streamed, (std::map<int, std::string>{{0, expected[0]}, {1, expected[1]},
+                                                  {2, expected[2]}, {3, expected[3]}}));
+  EXPECT_EQ(with_waste, 1);
+  // As an evaluation harness scores a batch: token-id prompts, echoed and
+  // scored, nothing generated; each prompt's logprobs are its own request's.
+  auto tok = c.Post("/tokenize", R"({"content": "The weather is fine"})", "application/json");
+  ASSERT_TRUE(tok);
+  Json ids = ParseBody(tok->body)["tokens"];
+  Json shorter = ids;
+  shorter.erase(shorter.size() - 1);
+  Json score = {{"prompt", Json::array({ids, shorter})}, {"max_tokens", 0}, {"echo", true},
+                {"logprobs", 1}};
+  Json batch = Post(c, "/v1/completions", score);
+  ASSERT_EQ(batch["choices"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    score["prompt"] = i == 0 ? ids : shorter;
+    Json one = Post(c, "/v1/completions", score);
+    Json got = batch["choices"][i];
+    EXPECT_EQ(got["index"], i);
+    got["index"] = 0;
+    EXPECT_EQ(got, one["choices"][0]) << i;
+  }
+  // best_of per prompt: n of each prompt's candidates, numbered on.
+  Json best = {{"prompt", Json::array({"Once upon", "The weather"})}, {"max_tokens", 6},
+               {"temperature", 1.0}, {"seed", 1}, {"best_of", 3}};
+  Json ranked = Post(c, "/v1/completions", best);
+  ASSERT_EQ(ranked["choices"].size(), 2u);
+  EXPECT_EQ(ranked["choices"][1]["index"], 1);
 }
 
 TEST_F(ChoicesTest, BadCountsAreRefusedNamingTheField) {

@@ -104,13 +104,14 @@ TEST_F(HttpTest, ReferenceCasesThatNeedNoStandInEngine) {
   const std::set<std::string> kCases = {
       "health", "health_trailing_slash_and_query", "models", "model_by_id", "model_unknown",
       "get_unknown_route", "post_unknown_route", "body_empty", "body_invalid_json",
-      "body_not_object", "completions_prompt_list_two", "completions_prompt_missing",
+      "body_not_object", "completions_prompt_missing",
       "completions_prompt_empty", "auth_health_open",
       "auth_models_missing_key", "auth_models_wrong_key", "auth_scheme_case_sensitive",
       "auth_models_ok", "auth_post_missing_key", "auth_before_routing", "real_chat_blocking",
       "real_chat_streaming", "real_completions"};
-  // Not checked: completions_n_2 (the reference refused n = 2; this server
-  // returns two completions, tests/server/choices_test.cc).
+  // Not checked: completions_n_2 and completions_prompt_list_two (the
+  // reference refused n = 2 and a list of prompts; this server answers them,
+  // tests/server/choices_test.cc).
   int checked = 0;
   // Copies, not const references: operator[] on a const json with a missing
   // key is undefined (ASan: heap-buffer-overflow); on a mutable one it is null.

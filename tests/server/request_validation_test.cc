@@ -238,7 +238,7 @@ TEST_F(RequestValidation, LogprobsAreCheckedAndReachTheEngine) {
   EXPECT_TRUE(c.params.logprobs);
   EXPECT_EQ(c.params.top_logprobs, 2);
   EXPECT_TRUE(c.logprobs.echo);
-  EXPECT_EQ(c.echo_text, "x");
+  EXPECT_EQ(c.prompts.at(0).echo_text, "x");
   EXPECT_FALSE(c.score_only);
   PreparedCompletion zero;
   ASSERT_FALSE(Completion(R"({"prompt": "x", "logprobs": 0})", &zero));
@@ -258,18 +258,30 @@ TEST_F(RequestValidation, LogprobsAreCheckedAndReachTheEngine) {
   EXPECT_EQ(e->param.value_or(""), "max_tokens");
 }
 
-// A completion's prompt may be token ids, as OpenAI's API takes them: an
-// array of integers or an array of one such array; ids outside the
-// vocabulary and more than one prompt are refused.
-TEST_F(RequestValidation, CompletionPromptsMayBeTokenIds) {
-  PreparedCompletion flat, nested;
+// A completion's prompt may be token ids, as OpenAI's API takes them, and
+// a request may list several prompts (strings, or arrays of ids); ids
+// outside the vocabulary, empty prompts and mixed lists are refused.
+TEST_F(RequestValidation, CompletionPromptsMayBeTokenIdsOrLists) {
+  PreparedCompletion flat, nested, texts;
   ASSERT_FALSE(Completion(R"({"prompt": [120, 121, 122], "echo": true})", &flat));
-  EXPECT_EQ(flat.ids, (std::vector<int>{120, 121, 122}));
-  EXPECT_EQ(flat.echo_text, "xyz");
-  ASSERT_FALSE(Completion(R"({"prompt": [[120, 121]]})", &nested));
-  EXPECT_EQ(nested.ids, (std::vector<int>{120, 121}));
-  for (const char* prompt : {"[]", "[-1]", "[1, 1000000]", "[[1], [2]]", R"(["a", "b"])", "[1.5]",
-                             "[[]]"}) {
+  ASSERT_EQ(flat.prompts.size(), 1u);
+  EXPECT_EQ(flat.prompts[0].ids, (std::vector<int>{120, 121, 122}));
+  EXPECT_EQ(flat.prompts[0].echo_text, "xyz");
+  ASSERT_FALSE(Completion(R"({"prompt": [[120, 121], [122]], "echo": true, "max_tokens": 7})", &nested));
+  ASSERT_EQ(nested.prompts.size(), 2u);
+  EXPECT_EQ(nested.prompts[0].ids, (std::vector<int>{120, 121}));
+  EXPECT_EQ(nested.prompts[1].ids, (std::vector<int>{122}));
+  EXPECT_EQ(nested.prompts[1].echo_text, "z");
+  EXPECT_EQ(nested.prompts[1].max_tokens, 7);
+  ASSERT_FALSE(Completion(R"({"prompt": ["x", "yz"]})", &texts));
+  ASSERT_EQ(texts.prompts.size(), 2u);
+  EXPECT_TRUE(texts.prompts[1].echo_text.empty());  // no echo asked
+  std::string too_many = "[";
+  for (size_t i = 0; i <= kMaxPrompts; ++i) too_many += i ? ", \"x\"" : "\"x\"";
+  too_many += "]";
+  for (std::string prompt : {"[]", "[-1]", "[1, 1000000]", "[[1], []]", R"(["a", ""])", "[1.5]",
+                             "[[]]", R"(["a", [1]])", R"([[1], "a"])", R"([1, "a"])", "{}", "7",
+                             too_many.c_str()}) {
     auto e = Completion(std::string(R"({"prompt": )") + prompt + "}");
     ASSERT_TRUE(e) << prompt;
     EXPECT_EQ(e->param.value_or(""), "prompt") << prompt;
