@@ -128,6 +128,36 @@ try {
         "after a reload the conversation is shown, the last reply regenerable");
   check(restored.system === "Answer briefly." && restored.temperature === "0.7", "after a reload the settings are kept");
 
+  // Markdown in a reply is rendered from DOM nodes (a random model writes
+  // none, so a stored conversation brings it); nothing in it runs.
+  const markdown = "# Title\nSome **bold**, *it* and `x<y`.\n\n```js\nlet a = '<b>';\n```\n\n" +
+    "- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n" +
+    "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\"> " +
+    "[site](https://example.com) [bad](javascript:window.pwned=3)";
+  await page.evaluate(md => localStorage.setItem("waste-chat", JSON.stringify([
+    { role: "user", content: "Format this" }, { role: "assistant", content: md, finish: "stop" }])), markdown);
+  await page.reload({ waitUntil: "load" });
+  const md = await page.evaluate(() => {
+    const c = document.querySelector(".assistant .content");
+    return {
+      h: c.querySelector("h3")?.textContent, strong: c.querySelector("strong")?.textContent,
+      em: c.querySelector("em")?.textContent, code: c.querySelector("p code")?.textContent,
+      pre: c.querySelector("pre code")?.textContent, lang: c.querySelector("pre code")?.dataset.lang,
+      copy: !!c.querySelector("pre button.copy"), items: c.querySelectorAll("ul li").length,
+      cell: c.querySelector("td")?.textContent, links: [...c.querySelectorAll("a")].map(a => a.href),
+      elements: c.querySelectorAll("script, img").length, pwned: window.pwned, text: c.textContent,
+    };
+  });
+  check(md.h === "Title" && md.strong === "bold" && md.em === "it" && md.code === "x<y",
+        "markdown: heading, bold, italics and inline code");
+  check(md.pre === "let a = '<b>';" && md.lang === "js" && md.copy, "markdown: a fenced code block with a Copy button");
+  check(md.items === 2 && md.cell === "1", "markdown: a list and a table");
+  check(md.elements === 0 && md.pwned === undefined && md.text.includes("<script>window.pwned = 1</script>"),
+        "HTML in a reply stays text: no element made, nothing run");
+  check(JSON.stringify(md.links) === JSON.stringify(["https://example.com/"]) &&
+        md.text.includes("[bad](javascript:window.pwned=3)"), "only http(s) links become links");
+  await page.screenshot({ path: path.join(outdir, "chat_page_markdown.png") });
+
   // New chat: nothing of the old conversation is shown or sent.
   await page.click("#new");
   check(await page.$eval("#log", l => l.children.length) === 0, "New chat empties the page");
