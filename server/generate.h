@@ -30,6 +30,7 @@ struct GenerateResult {
   int cached_tokens = 0;          // prompt tokens restored from a snapshot
   double prefill_ms = 0;          // time to first token
   double total_ms = 0;
+  double queued_ms = -1;          // waited in the queue before it ran (the HTTP layer's; -1: not known)
   bool cancelled = false;         // the client went away
   bool resumed_ahead = false;     // cached_tokens came from a follow-on prefill's point
   bool restored = false;          // ... from a point loaded from the prompt cache's store

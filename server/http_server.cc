@@ -15,6 +15,7 @@
 #include "chat_turn.h"
 #include "engine_worker.h"
 #include "generate.h"
+#include "generate_common.h"
 #include "metrics.h"
 #include "platform/platform.h"
 #include "prepare.h"
@@ -310,10 +311,12 @@ struct HttpServer::Impl {
     auto future = done->get_future();
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     bool queued = worker->Submit(
-        [this, run = std::move(run), done, cancel](Engine& e) {
+        [this, run = std::move(run), done, cancel, submitted = std::chrono::steady_clock::now()](Engine& e) {
           GenerateResult r;
           if (Enter(cancel)) {
+            const double queued_ms = MsSince(submitted);
             r = run(e, *cancel);
+            r.queued_ms = queued_ms;
           } else {
             r.cancelled = true;  // left while queued (or stopping): nothing to run
           }
@@ -415,13 +418,16 @@ struct HttpServer::Impl {
       for (const std::string& ev : shutdown_events()) channel->PushAlways(ev);
     };
     bool queued = worker->Submit(
-        [this, run = std::move(run), channel, last_words](Engine& e) {
+        [this, run = std::move(run), channel, last_words,
+         submitted = std::chrono::steady_clock::now()](Engine& e) {
           std::shared_ptr<std::atomic<bool>> cancel(channel, &channel->cancel);
           std::shared_ptr<SessionPool::FollowOn> follow_on;
           std::function<std::vector<int>()> next_turn;
           if (Enter(cancel)) {
+            const double queued_ms = MsSince(submitted);
             GenerateResult r = run(e, [&](const std::string& ev) { return channel->Push(ev); },
                                    channel->cancel);
+            r.queued_ms = queued_ms;
             metrics.CountGeneration(r, e.model().stats());
             if (r.cancelled && stopping.load()) last_words();
             follow_on = std::move(r.follow_on);

@@ -46,6 +46,15 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   if (r.restored) restored_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
   ttft_ms_sum_ += r.prefill_ms;
+  if (r.queued_ms >= 0) queue_wait_.Observe(r.queued_ms / 1000);
+  if (!r.cancelled && !r.error && r.completion_tokens > 0) {
+    ttft_.Observe(r.prefill_ms / 1000);
+    duration_.Observe(r.total_ms / 1000);
+    // With several choices (n) the later ones' prefill counts as gaps.
+    if (r.completion_tokens > 1) {
+      tpot_.Observe((r.total_ms - r.prefill_ms) / 1000 / (r.completion_tokens - 1));
+    }
+  }
   // Requests end in any order and each read the engine's counters when it
   // ended: keep the newest value of each (they only grow), so a counter
   // never goes backwards when an older snapshot arrives last.
@@ -120,6 +129,14 @@ std::string Metrics::Render(size_t queue_waiting, size_t running, const PointSto
   out += "waste_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
   Line(&out, "waste_time_to_first_token_ms_sum", "counter", "Sum of time to first token.");
   out += "waste_time_to_first_token_ms_sum " + Num(ttft_ms_sum_) + "\n";
+  queue_wait_.Render(&out, "waste_queue_wait_seconds",
+                     "Time a generation waited in the queue for a slot.");
+  ttft_.Render(&out, "waste_time_to_first_token_seconds",
+               "Time to a completed generation's first token (its prompt's prefill).");
+  tpot_.Render(&out, "waste_time_per_output_token_seconds",
+               "Mean time between a completed generation's later tokens.");
+  duration_.Render(&out, "waste_generation_duration_seconds",
+                   "Time a completed generation ran, first token to last.");
   Line(&out, "waste_prefill_tokens_per_second", "gauge", "Engine prefill speed since start.");
   out += "waste_prefill_tokens_per_second " +
          Num(stats_.prefill_s > 0 ? static_cast<double>(stats_.prefill_tokens) / stats_.prefill_s : 0) + "\n";

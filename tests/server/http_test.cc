@@ -52,6 +52,43 @@ TEST(Metrics, CountersNeverGoBackwards) {
   EXPECT_NE(text.find("\nwaste_requests_running 0\n"), std::string::npos) << text;
 }
 
+// The latency histograms: cumulative buckets (a value on a bound counts in
+// it, Prometheus' `le`), +Inf equal to the count; a generation that was
+// cancelled counts its queue wait only.
+TEST(Metrics, LatencyHistograms) {
+  Metrics m;
+  GenerateResult r;
+  r.queued_ms = 30;
+  r.prefill_ms = 200;
+  r.total_ms = 1200;
+  r.completion_tokens = 11;  // 10 gaps of 0.1 s
+  m.CountGeneration(r, Stats{});
+  GenerateResult gone;
+  gone.cancelled = true;
+  gone.queued_ms = 3000;
+  gone.prefill_ms = 5;
+  gone.completion_tokens = 2;
+  m.CountGeneration(gone, Stats{});
+  const std::string text = m.Render(0, 0);
+  for (const char* line : {
+           "# TYPE waste_time_to_first_token_seconds histogram\n",
+           "\nwaste_time_to_first_token_seconds_bucket{le=\"0.1\"} 0\n",
+           "\nwaste_time_to_first_token_seconds_bucket{le=\"0.25\"} 1\n",
+           "\nwaste_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n",
+           "\nwaste_time_to_first_token_seconds_count 1\n",
+           "\nwaste_time_to_first_token_seconds_sum 0.2\n",
+           "\nwaste_time_per_output_token_seconds_bucket{le=\"0.05\"} 0\n",
+           "\nwaste_time_per_output_token_seconds_bucket{le=\"0.1\"} 1\n",
+           "\nwaste_generation_duration_seconds_bucket{le=\"1\"} 0\n",
+           "\nwaste_generation_duration_seconds_bucket{le=\"2.5\"} 1\n",
+           "\nwaste_queue_wait_seconds_bucket{le=\"0.05\"} 1\n",
+           "\nwaste_queue_wait_seconds_bucket{le=\"2.5\"} 1\n",
+           "\nwaste_queue_wait_seconds_bucket{le=\"5\"} 2\n",
+           "\nwaste_queue_wait_seconds_count 2\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+}
+
 // A job in background work (the follow-on prefill) does not count as
 // running, and its thread counts as idle when a job is submitted: even
 // with no queue (--queue 0) the job is admitted and waits in the queue,
@@ -1047,6 +1084,13 @@ TEST_F(HttpTest, ChatStreamEndsAsOpenAIDoes) {
                     "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(ParseBody(r->body)["waste"]["tokens_generated"], 5);
+  }
+  // Six generations ran and completed, streamed or not: each is in the
+  // latency histograms once.
+  for (const char* h : {"waste_queue_wait_seconds_count", "waste_time_to_first_token_seconds_count",
+                        "waste_time_per_output_token_seconds_count",
+                        "waste_generation_duration_seconds_count"}) {
+    EXPECT_EQ(s.Metric(h), 6) << h;
   }
 }
 
