@@ -2,86 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <list>
+#include <mutex>
+#include <utility>
 
+#include "call_grammar.h"
 #include "render.h"
 
 namespace waste::server {
 
 namespace {
-
-// A GBNF string literal holding `text` byte for byte.
-std::string Literal(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-
-// The function object of a declared tool ({"type":"function","function":
-// {...}} or the function itself), null when it has no string name.
-const Json* ToolFunction(const Json& t, std::string* name) {
-  if (!t.is_object()) return nullptr;
-  const Json& fn = t.contains("function") && t["function"].is_object() ? t["function"] : t;
-  if (!fn.contains("name") || !fn["name"].is_string()) return nullptr;
-  *name = fn["name"].get<std::string>();
-  return &fn;
-}
-
-// GBNF for one call of a tool: the call element naming it, holding a
-// <json> block with one JSON value of its parameter schema. Every rule of
-// the schema is renamed with `prefix` so that calls of several tools can
-// share one grammar. A schema the compiler cannot take (pattern, minimum,
-// ...) falls back to any JSON object rather than refusing a request the
-// model could still answer. Returns the call's rule text; `*rule` its name.
-std::string ToolCallRules(const Json& fn, const std::string& name, const std::string& prefix,
-                          const XtmlMarkers& m, std::string* rule) {
-  std::string schema = R"({"type": "object"})";
-  if (fn.contains("parameters") && fn["parameters"].is_object()) {
-    schema = Dump(fn["parameters"], JsonStyle::kCompact);
-  }
-  auto gbnf = Grammar::JsonSchemaToGbnf(schema, prefix);
-  if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
-  if (!gbnf) return "";
-  auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
-  auto open = [&](const std::string& header) { return tok(m.open) + " " + Literal(header) + " " + tok(m.sep) + " "; };
-  auto close = [&](const char* tag) { return tok(m.close) + " \"" + tag + "\" " + tok(m.sep) + " "; };
-  *rule = prefix + "call";
-  return *rule + " ::= " + open("call tool=\"" + XtmlAttrEscape(name) + "\"") +
-         open("json type=\"object\"") + prefix + "root " + close("json") + close("call") + "\n" +
-         *gbnf;
-}
-
-// The alternation over the calls a reply may make: only the forced tool
-// when tool_choice names one (or required with one tool), else every
-// declared tool. Empty when no tool qualifies.
-std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced) {
-  if (!p.tools.is_array()) return "";
-  std::string rules, alternation;
-  int k = 0;
-  for (const Json& t : p.tools) {
-    std::string name, rule;
-    const Json* fn = ToolFunction(t, &name);
-    if (!fn) continue;
-    if (only_forced && !p.forced_tool.empty() && name != p.forced_tool) continue;
-    std::string text = ToolCallRules(*fn, name, "t" + std::to_string(k++) + "-", m, &rule);
-    if (text.empty()) continue;
-    rules += text;
-    alternation += (alternation.empty() ? "" : " | ") + rule;
-  }
-  if (alternation.empty()) return "";
-  return "tool-call ::= " + alternation + "\n" + rules;
-}
 
 // tool_choice naming a function, or "required" with exactly one tool: the
 // reply is one call of that tool. "required" with several tools: one or
@@ -129,15 +59,9 @@ std::shared_ptr<const Grammar> LazyCallGrammar(const RenderedPrompt& p, const Ch
   return grammar ? *grammar : nullptr;
 }
 
-}  // namespace
-
-std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat& format,
-                                     std::shared_ptr<const Grammar>* out,
-                                     std::vector<int>* triggers) {
-  out->reset();
-  triggers->clear();
-  const RenderedPrompt& p = chat.prompt;
-  if (format.kind != ChatFormat::Kind::kXtml) return std::nullopt;
+std::optional<ApiError> BuildReplyGrammar(const RenderedPrompt& p, const ChatFormat& format,
+                                          std::shared_ptr<const Grammar>* out,
+                                          std::vector<int>* triggers) {
   if (p.tool_choice != "none" && ForcesCall(p)) {
     if (auto g = ForcedCallGrammar(p, format)) {
       *out = std::move(g);
@@ -177,6 +101,65 @@ std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat&
                     std::nullopt, std::nullopt};
   }
   *out = *grammar;
+  return std::nullopt;
+}
+
+// Grammars by what decides them. Agents send the same tools (and
+// response_format) every turn, and compiling a few dozen tools' schemas
+// into the call grammar takes a tenth of a second or more; a Grammar is
+// immutable, so requests share one.
+class GrammarCache {
+ public:
+  struct Entry {
+    std::shared_ptr<const Grammar> grammar;
+    std::vector<int> triggers;
+  };
+  bool Find(const std::string& key, Entry* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first != key) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recently used first
+      *out = it->second;
+      return true;
+    }
+    return false;
+  }
+  void Put(std::string key, Entry entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.emplace_front(std::move(key), std::move(entry));
+    if (entries_.size() > kEntries) entries_.pop_back();
+  }
+
+ private:
+  static constexpr size_t kEntries = 16;
+  std::mutex mu_;
+  std::list<std::pair<std::string, Entry>> entries_;
+};
+
+}  // namespace
+
+std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat& format,
+                                     std::shared_ptr<const Grammar>* out,
+                                     std::vector<int>* triggers) {
+  out->reset();
+  triggers->clear();
+  const RenderedPrompt& p = chat.prompt;
+  if (format.kind != ChatFormat::Kind::kXtml) return std::nullopt;
+  const XtmlMarkers& m = format.markers;
+  std::string key = std::to_string(m.open) + "," + std::to_string(m.close) + "," +
+                    std::to_string(m.sep) + "," + std::to_string(m.end_of_msg) + "," +
+                    (p.think_channel ? "t" : "f") + std::to_string(static_cast<int>(p.response_format)) +
+                    "\n" + p.tool_choice + "\n" + p.forced_tool + "\n" +
+                    Dump(p.schema, JsonStyle::kCompact) + "\n" + Dump(p.tools, JsonStyle::kCompact);
+  static GrammarCache cache;
+  GrammarCache::Entry hit;
+  if (cache.Find(key, &hit)) {
+    *out = std::move(hit.grammar);
+    *triggers = std::move(hit.triggers);
+    return std::nullopt;
+  }
+  if (auto e = BuildReplyGrammar(p, format, out, triggers)) return e;  // errors are not kept
+  cache.Put(std::move(key), {*out, *triggers});
   return std::nullopt;
 }
 

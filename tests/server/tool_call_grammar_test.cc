@@ -49,6 +49,9 @@ class ToolCallGrammarTest : public ::testing::Test {
     Json tools = Json::array(
         {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(kWeather)}}}},
          {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
+    return PrepareWith(tools, tool_choice, thinking);
+  }
+  PreparedChat PrepareWith(const Json& tools, const std::string& tool_choice, bool thinking) {
     Json body = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
                  {"tools", tools},
                  {"thinking", thinking},
@@ -121,16 +124,133 @@ TEST_F(ToolCallGrammarTest, CombinedGrammarTakesEachToolsArgumentsOnly) {
   EXPECT_FALSE(callish->AcceptText("call tool=\"search\""));
 }
 
+// The typed form, as K3's encoder writes an arguments object and so as the
+// model writes calls: one <argument key= type=> element per key, a string
+// raw, other values as JSON, in any order, each key once, every required
+// key present, each value within its property's schema.
+class TypedCall {
+ public:
+  TypedCall(const PreparedChat& chat, const ChatFormat& f, const std::string& header)
+      : m_(std::make_unique<GrammarMatcher>(chat.grammar, f.vocab)), mk_(f.markers), parser_(mk_, false) {
+    Text("tools");
+    Token(mk_.sep);
+    Token(mk_.open);
+    ok_ = Text(header) && ok_;
+    Token(mk_.sep);
+  }
+  // One argument element; false when the grammar refuses any of it.
+  bool Arg(const std::string& key, const std::string& type, const std::string& value) {
+    if (!Token(mk_.open) || !Text("argument key=\"" + key + "\" type=\"" + type + "\"") ||
+        !Token(mk_.sep) || (!value.empty() && !Text(value)) || !Token(mk_.close) ||
+        !Text("argument") || !Token(mk_.sep)) {
+      return false;
+    }
+    return true;
+  }
+  // Closes the call, the tools element and the message; the parsed call's
+  // arguments string ("" when the grammar refused the ending).
+  std::string End() {
+    if (!Token(mk_.close) || !Text("call") || !Token(mk_.sep) || !Token(mk_.close) ||
+        !Text("tools") || !Token(mk_.sep) || !Token(mk_.end_of_msg) || !m_->MustEnd()) {
+      return "";
+    }
+    parser_.Finish();
+    return parser_.calls().size() == 1 ? parser_.calls()[0].ArgumentsString() : "";
+  }
+  bool CanClose() const { return m_->Allows(mk_.close); }
+  bool ok() const { return ok_; }
+
+ private:
+  bool Token(int id) {
+    if (!m_->Allows(id)) return false;
+    m_->Accept(id);
+    parser_.Push(id, id == mk_.open ? "<|open|>" : id == mk_.sep ? "<|sep|>" : id == mk_.close ? "<|close|>" : "");
+    return true;
+  }
+  bool Text(const std::string& text) {
+    if (!m_->AcceptText(text)) return false;
+    parser_.Push(-1, text);  // not a marker id: text
+    return true;
+  }
+  std::unique_ptr<GrammarMatcher> m_;
+  XtmlMarkers mk_;
+  ReplyParser parser_;
+  bool ok_ = true;
+};
+
+TEST_F(ToolCallGrammarTest, TypedArgumentsAsTheEncoderWritesThem) {
+  PreparedChat chat = Prepare("auto", false);
+  ASSERT_NE(chat.grammar, nullptr);
+  const auto weather = [&] { return TypedCall(chat, format_, "call tool=\"get_weather\" index=\"1\""); };
+  {
+    TypedCall call = weather();
+    ASSERT_TRUE(call.ok());
+    ASSERT_TRUE(call.Arg("days", "number", "3"));
+    ASSERT_TRUE(call.Arg("city", "string", "Oslo \"Sø\""));  // raw: quotes are text
+    const std::string args = call.End();
+    EXPECT_EQ(ParseBody(args), ParseBody(R"({"days": 3, "city": "Oslo \"Sø\""})")) << args;
+    EXPECT_TRUE(Validates(kWeather, args)) << args;
+  }
+  {
+    TypedCall call = weather();
+    ASSERT_TRUE(call.Arg("city", "string", "Oslo"));
+    EXPECT_FALSE(call.CanClose()) << "days is required";
+    EXPECT_FALSE(call.Arg("city", "string", "Bergen")) << "a key once";
+  }
+  EXPECT_FALSE(weather().Arg("country", "string", "NO")) << "undeclared key";
+  EXPECT_FALSE(weather().Arg("days", "string", "3")) << "days is a number";
+  EXPECT_FALSE(weather().Arg("days", "number", "three"));
+  EXPECT_FALSE(weather().Arg("days", "number", "2.5")) << "days is an integer";
+  EXPECT_FALSE(weather().Arg("city", "string", "Llanfairpwllgwyngyll")) << "maxLength 12";
+  TypedCall search(chat, format_, "call tool=\"search\"");  // no index: also taken
+  EXPECT_FALSE(TypedCall(chat, format_, "call tool=\"search\"").Arg("exact", "boolean", "yes"));
+  ASSERT_TRUE(search.Arg("exact", "boolean", "true"));
+  EXPECT_FALSE(search.CanClose()) << "query is required";
+  ASSERT_TRUE(search.Arg("query", "string", ""));  // an empty string: the element is empty
+  const std::string args = search.End();
+  EXPECT_EQ(ParseBody(args), ParseBody(R"({"exact": true, "query": ""})")) << args;
+}
+
+// More than six properties come in schema order (any order would take a
+// rule per subset); a property without one plain type leaves the tool the
+// <json> block only; a tool without parameters may be called with none.
+TEST_F(ToolCallGrammarTest, TypedArgumentsWhereTheSchemaAllowsThem) {
+  Json many = {{"type", "object"}, {"properties", Json::object()}, {"required", Json::array({"p6"})}};
+  for (int i = 0; i < 7; ++i) many["properties"]["p" + std::to_string(i)] = {{"type", "integer"}};
+  Json mixed = ParseBody(R"({"type": "object", "properties": {"v": {"type": ["string", "number"]}}})");
+  Json tools = Json::array({{{"type", "function"}, {"function", {{"name", "many"}, {"parameters", many}}}},
+                            {{"type", "function"}, {"function", {{"name", "mixed"}, {"parameters", mixed}}}},
+                            {{"type", "function"}, {"function", {{"name", "ping"}}}}});
+  PreparedChat chat = PrepareWith(tools, "auto", false);
+  ASSERT_NE(chat.grammar, nullptr);
+  {
+    TypedCall call(chat, format_, "call tool=\"many\"");
+    ASSERT_TRUE(call.Arg("p1", "number", "1"));
+    ASSERT_TRUE(call.Arg("p6", "number", "6"));
+    EXPECT_EQ(ParseBody(call.End()), ParseBody(R"({"p1": 1, "p6": 6})"));
+  }
+  {
+    TypedCall call(chat, format_, "call tool=\"many\"");
+    ASSERT_TRUE(call.Arg("p6", "number", "6"));
+    EXPECT_FALSE(call.Arg("p1", "number", "1")) << "schema order beyond six properties";
+  }
+  EXPECT_FALSE(TypedCall(chat, format_, "call tool=\"mixed\"").Arg("v", "string", "x"));
+  TypedCall ping(chat, format_, "call tool=\"ping\" index=\"2\"");
+  EXPECT_TRUE(ping.CanClose());
+  EXPECT_EQ(ping.End(), "{}");
+}
+
 // Free text until the trigger, then a random walk over the allowed tokens
-// (a stand-in for any model, however bad): every call it writes parses to
-// a declared tool whose arguments validate against that tool's schema.
+// (a stand-in for any model, however bad): every call it writes, typed or
+// as a <json> block, parses to a declared tool whose arguments validate
+// against that tool's schema.
 TEST_F(ToolCallGrammarTest, RandomCallsUnderAutoAreValid) {
   PreparedChat chat = Prepare("", true);  // tool_choice absent = auto
   ASSERT_NE(chat.grammar, nullptr);
   const XtmlMarkers& mk = format_.markers;
   const int vocab = TinyEngine()->info().vocab;
-  int calls_seen = 0;
-  for (int seed = 1; seed <= 12; ++seed) {
+  int calls_seen = 0, typed_calls = 0, block_calls = 0;
+  for (int seed = 1; seed <= 60; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(static_cast<uint32_t>(seed));
     const int max_tokens = 120;
@@ -175,13 +295,17 @@ TEST_F(ToolCallGrammarTest, RandomCallsUnderAutoAreValid) {
     parser.Finish();
     for (const ParsedCall& call : parser.calls()) {
       ++calls_seen;
+      (call.json_block ? block_calls : typed_calls) += 1;
       std::string args = call.ArgumentsString();
       if (call.name == "get_weather") EXPECT_TRUE(Validates(kWeather, args)) << args;
       else if (call.name == "search") EXPECT_TRUE(Validates(kSearch, args)) << args << "\n" << trace;
       else ADD_FAILURE() << "undeclared tool " << call.name;
     }
   }
-  EXPECT_GT(calls_seen, 0);  // the even seeds wrote at least one call
+  // The even seeds wrote calls, in both forms (60 seeds: 6 typed and 24
+  // blocks as of writing; the walks are deterministic).
+  EXPECT_GT(typed_calls, 0);
+  EXPECT_GT(block_calls, 0);
 }
 
 // tool_choice "required" with several tools: the reply must start with a
