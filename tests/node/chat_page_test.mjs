@@ -12,7 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import puppeteer from "puppeteer-core";
-import { startServer, check } from "./serve_util.mjs";
+import { bmp, startServer, check } from "./serve_util.mjs";
 
 const [waste, container, outdir] = process.argv.slice(2);
 const server = await startServer(waste, container, ["--max-tokens", "24"]);
@@ -212,17 +212,3 @@ try {
   fs.rmSync(profile, { recursive: true, force: true });
 }
 console.log("all chat page checks passed");
-
-// A w x h 24-bit BMP (a gradient).
-function bmp(w, h) {
-  const stride = Math.ceil(w * 3 / 4) * 4;
-  const b = Buffer.alloc(54 + stride * h);
-  b.write("BM", 0);
-  b.writeUInt32LE(b.length, 2); b.writeUInt32LE(54, 10); b.writeUInt32LE(40, 14);
-  b.writeInt32LE(w, 18); b.writeInt32LE(h, 22); b.writeUInt16LE(1, 26); b.writeUInt16LE(24, 28);
-  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
-    const o = 54 + y * stride + x * 3;
-    b[o] = (x * 4) & 255; b[o + 1] = (y * 5) & 255; b[o + 2] = ((x + y) * 3) & 255;
-  }
-  return b;
-}

@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import { execFileSync } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
-import { startServer, check } from "./serve_util.mjs";
+import { bmp, startServer, check } from "./serve_util.mjs";
 
 const [waste, , work] = process.argv.slice(2);
 const gen = process.env.WASTE_GEN;
@@ -20,19 +20,7 @@ rmSync(dir, { recursive: true, force: true });
 execFileSync(gen, [dir, "--preset", "k3-tiny", "--tokenizer", "--seed", "7", "--vision",
                    "32,2,48,64,2,4,6,36", "-q"]);
 
-// A 64x48 24-bit BMP (a gradient): several image rows under this tower's budget.
-function bmp(w, h) {
-  const stride = Math.ceil(w * 3 / 4) * 4;
-  const b = Buffer.alloc(54 + stride * h);
-  b.write("BM", 0);
-  b.writeUInt32LE(b.length, 2); b.writeUInt32LE(54, 10); b.writeUInt32LE(40, 14);
-  b.writeInt32LE(w, 18); b.writeInt32LE(h, 22); b.writeUInt16LE(1, 26); b.writeUInt16LE(24, 28);
-  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
-    const at = 54 + y * stride + x * 3;
-    b[at] = x * 4; b[at + 1] = y * 5; b[at + 2] = (x * y) & 255;
-  }
-  return b;
-}
+// A 64x48 BMP: several image rows under this tower's budget.
 const url = "data:image/bmp;base64," + bmp(64, 48).toString("base64");
 
 const server = await startServer(waste, dir, ["--vision", "--parallel", "2"]);
