@@ -364,6 +364,9 @@ std::optional<ApiError> ValidateToolOptions(const Json& body) {
       return BadRequest("'tool_choice' must be a string or an object", "tool_choice");
     }
   }
+  if (const Json* parallel = Field(body, "parallel_tool_calls"); parallel && !parallel->is_boolean()) {
+    return BadRequest("'parallel_tool_calls' must be a boolean", "parallel_tool_calls");
+  }
   if (const Json* rf = Field(body, "response_format")) {
     if (!rf->is_object()) {
       return BadRequest("'response_format' must be an object", "response_format");

@@ -24,7 +24,7 @@ bool ForcesCall(const RenderedPrompt& p) {
 // A forced call: the reply is the think channel (if open), an empty
 // response, and the tools element, then the end of the message.
 std::shared_ptr<const Grammar> ForcedCallGrammar(const RenderedPrompt& p, const ChatFormat& format) {
-  bool single = !p.forced_tool.empty() || p.tools.size() == 1;
+  bool single = !p.forced_tool.empty() || p.tools.size() == 1 || !p.parallel_tool_calls;
   std::string calls = CallRules(p, format.markers, true);
   if (calls.empty()) return nullptr;
   const XtmlMarkers& m = format.markers;
@@ -51,7 +51,8 @@ std::shared_ptr<const Grammar> LazyCallGrammar(const RenderedPrompt& p, const Ch
   if (calls.empty()) return nullptr;
   const XtmlMarkers& m = format.markers;
   auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
-  std::string root = "root ::= \"tools\" " + tok(m.sep) + " tool-call+ " + tok(m.close) +
+  std::string root = "root ::= \"tools\" " + tok(m.sep) +
+                     (p.parallel_tool_calls ? " tool-call+ " : " tool-call ") + tok(m.close) +
                      " \"tools\" " + tok(m.sep) + " " + tok(m.end_of_msg) + " | other-header\n" +
                      "other-header ::= ([^tc \\t\\n\\r] [^]* | \"t\" ([^o] [^]*)? | \"c\" ([^a] [^]*)?)? " +
                      tok(m.sep) + "\n";
@@ -148,7 +149,8 @@ std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat&
   const XtmlMarkers& m = format.markers;
   std::string key = std::to_string(m.open) + "," + std::to_string(m.close) + "," +
                     std::to_string(m.sep) + "," + std::to_string(m.end_of_msg) + "," +
-                    (p.think_channel ? "t" : "f") + std::to_string(static_cast<int>(p.response_format)) +
+                    (p.think_channel ? "t" : "f") + (p.parallel_tool_calls ? "p" : "1") +
+                    std::to_string(static_cast<int>(p.response_format)) +
                     "\n" + p.tool_choice + "\n" + p.forced_tool + "\n" +
                     Dump(p.schema, JsonStyle::kCompact) + "\n" + Dump(p.tools, JsonStyle::kCompact);
   static GrammarCache cache;

@@ -29,6 +29,7 @@ struct RenderedPrompt {
   Json tools = Json::array();          // declared tools (for argument constraints)
   std::string tool_choice;             // "", "auto", "required", "none", ...
   std::string forced_tool;             // tool_choice {"function": {"name": X}}
+  bool parallel_tool_calls = true;     // false: a reply makes one call at most
 };
 
 // XTML (§ "K3 prompt format" in docs/SERVER.md). `default_thinking` is the

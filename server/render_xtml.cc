@@ -255,6 +255,9 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
       return BadRequest("'tool_choice' must be a string or an object", "tool_choice");
     }
   }
+  if (auto parallel = body.find("parallel_tool_calls"); parallel != body.end() && parallel->is_boolean()) {
+    out->parallel_tool_calls = parallel->get<bool>();
+  }
   auto format = body.find("response_format");
   if (format != body.end() && !format->is_null()) {
     if (!format->is_object()) {

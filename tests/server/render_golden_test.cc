@@ -20,7 +20,7 @@ bool NeedsVision(const Json& c) { return c["server"].value("vision", false); }
 // bytes are not an image is the request's fault, a 400 naming image_url,
 // not the reference's 500 with a temp path in it; a bad
 // max_completion_tokens is named max_completion_tokens; reasoning_effort
-// "medium" is served (below). (`logprobs: true`
+// "medium" and n = 2 are served (below). (`logprobs: true`
 // is no longer ignored: it is answered, and the prompt is the golden's.)
 const Json* OurAnswer(const std::string& name) {
   static const Json kUndecodable = {{"status", 400},
@@ -81,12 +81,15 @@ TEST(RenderGolden, EveryCaseMatchesTheReference) {
     limits.default_max_tokens = server.value("default_max_tokens", 4096);
     PreparedChat out;
     auto err = PrepareChat(c["request"], format, *engine, limits, &out);
-    if (name == "effort_medium_refused") {
+    if (name == "effort_medium_refused" || name == "n_2_refused") {
       // Ours: "medium" (OpenAI's default effort) is thinking with the
-      // model's default effort, the prompt of the request without it.
+      // model's default effort; n = 2 is two replies (docs/SERVER.md,
+      // "Several completions"). Either way the prompt of the request
+      // without the field.
       ASSERT_FALSE(err.has_value()) << err->message;
       Json plain = c["request"];
-      plain.erase("reasoning_effort");
+      plain.erase(name == "n_2_refused" ? "n" : "reasoning_effort");
+      if (name == "n_2_refused") EXPECT_EQ(out.choices, 2);
       PreparedChat want;
       ASSERT_FALSE(PrepareChat(plain, format, *engine, limits, &want));
       EXPECT_EQ(out.ids, want.ids);

@@ -120,6 +120,7 @@ TEST_F(RequestValidation, BadToolOptionsAre400NamingTheField) {
   const std::vector<Case> cases = {
       {WithTools(R"("tool_choice": {"type": "function", "function": {"name": "nope"}})"), "tool_choice"},
       {WithTools(R"("tool_choice": "bogus")"), "tool_choice"},
+      {WithTools(R"("parallel_tool_calls": "no")"), "parallel_tool_calls"},
       {"{" + user + R"(, "tool_choice": "required"})", "tool_choice"},
       {"{" + user + R"(, "tools": [], "tool_choice": "required"})", "tool_choice"},
       {"{" + user + R"(, "tool_choice": {"type": "function", "function": {"name": "x"}}})", "tool_choice"},
@@ -201,8 +202,7 @@ TEST_F(RequestValidation, ChatJsonRepliesStopAtTurnHeaders) {
 }
 
 TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
-  for (const char* field : {R"("suffix": "end")", R"("best_of": 3)",
-                            R"("response_format": {"type": "json_object"})"}) {
+  for (const char* field : {R"("suffix": "end")", R"("response_format": {"type": "json_object"})"}) {
     auto e = Completion(std::string(R"({"prompt": "x", )") + field + "}");
     ASSERT_TRUE(e) << field;
     EXPECT_EQ(e->code.value_or(""), "unsupported_parameter");
@@ -210,6 +210,18 @@ TEST_F(RequestValidation, UnsupportedParametersAreNamed) {
   }
   EXPECT_FALSE(Completion(R"({"prompt": "x", "echo": false, "best_of": 1, "logprobs": null,
                               "response_format": {"type": "text"}})"));
+  // best_of (docs/SERVER.md, "Several completions"): at least n, and more
+  // than n cannot be streamed.
+  PreparedCompletion best;
+  ASSERT_FALSE(Completion(R"({"prompt": "x", "n": 2, "best_of": 3})", &best));
+  EXPECT_EQ(best.choices, 2);
+  EXPECT_EQ(best.best_of, 3);
+  for (const char* field : {R"("n": 2, "best_of": 1)", R"("best_of": 3, "stream": true)",
+                            R"("best_of": 0)", R"("best_of": 129)"}) {
+    auto e = Completion(std::string(R"({"prompt": "x", )") + field + "}");
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->param.value_or(""), "best_of") << field;
+  }
 }
 
 // logprobs (docs/SERVER.md, "Log probabilities"): chat takes a boolean and

@@ -51,12 +51,14 @@ class ToolCallGrammarTest : public ::testing::Test {
          {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
     return PrepareWith(tools, tool_choice, thinking);
   }
-  PreparedChat PrepareWith(const Json& tools, const std::string& tool_choice, bool thinking) {
+  PreparedChat PrepareWith(const Json& tools, const std::string& tool_choice, bool thinking,
+                           const Json& extra = Json::object()) {
     Json body = {{"messages", Json::array({{{"role", "user"}, {"content", "Weather?"}}})},
                  {"tools", tools},
                  {"thinking", thinking},
                  {"max_tokens", 200}};
     if (!tool_choice.empty()) body["tool_choice"] = tool_choice;
+    for (auto it = extra.begin(); it != extra.end(); ++it) body[it.key()] = it.value();
     PreparedChat chat;
     ServeLimits limits;
     limits.ctx_max = 4096;
@@ -238,6 +240,46 @@ TEST_F(ToolCallGrammarTest, TypedArgumentsWhereTheSchemaAllowsThem) {
   TypedCall ping(chat, format_, "call tool=\"ping\" index=\"2\"");
   EXPECT_TRUE(ping.CanClose());
   EXPECT_EQ(ping.End(), "{}");
+}
+
+// parallel_tool_calls false: one call, then the tools element must close
+// (under auto, and under required with several tools).
+TEST_F(ToolCallGrammarTest, ParallelToolCallsFalseAllowsOneCall) {
+  Json tools = Json::array(
+      {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(kWeather)}}}},
+       {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
+  const XtmlMarkers& mk = format_.markers;
+  for (const char* choice : {"auto", "required"}) {
+    for (bool parallel : {true, false}) {
+      SCOPED_TRACE(std::string(choice) + (parallel ? " parallel" : " one call"));
+      PreparedChat chat = PrepareWith(tools, choice, false, {{"parallel_tool_calls", parallel}});
+      ASSERT_NE(chat.grammar, nullptr);
+      GrammarMatcher m(chat.grammar, format_.vocab);
+      if (std::string(choice) == "required") {
+        m.Accept(mk.close);
+        ASSERT_TRUE(m.AcceptText("response"));
+        m.Accept(mk.sep);
+        m.Accept(mk.open);
+      }
+      ASSERT_TRUE(m.AcceptText("tools"));
+      m.Accept(mk.sep);
+      m.Accept(mk.open);
+      ASSERT_TRUE(m.AcceptText("call tool=\"search\""));
+      m.Accept(mk.sep);
+      m.Accept(mk.open);
+      ASSERT_TRUE(m.AcceptText("argument key=\"query\" type=\"string\""));
+      m.Accept(mk.sep);
+      ASSERT_TRUE(m.AcceptText("rain"));
+      m.Accept(mk.close);
+      ASSERT_TRUE(m.AcceptText("argument"));
+      m.Accept(mk.sep);
+      m.Accept(mk.close);
+      ASSERT_TRUE(m.AcceptText("call"));
+      m.Accept(mk.sep);
+      EXPECT_EQ(m.Allows(mk.open), parallel) << "a second call";
+      EXPECT_TRUE(m.Allows(mk.close));
+    }
+  }
 }
 
 // Free text until the trigger, then a random walk over the allowed tokens
