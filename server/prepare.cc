@@ -25,6 +25,15 @@ uint64_t RandomSeed() {
   return seed != 0 ? seed : 1;
 }
 
+// The request's token cap (or the server's default) within the room a
+// prompt of `prompt_tokens` leaves in the context.
+int MaxTokensFor(const SamplingRequest& s, const ServeLimits& limits, size_t prompt_tokens) {
+  uint64_t cap = s.max_tokens.value_or(limits.default_max_tokens);
+  uint64_t room = limits.ctx_max > prompt_tokens ? limits.ctx_max - prompt_tokens : 0;
+  if (limits.ctx_max > 0) cap = std::min<uint64_t>(cap, std::max<uint64_t>(1, room));
+  return static_cast<int>(std::min<uint64_t>(cap, 0x7fffffff));
+}
+
 void FillParams(const SamplingRequest& s, const ServeLimits& limits, size_t prompt_tokens,
                 GenParams* p) {
   p->temperature = s.temperature;
@@ -32,10 +41,7 @@ void FillParams(const SamplingRequest& s, const ServeLimits& limits, size_t prom
   if (s.top_k) p->top_k = *s.top_k;
   if (s.seed) p->seed = *s.seed;
   else if (s.temperature > 0) p->seed = RandomSeed();
-  uint64_t cap = s.max_tokens.value_or(limits.default_max_tokens);
-  uint64_t room = limits.ctx_max > prompt_tokens ? limits.ctx_max - prompt_tokens : 0;
-  if (limits.ctx_max > 0) cap = std::min<uint64_t>(cap, std::max<uint64_t>(1, room));
-  p->max_tokens = static_cast<int>(std::min<uint64_t>(cap, 0x7fffffff));
+  p->max_tokens = MaxTokensFor(s, limits, prompt_tokens);
   p->presence_penalty = s.presence_penalty;
   p->frequency_penalty = s.frequency_penalty;
   p->logit_bias = s.logit_bias;
@@ -266,10 +272,7 @@ std::optional<ApiError> PrepareCompletion(const Json& body, const ChatFormat& fo
       e->param = "prompt";
       return e;
     }
-    // The cap each prompt leaves room for (FillParams' rule, per prompt).
-    GenParams per_prompt;
-    FillParams(s, limits, prompt.ids.size(), &per_prompt);
-    prompt.max_tokens = per_prompt.max_tokens;
+    prompt.max_tokens = MaxTokensFor(s, limits, prompt.ids.size());
     if (!out->logprobs.echo) {
       prompt.echo_text.clear();
     } else if (given_as_ids[i]) {

@@ -45,11 +45,14 @@ class ToolCallGrammarTest : public ::testing::Test {
     ASSERT_EQ(format_.kind, ChatFormat::Kind::kXtml);
     ASSERT_NE(format_.vocab, nullptr);
   }
-  PreparedChat Prepare(const std::string& tool_choice, bool thinking) {
-    Json tools = Json::array(
+  // get_weather (kWeather) and search (kSearch).
+  static Json Tools() {
+    return Json::array(
         {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(kWeather)}}}},
          {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
-    return PrepareWith(tools, tool_choice, thinking);
+  }
+  PreparedChat Prepare(const std::string& tool_choice, bool thinking) {
+    return PrepareWith(Tools(), tool_choice, thinking);
   }
   PreparedChat PrepareWith(const Json& tools, const std::string& tool_choice, bool thinking,
                            const Json& extra = Json::object()) {
@@ -132,8 +135,12 @@ TEST_F(ToolCallGrammarTest, CombinedGrammarTakesEachToolsArgumentsOnly) {
 // key present, each value within its property's schema.
 class TypedCall {
  public:
-  TypedCall(const PreparedChat& chat, const ChatFormat& f, const std::string& header)
+  // `after_response`: the grammar is an eager one (tool_choice required),
+  // so the empty response channel comes first.
+  TypedCall(const PreparedChat& chat, const ChatFormat& f, const std::string& header,
+            bool after_response = false)
       : m_(std::make_unique<GrammarMatcher>(chat.grammar, f.vocab)), mk_(f.markers), parser_(mk_, false) {
+    if (after_response) ok_ = Token(mk_.close) && Text("response") && Token(mk_.sep) && Token(mk_.open);
     Text("tools");
     Token(mk_.sep);
     Token(mk_.open);
@@ -149,10 +156,12 @@ class TypedCall {
     }
     return true;
   }
+  // Closes the call element.
+  bool CloseCall() { return Token(mk_.close) && Text("call") && Token(mk_.sep); }
   // Closes the call, the tools element and the message; the parsed call's
   // arguments string ("" when the grammar refused the ending).
   std::string End() {
-    if (!Token(mk_.close) || !Text("call") || !Token(mk_.sep) || !Token(mk_.close) ||
+    if (!CloseCall() || !Token(mk_.close) ||
         !Text("tools") || !Token(mk_.sep) || !Token(mk_.end_of_msg) || !m_->MustEnd()) {
       return "";
     }
@@ -160,6 +169,7 @@ class TypedCall {
     return parser_.calls().size() == 1 ? parser_.calls()[0].ArgumentsString() : "";
   }
   bool CanClose() const { return m_->Allows(mk_.close); }
+  bool CanOpen() const { return m_->Allows(mk_.open); }
   bool ok() const { return ok_; }
 
  private:
@@ -245,39 +255,17 @@ TEST_F(ToolCallGrammarTest, TypedArgumentsWhereTheSchemaAllowsThem) {
 // parallel_tool_calls false: one call, then the tools element must close
 // (under auto, and under required with several tools).
 TEST_F(ToolCallGrammarTest, ParallelToolCallsFalseAllowsOneCall) {
-  Json tools = Json::array(
-      {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", ParseBody(kWeather)}}}},
-       {{"type", "function"}, {"function", {{"name", "search"}, {"parameters", ParseBody(kSearch)}}}}});
-  const XtmlMarkers& mk = format_.markers;
-  for (const char* choice : {"auto", "required"}) {
+  for (const std::string choice : {"auto", "required"}) {
     for (bool parallel : {true, false}) {
-      SCOPED_TRACE(std::string(choice) + (parallel ? " parallel" : " one call"));
-      PreparedChat chat = PrepareWith(tools, choice, false, {{"parallel_tool_calls", parallel}});
+      SCOPED_TRACE(choice + (parallel ? " parallel" : " one call"));
+      PreparedChat chat = PrepareWith(Tools(), choice, false, {{"parallel_tool_calls", parallel}});
       ASSERT_NE(chat.grammar, nullptr);
-      GrammarMatcher m(chat.grammar, format_.vocab);
-      if (std::string(choice) == "required") {
-        m.Accept(mk.close);
-        ASSERT_TRUE(m.AcceptText("response"));
-        m.Accept(mk.sep);
-        m.Accept(mk.open);
-      }
-      ASSERT_TRUE(m.AcceptText("tools"));
-      m.Accept(mk.sep);
-      m.Accept(mk.open);
-      ASSERT_TRUE(m.AcceptText("call tool=\"search\""));
-      m.Accept(mk.sep);
-      m.Accept(mk.open);
-      ASSERT_TRUE(m.AcceptText("argument key=\"query\" type=\"string\""));
-      m.Accept(mk.sep);
-      ASSERT_TRUE(m.AcceptText("rain"));
-      m.Accept(mk.close);
-      ASSERT_TRUE(m.AcceptText("argument"));
-      m.Accept(mk.sep);
-      m.Accept(mk.close);
-      ASSERT_TRUE(m.AcceptText("call"));
-      m.Accept(mk.sep);
-      EXPECT_EQ(m.Allows(mk.open), parallel) << "a second call";
-      EXPECT_TRUE(m.Allows(mk.close));
+      TypedCall call(chat, format_, "call tool=\"search\"", choice == "required");
+      ASSERT_TRUE(call.ok());
+      ASSERT_TRUE(call.Arg("query", "string", "rain"));
+      ASSERT_TRUE(call.CloseCall());
+      EXPECT_EQ(call.CanOpen(), parallel) << "a second call";
+      EXPECT_TRUE(call.CanClose());
     }
   }
 }
