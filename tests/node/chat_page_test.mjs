@@ -4,8 +4,9 @@
 // person does next: regenerates the reply (the server resumes the prompt
 // from its restore point), sets a system prompt, temperature and max
 // tokens, reloads the page (the conversation and settings stay), starts a
-// new chat, and, on a container with a vision tower (made by waste-gen,
-// $WASTE_GEN), attaches an image.
+// new chat, goes back to an earlier one from the list, deletes chats, and,
+// on a container with a vision tower (made by waste-gen, $WASTE_GEN),
+// attaches an image.
 // Usage: node chat_page_test.mjs WASTE CONTAINER OUTDIR
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -134,9 +135,21 @@ try {
     "- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n" +
     "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\"> " +
     "[site](https://example.com) [bad](javascript:window.pwned=3)";
-  await page.evaluate(md => localStorage.setItem("waste-chat", JSON.stringify([
-    { role: "user", content: "Format this" }, { role: "assistant", content: md, finish: "stop" }])), markdown);
+  // Stored the way an older page kept its one conversation ("waste-chat"),
+  // which a newer page takes into its list of chats.
+  await page.evaluate(md => {
+    localStorage.removeItem("waste-chats");
+    localStorage.setItem("waste-chat", JSON.stringify([
+      { role: "user", content: "Format this" }, { role: "assistant", content: md, finish: "stop" }]));
+  }, markdown);
   await page.reload({ waitUntil: "load" });
+  const migrated = await page.evaluate(() => ({
+    old: localStorage.getItem("waste-chat"), kept: JSON.parse(localStorage.getItem("waste-chats")),
+    listed: [...document.querySelectorAll("#chat-list li")].map(li => li.textContent) }));
+  check(migrated.old === null && migrated.kept.chats.length === 1 &&
+        migrated.kept.chats[0].messages[0].content === "Format this" &&
+        JSON.stringify(migrated.listed) === JSON.stringify(["Format this\u00d7"]),
+        "an older page's conversation becomes a chat of the list: " + JSON.stringify(migrated.listed));
   const md = await page.evaluate(() => {
     const c = document.querySelector(".assistant .content");
     return {
@@ -167,6 +180,63 @@ try {
   const fresh = bodies.at(-1).messages;
   check(fresh.length === 2 && fresh[0].role === "system" && fresh[1].content === "Hi",
         "after New chat only the system prompt and the new message are sent");
+
+  // The list of chats: newest first, the open one marked; an earlier one
+  // opens with its messages, and what is sent next is its conversation.
+  const listed = () => page.evaluate(() => [...document.querySelectorAll("#chat-list li")].map(li =>
+    ({ title: li.querySelector(".open").textContent, current: li.classList.contains("current") })));
+  let list = await listed();
+  check(JSON.stringify(list) === JSON.stringify([{ title: "Hi", current: true }, { title: "Format this", current: false }]),
+        "the new chat is listed first and marked open: " + JSON.stringify(list));
+  await page.click("#chat-list li:nth-child(2) .open");
+  const reopened = await page.evaluate(() => ({
+    users: [...document.querySelectorAll(".user")].map(u => u.textContent),
+    h: document.querySelector(".assistant .content h3")?.textContent,
+    regenerate: document.querySelectorAll(".regenerate").length }));
+  check(JSON.stringify(reopened.users) === JSON.stringify(["Format this"]) && reopened.h === "Title" &&
+        reopened.regenerate === 1, "an earlier chat opens with its messages, its last reply regenerable");
+  await page.type("#input", "More");
+  await page.click("#send");
+  await awaitReplies(page, 2);
+  const continued = bodies.at(-1).messages.map(m => m.content);
+  check(continued.length === 4 && continued[1] === "Format this" && continued[2] === markdown &&
+        continued[3] === "More", "the opened chat's conversation is what is sent");
+  list = await listed();
+  check(list[0].title === "Format this" && list[0].current && list[1].title === "Hi",
+        "the chat written in last comes first: " + JSON.stringify(list));
+
+  // A reload keeps the list and the chat that was open.
+  await page.reload({ waitUntil: "load" });
+  check(JSON.stringify(await listed()) === JSON.stringify(list) &&
+        await page.$$eval(".user", u => u.map(x => x.textContent).join("|")) === "Format this|More",
+        "after a reload the list and the open chat are kept");
+
+  // Deleting: another chat goes from the list only; the open one gives way
+  // to the next in the list; the last leaves an empty page.
+  await page.click("#chat-list li:nth-child(2) .delete");
+  list = await listed();
+  check(list.length === 1 && list[0].title === "Format this" && await page.$$eval(".user", u => u.length) === 2,
+        "deleting another chat leaves the open one as it is");
+  await page.click("#chat-list li:nth-child(1) .delete");
+  check((await listed()).length === 0 && await page.$eval("#log", l => l.children.length) === 0,
+        "deleting the open chat, the last one, leaves an empty page");
+  await page.reload({ waitUntil: "load" });
+  check((await listed()).length === 0, "deleted chats stay deleted after a reload");
+
+  // Storage full (images are large): said in the list, nothing breaks, and
+  // what was saved before is what a reload brings.
+  await page.type("#input", "Kept");
+  await page.click("#send");
+  await awaitReplies(page, 1);
+  const full = await page.evaluate(() => {
+    chat.messages.push({ role: "user", content: "x".repeat(12 * 1024 * 1024) });
+    save();
+    return !document.getElementById("storage-full").hidden;
+  });
+  check(full, "a save over the storage quota is reported in the list");
+  await page.reload({ waitUntil: "load" });
+  check(await page.$$eval(".user", u => u.map(x => x.textContent).join("|")) === "Kept" &&
+        await page.$eval("#storage-full", e => e.hidden), "after a failed save a reload brings the last saved state");
 
   // Images, on a server started with --vision.
   const gen = process.env.WASTE_GEN;
