@@ -45,6 +45,10 @@ struct LogprobsRequest {
   bool on = false;
   int top = 0;
   bool echo = false;  // completions: the prompt comes back, scored when `on`
+  // Chat under the Responses API: only the tokens whose text went into the
+  // message (ChatTurn::last_token_in_content), not reasoning, tool calls or
+  // what a stop string cut.
+  bool message_text_only = false;
 };
 inline constexpr int kMaxTopLogprobs = 20;
 std::optional<ApiError> ParseLogprobs(const Json& body, bool chat, LogprobsRequest* out);

@@ -119,6 +119,7 @@ bool ChatTurn::OnToken(int id, std::string_view piece, std::vector<Json>* deltas
   if (stopped_ || parser_.done()) return false;
   ++tokens_;
   const size_t reasoning_before = parser_.reasoning().size();
+  const size_t content_before = parser_.content().size();
   parser_.Push(id, id == eos_id_ ? std::string_view() : piece);
   if (parser_.reasoning().size() > reasoning_before) ++reasoning_tokens_;
   std::string& c = parser_.content();
@@ -134,6 +135,7 @@ bool ChatTurn::OnToken(int id, std::string_view piece, std::vector<Json>* deltas
     }
     stop_checked_ = c.size();
   }
+  last_in_content_ = c.size() > content_before;
   Release(parser_.done() || stopped_, deltas);
   const auto& calls = parser_.calls();
   announced_.resize(calls.size(), false);

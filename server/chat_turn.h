@@ -36,6 +36,11 @@ class ChatTurn {
   // Tokens whose text went to the reasoning (the think channel's text; its
   // markers are not counted): usage's reasoning_tokens.
   int reasoning_tokens() const { return reasoning_tokens_; }
+  // Whether the last token's text went into the content (the message's
+  // text): not reasoning, markers or tool calls, and not wholly cut by a
+  // stop string. Text the parser held back (a possible marker) counts for
+  // the token that released it.
+  bool last_token_in_content() const { return last_in_content_; }
 
  private:
   void Send(Json delta, std::vector<Json>* deltas);
@@ -46,6 +51,7 @@ class ChatTurn {
   int eos_id_;
   int tokens_ = 0;
   int reasoning_tokens_ = 0;
+  bool last_in_content_ = false;
   bool stopped_ = false;
   size_t stop_checked_ = 0;    // content bytes already searched for stops
   size_t sent_reasoning_ = 0, sent_content_ = 0;

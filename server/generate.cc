@@ -132,10 +132,11 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
         if (index == 0) r.prefill_ms = MsSince(t0);
         if (last_choice) images.Done();  // the prompt's pads are fed for the last time
       }
-      if (chat.logprobs.on && ev.token != format.stop_id && ev.token != engine.info().eos_id) {
+      bool more = turn.OnToken(ev.token, ev.piece, &deltas);
+      if (chat.logprobs.on && ev.token != format.stop_id && ev.token != engine.info().eos_id &&
+          (!chat.logprobs.message_text_only || turn.last_token_in_content())) {
         logprobs.push_back(ChatLogprobEntry(engine, ev.token, ev.piece, ev.logprob, ev.top_logprobs));
       }
-      bool more = turn.OnToken(ev.token, ev.piece, &deltas);
       flush();
       return GoOn(more, cancel, client_gone, &turn_stopped, &r);
     }));

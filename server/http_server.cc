@@ -366,6 +366,7 @@ struct HttpServer::Impl {
       RenameChatFields(&*e);
       return Fail(res, *e);
     }
+    chat->logprobs.message_text_only = true;  // output_text.logprobs: the message's tokens
     const ResponseHeader rh = NewResponseHeader(body, options.model_id, UnixNow());
     const ReplyHeader header{NewResponseId("chatcmpl"), rh.created_at, options.model_id};
     if (!chat->stream) {

@@ -1,6 +1,7 @@
 #include "responses.h"
 
 #include "openai_shapes.h"
+#include "responses_request.h"
 
 namespace waste::server {
 namespace {
@@ -40,6 +41,8 @@ ResponseHeader NewResponseHeader(const Json& body, const std::string& model, int
             {"top_p", get("top_p", 1.0)},
             {"truncation", "disabled"}};
   if (const Json* user = Field(body, "user")) h.echo["user"] = *user;
+  if (const Json* top = Field(body, "top_logprobs")) h.echo["top_logprobs"] = *top;
+  h.text_logprobs = WantsTextLogprobs(body);
   return h;
 }
 
@@ -96,8 +99,20 @@ Json ReasoningItem(const std::string& text, const char* status) {
           {"status", status}};
 }
 
-Json OutputText(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}};
+// An output_text part; `logprobs` (an array of the chat's token entries,
+// {token, logprob, bytes, top_logprobs}) when they were asked for.
+Json OutputText(const std::string& text, const Json* logprobs = nullptr) {
+  Json part = {{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}};
+  if (logprobs) part["logprobs"] = *logprobs;
+  return part;
+}
+
+// A chat choice's logprobs.content, or an empty array.
+Json ChoiceLogprobs(const Json& choice) {
+  auto lp = choice.find("logprobs");
+  if (lp == choice.end() || !lp->is_object()) return Json::array();
+  auto content = lp->find("content");
+  return content != lp->end() && content->is_array() ? *content : Json::array();
 }
 
 Json MessageItem(Json content, const char* status) {
@@ -131,8 +146,10 @@ Json ResponseFromChat(const ResponseHeader& h, const Json& chat_completion) {
   const bool has_calls = message.contains("tool_calls");
   // A message when there is text, or an empty one when nothing else came.
   if (content.is_string() || (!has_calls && output.empty())) {
-    output.push_back(MessageItem(
-        Json::array({OutputText(content.is_string() ? content.get<std::string>() : "")}), "completed"));
+    const Json logprobs = ChoiceLogprobs(choice);
+    output.push_back(MessageItem(Json::array({OutputText(content.is_string() ? content.get<std::string>() : "",
+                                                         h.text_logprobs ? &logprobs : nullptr)}),
+                                 "completed"));
   }
   if (has_calls) {
     for (const Json& call : message["tool_calls"]) {
@@ -168,6 +185,7 @@ void ResponsesStream::OpenText(Open kind, std::vector<std::string>* out) {
   open_ = kind;
   open_index_ = items_.size();
   text_.clear();
+  text_logprobs_ = Json::array();
   items_.push_back(kind == Open::kReasoning
                        ? ReasoningItem("", "in_progress")
                        : MessageItem(Json::array(), "in_progress"));
@@ -177,11 +195,12 @@ void ResponsesStream::OpenText(Open kind, std::vector<std::string>* out) {
                         {"item", items_.back()}}));
   const Json& id = items_.back()["id"];
   if (kind == Open::kMessage) {
+    const Json none = Json::array();
     out->push_back(Event({{"type", "response.content_part.added"},
                           {"item_id", id},
                           {"output_index", open_index_},
                           {"content_index", 0},
-                          {"part", OutputText("")}}));
+                          {"part", OutputText("", h_.text_logprobs ? &none : nullptr)}}));
   }
 }
 
@@ -197,17 +216,23 @@ void ResponsesStream::CloseText(std::vector<std::string>* out) {
                           {"text", text_}}));
     item["content"] = Json::array({{{"type", "reasoning_text"}, {"text", text_}}});
   } else {
-    out->push_back(Event({{"type", "response.output_text.done"},
-                          {"item_id", id},
-                          {"output_index", open_index_},
-                          {"content_index", 0},
-                          {"text", text_}}));
+    // Entries whose text never came (held back, then cut) end with the text.
+    for (Json& e : pending_logprobs_) text_logprobs_.push_back(std::move(e));
+    pending_logprobs_ = Json::array();
+    const Json* logprobs = h_.text_logprobs ? &text_logprobs_ : nullptr;
+    Json done = {{"type", "response.output_text.done"},
+                 {"item_id", id},
+                 {"output_index", open_index_},
+                 {"content_index", 0},
+                 {"text", text_}};
+    if (logprobs) done["logprobs"] = *logprobs;
+    out->push_back(Event(std::move(done)));
     out->push_back(Event({{"type", "response.content_part.done"},
                           {"item_id", id},
                           {"output_index", open_index_},
                           {"content_index", 0},
-                          {"part", OutputText(text_)}}));
-    item["content"] = Json::array({OutputText(text_)});
+                          {"part", OutputText(text_, logprobs)}}));
+    item["content"] = Json::array({OutputText(text_, logprobs)});
   }
   item["status"] = "completed";
   out->push_back(Event({{"type", "response.output_item.done"}, {"output_index", open_index_}, {"item", item}}));
@@ -228,11 +253,17 @@ void ResponsesStream::OnDelta(const Json& delta, std::vector<std::string>* out) 
   if (auto c = delta.find("content"); c != delta.end() && c->is_string() && !c->get_ref<const std::string&>().empty()) {
     OpenText(Open::kMessage, out);
     text_ += c->get<std::string>();
-    out->push_back(Event({{"type", "response.output_text.delta"},
-                          {"item_id", items_[open_index_]["id"]},
-                          {"output_index", open_index_},
-                          {"content_index", 0},
-                          {"delta", *c}}));
+    Json event = {{"type", "response.output_text.delta"},
+                  {"item_id", items_[open_index_]["id"]},
+                  {"output_index", open_index_},
+                  {"content_index", 0},
+                  {"delta", *c}};
+    if (h_.text_logprobs) {
+      event["logprobs"] = std::move(pending_logprobs_);
+      pending_logprobs_ = Json::array();
+      for (const Json& e : event["logprobs"]) text_logprobs_.push_back(e);
+    }
+    out->push_back(Event(std::move(event)));
   }
   if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array()) {
     for (const Json& call : *calls) {
@@ -315,6 +346,10 @@ std::vector<std::string> ResponsesStream::OnChatEvent(const std::string& sse) {
   auto choices = chunk.find("choices");
   if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
   const Json& choice = (*choices)[0];
+  // A chunk's entries are of tokens up to its own text: taken first.
+  if (h_.text_logprobs) {
+    for (Json& e : ChoiceLogprobs(choice)) pending_logprobs_.push_back(std::move(e));
+  }
   if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) OnDelta(*d, &out);
   if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
     finish_reason_ = f->get<std::string>();

@@ -25,6 +25,7 @@ struct ResponseHeader {
   int64_t created_at = 0;
   std::string model;
   Json echo;                // instructions, max_output_tokens, tools, ... as the API echoes them
+  bool text_logprobs = false;  // output_text parts carry `logprobs` (WantsTextLogprobs)
 };
 ResponseHeader NewResponseHeader(const Json& body, const std::string& model, int64_t now);
 
@@ -37,6 +38,9 @@ Json ResponseFromChat(const ResponseHeader& h, const Json& chat_completion);
 // the chat stream's end (its finish and usage chunks, then [DONE]) closes
 // the open items and gives response.completed (or response.incomplete when
 // cut by max_output_tokens); a chat error event becomes an `error` event.
+// With text logprobs, each output_text delta carries the entries of its
+// tokens (an entry the chat stream sent ahead of its text waits for it),
+// and the done events and the part carry them all.
 class ResponsesStream {
  public:
   explicit ResponsesStream(ResponseHeader header) : h_(std::move(header)) {}
@@ -62,6 +66,8 @@ class ResponsesStream {
   Open open_ = Open::kNone;     // the reasoning or message item being written
   size_t open_index_ = 0;       // its place in items_
   std::string text_;            // its text so far
+  Json text_logprobs_ = Json::array();     // the open message's token entries so far
+  Json pending_logprobs_ = Json::array();  // entries that came before their text
   std::vector<size_t> calls_;   // items_ index of each chat tool-call index
   std::string finish_reason_;
   Json usage_;

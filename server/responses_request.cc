@@ -124,6 +124,17 @@ std::optional<ApiError> InputItems(const Json& input, Json* messages) {
 
 }  // namespace
 
+bool WantsTextLogprobs(const Json& body) {
+  // Alternatives imply the chosen tokens' figures; 0 of them alone does not.
+  if (const Json* top = Field(body, "top_logprobs"); top && !top->is_null() && *top != 0) return true;
+  const Json* include = Field(body, "include");
+  if (!include || !include->is_array()) return false;
+  for (const Json& what : *include) {
+    if (what == "message.output_text.logprobs") return true;
+  }
+  return false;
+}
+
 std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
   *chat = Json::object();
   if (Field(body, "previous_response_id")) {
@@ -202,18 +213,10 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
     if (!reasoning->is_object()) return BadRequest("'reasoning' must be an object", "reasoning");
     if (const Json* effort = Field(*reasoning, "effort")) (*chat)["reasoning_effort"] = *effort;
   }
-  // Logprobs of output text are a chat feature not carried over here yet:
-  // refused rather than silently left out.
-  if (const Json* top = Field(body, "top_logprobs"); top && !(top->is_number() && top->get<double>() == 0)) {
-    return Unsupported("top_logprobs", "log probabilities are served by /v1/chat/completions");
-  }
-  if (const Json* include = Field(body, "include"); include && include->is_array()) {
-    for (const Json& what : *include) {
-      if (what == "message.output_text.logprobs") {
-        return Unsupported("include", "log probabilities are served by /v1/chat/completions");
-      }
-    }
-  }
+  // Log probabilities of the message's text: asked for by `include`, with
+  // `top_logprobs` alternatives (which the chat side checks, 0..20).
+  if (WantsTextLogprobs(body)) (*chat)["logprobs"] = true;
+  if (const Json* top = Field(body, "top_logprobs"); top && !top->is_null()) (*chat)["top_logprobs"] = *top;
   for (const char* key : {"stream", "background", "parallel_tool_calls", "store"}) {
     if (const Json* v = Field(body, key); v && !v->is_boolean()) {
       return BadRequest(std::string("'") + key + "' must be a boolean", key);

@@ -17,6 +17,11 @@ namespace waste::server {
 // "input[2].call_id", "tools[0].type", "previous_response_id").
 std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat);
 
+// Whether the request asks for the log probabilities of the message's text
+// (`include: ["message.output_text.logprobs"]`, or `top_logprobs` > 0):
+// then each output_text part carries `logprobs`.
+bool WantsTextLogprobs(const Json& body);
+
 // A refusal by the chat checks of a translated request, put in the
 // Responses API's names: max_tokens -> max_output_tokens, response_format
 // -> text.format, reasoning_effort -> reasoning.effort, tools[i].function.X

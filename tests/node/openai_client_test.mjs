@@ -138,6 +138,15 @@ try {
   check(streamedText === resp.output_text &&
         (lastEvent === "response.completed" || lastEvent === "response.incomplete"),
         "streamed response events rebuild the text and end with the response");
+  // Log probabilities of the output text, as the client asks for them.
+  const scored = await client.responses.create({
+    model: "tiny", input: "Hello", max_output_tokens: 12, reasoning: { effort: "none" },
+    include: ["message.output_text.logprobs"], top_logprobs: 2 });
+  const part = scored.output.find((item) => item.type === "message")?.content[0];
+  check(part && part.logprobs.length > 0 && part.logprobs.every((e) =>
+          e.logprob <= 0 && e.top_logprobs.length === 2 && Array.isArray(e.bytes)) &&
+        Buffer.from(part.logprobs.flatMap((e) => e.bytes)).toString("utf8") === part.text,
+        "responses.create with include logprobs: one entry per token of the output text");
   try {
     await client.responses.create({ model: "tiny", input: "x", previous_response_id: "resp_1" });
     check(false, "previous_response_id is refused");

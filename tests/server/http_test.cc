@@ -16,6 +16,7 @@
 #include <memory>
 #include <thread>
 
+#include "chat_turn.h"
 #include "engine_worker.h"
 #include "golden_util.h"
 #include "http_server.h"
@@ -943,13 +944,111 @@ TEST_F(HttpTest, ResponsesApiServesTheChatPath) {
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}}}}}}, "text.format.schema"},
       {{{"input", "x"}, {"stream", "yes"}}, "stream"},
       {{{"input", "x"}, {"reasoning", 5}}, "reasoning"},
-      {{{"input", "x"}, {"top_logprobs", 5}}, "top_logprobs"},
+      {{{"input", "x"}, {"top_logprobs", 21}}, "top_logprobs"},
+      {{{"input", "x"}, {"top_logprobs", "3"}}, "top_logprobs"},
       {{{"input", Json::array({{{"role", "robot"}, {"content", "x"}}})}}, "input"},
       {{{"input", "x"}, {"tools", Json::array({{{"type", "function"}}})}}, "tools[0].name"}};
   for (const auto& [body, param] : refused) {
     auto [status, text] = post("/v1/responses", body);
     EXPECT_EQ(status, 400) << body.dump();
     EXPECT_EQ(ParseBody(text)["error"]["param"], param) << text;
+  }
+}
+
+// Responses log probabilities (include: ["message.output_text.logprobs"],
+// top_logprobs): the output_text part carries the entries of the message's
+// tokens, the same figures the chat route gives for them, without the
+// reasoning's; a stream's deltas carry them in order and the done events
+// all of them. Not asked for, the part has no `logprobs`.
+TEST_F(HttpTest, ResponsesLogprobsAreTheMessageTextTokens) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  auto post = [&](const char* path, const Json& req) {
+    auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    return r ? ParseBody(r->body) : Json();
+  };
+  auto bytes_of = [](const Json& entries) {
+    std::string out;
+    for (const Json& e : entries) {
+      for (const Json& b : e["bytes"]) out += static_cast<char>(b.get<int>());
+    }
+    return out;
+  };
+  for (const bool thinking : {false, true}) {
+    SCOPED_TRACE(thinking ? "thinking" : "no thinking");
+    const Json chat = post("/v1/chat/completions",
+                           {{"messages", Json::array({{{"role", "user"}, {"content", "Hello"}}})},
+                            {"max_tokens", 16}, {"thinking", thinking}, {"logprobs", true},
+                            {"top_logprobs", 3}})["choices"][0];
+    const Json all = chat["logprobs"]["content"];
+    const std::string text = chat["message"]["content"].is_string() ? chat["message"]["content"].get<std::string>() : "";
+    const Json req = {{"input", "Hello"}, {"max_output_tokens", 16}, {"top_logprobs", 3},
+                      {"reasoning", {{"effort", thinking ? "medium" : "none"}}},
+                      {"include", Json::array({"message.output_text.logprobs"})}};
+    const Json resp = post("/v1/responses", req);
+    EXPECT_EQ(resp["top_logprobs"], 3);
+    Json part;
+    for (const Json& item : resp["output"]) {
+      if (item["type"] == "message") part = item["content"][0];
+    }
+    // (A reply that is all reasoning has no message: no entries.)
+    if (!text.empty()) ASSERT_TRUE(part.is_object()) << resp.dump();
+    if (part.is_object()) ASSERT_TRUE(part["logprobs"].is_array()) << part.dump();
+    const Json mine = part.is_object() ? part["logprobs"] : Json::array();
+    // The tiny model's greedy reasoning does not end within the cap, so
+    // reasoning beside text is checked on scripted replies instead
+    // (ParseGolden.ContentTokensSpellTheContent).
+    if (!thinking) EXPECT_FALSE(mine.empty());
+    EXPECT_EQ(part.is_object() ? part["text"] : Json(""), text);
+    EXPECT_EQ(SanitizeUtf8(bytes_of(mine)), text) << "the entries spell the message's text";
+    // The chat route's entries for the same tokens: the reply's last ones
+    // (reasoning comes first).
+    ASSERT_LE(mine.size(), all.size());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(mine[i], all[all.size() - mine.size() + i]) << i;
+      EXPECT_EQ(mine[i]["top_logprobs"].size(), 3u);
+    }
+    const std::string reasoning = chat["message"].value("reasoning_content", std::string());
+    EXPECT_EQ(thinking && !reasoning.empty(), mine.size() < all.size())
+        << "the reasoning's tokens are left out, and only they";
+
+    // Streamed: each delta's entries spell its text; the done events hold all.
+    Json stream_req = req;
+    stream_req["stream"] = true;
+    auto st = c.Post("/v1/responses", Dump(stream_req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(st);
+    Json streamed = Json::array();
+    int deltas = 0, dones = 0;
+    for (const Json& ev : ParseSse(st->body)) {
+      if (ev["type"] == "response.output_text.delta") {
+        ++deltas;
+        ASSERT_TRUE(ev["logprobs"].is_array()) << ev.dump();
+        for (const Json& e : ev["logprobs"]) streamed.push_back(e);
+      }
+      if (ev["type"] == "response.output_text.done") {
+        ++dones;
+        EXPECT_EQ(ev["logprobs"], mine);
+      }
+      if (ev["type"] == "response.content_part.done") EXPECT_EQ(ev["part"]["logprobs"], mine);
+      if (ev["type"] == "response.completed" || ev["type"] == "response.incomplete") {
+        for (const Json& item : ev["response"]["output"]) {
+          if (item["type"] == "message") EXPECT_EQ(item["content"][0]["logprobs"], mine);
+        }
+      }
+    }
+    EXPECT_EQ(dones, part.is_object() ? 1 : 0);
+    EXPECT_EQ(deltas > 0, !text.empty());
+    EXPECT_EQ(streamed, mine);
+  }
+  // Not asked for: no `logprobs` on the part (as before); top_logprobs 0
+  // alone asks for nothing.
+  for (const Json& req : {Json{{"input", "Hello"}, {"max_output_tokens", 4}},
+                          Json{{"input", "Hello"}, {"max_output_tokens", 4}, {"top_logprobs", 0}}}) {
+    const Json resp = post("/v1/responses", req);
+    for (const Json& item : resp["output"]) {
+      if (item["type"] == "message") EXPECT_FALSE(item["content"][0].contains("logprobs")) << resp.dump();
+    }
   }
 }
 

@@ -209,6 +209,58 @@ TEST(ParseGolden, SplitCharactersArriveWhole) {
   }
 }
 
+// The tokens ChatTurn counts as the message's text (the Responses API's
+// output_text logprobs) spell the message's content: in every scripted
+// reply — reasoning, tool calls, markers, stop strings — their pieces
+// joined are the content, or, where a stop string cut a token, begin with it.
+TEST(ParseGolden, ContentTokensSpellTheContent) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  Json fixture = LoadServeFixture("parse.json");
+  int with_content = 0, with_other = 0;
+  for (const Json& c : fixture["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    SamplingRequest s;
+    ASSERT_FALSE(ParseSampling(c["request"], &s));
+    ReplyParser parser = c["format"] == "xtml"
+                             ? ReplyParser(XtmlMarkers{307, 308, 309, 310}, c["channel"] == "think")
+                             : ReplyParser(15);
+    ChatTurn turn(std::move(parser), s.stops, -1);
+    std::vector<Json> deltas;
+    std::string spelled;
+    int tokens = 0, content_tokens = 0;
+    const int max_tokens = s.max_tokens ? static_cast<int>(*s.max_tokens) : 4096;
+    for (const Json& t : c["tokens"]) {
+      if (tokens++ == max_tokens) break;
+      const bool more = turn.OnToken(t[0].get<int>(), t[1].get<std::string>(), &deltas);
+      if (turn.last_token_in_content()) {
+        spelled += t[1].get<std::string>();
+        ++content_tokens;
+      }
+      if (!more) break;
+    }
+    turn.Finish(&deltas);
+    const Json content = turn.Message()["content"];
+    const std::string text = content.is_string() ? content.get<std::string>() : "";
+    if (c["name"] == "truncated_mid_tag_header") {
+      // A tag header still pending when max_tokens cut the reply becomes
+      // text at the end, with no token to carry it: the entries spell the
+      // text before it (docs/SERVER.md, "The Responses API").
+      EXPECT_EQ(text.rfind(SanitizeUtf8(spelled), 0), 0u);
+      EXPECT_LT(spelled.size(), text.size());
+    } else if (s.stops.empty()) {
+      EXPECT_EQ(SanitizeUtf8(spelled), text);
+    } else {
+      EXPECT_EQ(SanitizeUtf8(spelled).rfind(text, 0), 0u) << spelled;
+    }
+    with_content += !text.empty();
+    with_other += content_tokens < tokens && !text.empty();
+  }
+  // The fixture has replies with text, and replies with text beside
+  // reasoning, markers or calls (whose tokens are left out).
+  EXPECT_GT(with_content, 5);
+  EXPECT_GT(with_other, 3);
+}
+
 TEST(ParseGolden, ToolCallIdsAreUnique) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i) ids.insert(NewCallId());
