@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "images.h"
@@ -17,6 +18,7 @@ namespace waste::cli {
 struct ChatTurn {
   std::vector<int> ids;            // the message (pads expanded) and the reply
   std::vector<HeldImage> images;   // the images its message showed, in order
+  std::string text;                // the message as typed (/retry sends it again)
 };
 
 struct ChatHistory {

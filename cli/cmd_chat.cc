@@ -44,6 +44,8 @@ constexpr ChatCommandDoc kChatCommands[] = {
     {"/load", "FILE", "continue a conversation saved with /save"},
     {"/load --force", "FILE", "... even one saved from another container of the same shape"},
     {"/image", "FILE", "attach an image (needs a vision tower)"},
+    {"/retry", "", "the last reply again, sampled anew (greedy: the same text)"},
+    {"/undo", "", "take back the last message and its reply"},
 };
 
 void Say(const std::string& text) { WriteOut(text + "\n"); }
@@ -172,6 +174,145 @@ int ChatCommand(const Options& o) {
 
   // Images wait here until the next message is sent (--image: the first).
   std::vector<std::string> images = o.images;
+  // The rewind mark is at the start of the last kept turn (set before its
+  // message was read, nothing read since): /undo and /retry rewind to it
+  // instead of re-reading the conversation.
+  bool mark_at_last_turn = false;
+  uint64_t retries = 0;  // /retry's count: each samples with a seed of its own
+  // Sends one message (`shown`: its images, read and measured already)
+  // with `turn_seed` and shows the reply. kGoOn, or the exit status when
+  // SIGTERM ends the program.
+  constexpr int kGoOn = -1;
+  auto send = [&](const std::string& line, std::vector<HeldImage> shown,
+                  uint64_t turn_seed) -> int {
+    const PromptPlan turn = BuildChatTurn(tmpl, MediaBlocksFor(shown), line);
+    std::vector<int> ids;
+    if (!TokenizeSegments(*engine, turn.segments, o, &ids)) return kGoOn;
+    uint64_t message_tokens = ids.size();
+    for (const HeldImage& h : shown) message_tokens += uint64_t(h.rows) - 1;  // a pad -> its rows
+
+    // A full context: drop the oldest turns until the new one fits with
+    // room for a reply (half the context, at most -n), then re-read.
+    const uint64_t reply_room = std::min<uint64_t>(o.n_tokens, o.ctx / 2) + 1;
+    const uint64_t held_now = stale ? history.Tokens() : uint64_t(engine->position());
+    const bool full = held_now + message_tokens + reply_room > o.ctx;
+    if (full || stale) {
+      if (history.system_ids.size() + message_tokens + 1 > o.ctx) {
+        std::fprintf(stderr, "waste: %s\n",
+                     ContextTooSmall(history.system_ids.size() + message_tokens, o.ctx, 0).c_str());
+        return kGoOn;
+      }
+      mark_at_last_turn = false;  // the state is read again
+      const size_t drop_now =
+          full ? history.DropOldestToFit(message_tokens + reply_room, o.ctx) : 0;
+      if (const Status reread = history.ReRead(*engine); !reread.ok()) {
+        stale = true;
+        ReportFailure("context", reread, DetailOf(reread, *engine), o);
+        std::fprintf(stderr,
+                     "waste: that message was not kept; the next one re-reads the "
+                     "conversation again (/reset starts over)\n");
+        return kGoOn;
+      }
+      stale = false;
+      if (full) {
+        std::string what;
+        if (!loaded_from.empty()) what = "the conversation loaded from " + loaded_from;
+        if (drop_now > 0 || what.empty()) {
+          what += (what.empty() ? "" : " and ") + std::string("the ") + std::to_string(drop_now) +
+                  " oldest turn" + (drop_now == 1 ? "" : "s");
+        }
+        std::fprintf(stderr,
+                     "waste: the context (--ctx %u) was full: dropped %s and re-read the rest; "
+                     "/reset starts over\n",
+                     o.ctx, what.c_str());
+        loaded_from.clear();
+      }
+    }
+    if (!AttachHeldImages(*engine, shown, /*announce=*/!o.quiet) ||
+        !ExpandImagePads(*engine, &ids, "chat")) {
+      engine->ClearImages();
+      return kGoOn;
+    }
+
+    // What the session holds and what `history` records must stay the same
+    // (a full context re-reads it): a message whose reply never began
+    // (Ctrl-C during its prompt) or whose call failed is taken back whole.
+    mark_at_last_turn = false;  // until this message's turn is kept
+    if (const Status marked = engine->SetMark(); !marked.ok()) {
+      ReportFailure("chat", marked, marked.message(), o);
+      return kGoOn;
+    }
+    if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
+    PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) {
+      WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
+    });
+    GenParams params = ParamsFromOptions(o, turn_seed);
+    GenerationTimer timer(!o.quiet && StderrIsTerminal());
+    timer.Watch(&params);
+    ClearInterrupt();
+    const Stats before = engine->stats();
+    TokenTally tally;
+    std::vector<int> exchange = ids;
+    const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
+      timer.Token();
+      tally.Add(e);
+      exchange.push_back(e.token);
+      // The end-of-text token ends the reply; its spelling is not part of it.
+      if (e.token == engine->info().eos_id && !o.ignore_eos) return !Interrupted();
+      return stream.Push(e.piece) && !Interrupted();
+    });
+    stream.Finish();
+    const Status status = !finished ? finished.error()
+                          : *finished == FinishReason::kCancelled
+                              ? Status(Errc::kCancelled, "cancelled by callback")
+                              : Status::Ok();
+    const Stats after = engine->stats();
+    const bool replied = exchange.size() > ids.size();
+    const bool failed = !status.ok() && status.code() != Errc::kCancelled;
+    const bool taken_back = failed || (status.code() == Errc::kCancelled && !replied);
+    const std::string failure_detail = failed ? DetailOf(status, *engine) : std::string();
+    if (taken_back) {
+      // Cannot fail after a mark that was set; said if it ever does.
+      if (const Status back = engine->RewindToMark(); !back.ok()) {
+        ReportFailure("chat", back, back.message(), o);
+      }
+      engine->ClearImages();  // a call stopped before its pads leaves them queued
+      for (const HeldImage& h : shown) images.push_back(h.name);  // for the message sent again
+    } else {
+      history.turns.push_back({std::move(exchange), std::move(shown), line});
+      mark_at_last_turn = true;
+    }
+    const std::string images_kept = !taken_back || images.empty() ? ""
+                                    : images.size() == 1
+                                        ? "; its image stays attached to the next message"
+                                        : "; its " + std::to_string(images.size()) +
+                                              " images stay attached to the next message";
+    const RunTimings timings = timer.Finish(before, after, tally);
+    counters.Add(timings, !taken_back);
+
+    const bool cancelled = Interrupted();
+    if (cancelled) {
+      WriteOut(taken_back ? "\n(stopped before the reply: message not kept" + images_kept + ")"
+                          : "\n(stopped)");
+    } else if (failed) {
+      WriteOut("\n");
+      ReportFailure("generate", status, failure_detail, o);
+      std::fprintf(stderr,
+                   "waste: that message was not kept (the conversation is as before it)%s\n",
+                   images_kept.c_str());
+    } else if (status.ok() && !engine->error_detail().empty()) {
+      std::fprintf(stderr,
+                   "\nwaste: the context (--ctx %u) is full: the reply was cut; your next "
+                   "message drops the oldest turns\n",
+                   o.ctx);
+    }
+    WriteOut("\n");
+    if (timings_on) std::fprintf(stderr, "%s\n", StatsLine(timings).c_str());
+    if (cancelled && InterruptExitCode() == 143) return 143;  // SIGTERM ends the program
+    ClearInterrupt();
+    return kGoOn;
+  };
+
   for (;;) {
     WriteOut("\n");
     SetExitOnInterrupt(true);
@@ -195,6 +336,7 @@ int ChatCommand(const Options& o) {
         history.turns.clear();
         history.dropped = 0;
         loaded_from.clear();
+        mark_at_last_turn = false;
         counters = SessionCounters{};
         stale = !history.ReRead(*engine).ok();  // the system prompt again
         Say("(conversation and statistics cleared)");
@@ -223,6 +365,7 @@ int ChatCommand(const Options& o) {
         Status s = engine->LoadState(arg, /*any_container=*/force);
         if (s.ok()) {
           history.turns.clear();  // the loaded state's turns are not ours to drop
+          mark_at_last_turn = false;
           loaded_from = arg;
           stale = false;
           Say("(loaded " + arg + " — continuing that conversation)");
@@ -232,6 +375,45 @@ int ChatCommand(const Options& o) {
             why += " — `/load --force " + arg + "` loads it anyway";
           }
           Say("(load failed: " + why + ")");
+        }
+      } else if (cmd == "/undo" || cmd == "/retry") {
+        // The last turn taken back: rewound to the mark before it when that
+        // is where the mark is, else the rest re-read (a state /load gave
+        // holds no text to re-read: only turns since can go, and only the
+        // last by its mark). /retry then sends its message again.
+        if (history.turns.empty()) {
+          const std::string what = cmd == "/undo" ? "message to take back" : "reply to retry";
+          Say(loaded_from.empty() ? "(no " + what + ")"
+                                  : "(no " + what + " since /load " + loaded_from + ")");
+          continue;
+        }
+        if (!mark_at_last_turn && !loaded_from.empty()) {
+          Say("(cannot take back further: the conversation loaded from " + loaded_from +
+              " holds no text to re-read)");
+          continue;
+        }
+        ChatTurn last = std::move(history.turns.back());
+        history.turns.pop_back();
+        const bool rewound = mark_at_last_turn && !stale && engine->RewindToMark().ok();
+        mark_at_last_turn = false;
+        if (!rewound) {
+          if (const Status reread = history.ReRead(*engine); !reread.ok()) {
+            stale = true;
+            ReportFailure("context", reread, DetailOf(reread, *engine), o);
+            std::fprintf(stderr, "waste: the next message re-reads the conversation again "
+                                 "(/reset starts over)\n");
+            continue;
+          }
+          stale = false;
+        }
+        if (cmd == "/undo") {
+          Say("(took back the last message and its reply)");
+          continue;
+        }
+        ++retries;
+        const uint64_t retry_seed = seed + retries * 0x9e3779b97f4a7c15ull;
+        if (const int code = send(last.text, std::move(last.images), retry_seed); code != kGoOn) {
+          return code;
         }
       } else if (cmd == "/image") {
         if (!engine->has_vision()) {
@@ -269,125 +451,7 @@ int ChatCommand(const Options& o) {
     const bool held = HoldImages(*engine, images, &shown);
     images.clear();
     if (!held) continue;
-    const PromptPlan turn = BuildChatTurn(tmpl, MediaBlocksFor(shown), line);
-    std::vector<int> ids;
-    if (!TokenizeSegments(*engine, turn.segments, o, &ids)) continue;
-    uint64_t message_tokens = ids.size();
-    for (const HeldImage& h : shown) message_tokens += uint64_t(h.rows) - 1;  // a pad -> its rows
-
-    // A full context: drop the oldest turns until the new one fits with
-    // room for a reply (half the context, at most -n), then re-read.
-    const uint64_t reply_room = std::min<uint64_t>(o.n_tokens, o.ctx / 2) + 1;
-    const uint64_t held_now = stale ? history.Tokens() : uint64_t(engine->position());
-    const bool full = held_now + message_tokens + reply_room > o.ctx;
-    if (full || stale) {
-      if (history.system_ids.size() + message_tokens + 1 > o.ctx) {
-        std::fprintf(stderr, "waste: %s\n",
-                     ContextTooSmall(history.system_ids.size() + message_tokens, o.ctx, 0).c_str());
-        continue;
-      }
-      const size_t drop_now = full ? history.DropOldestToFit(message_tokens + reply_room, o.ctx) : 0;
-      if (const Status reread = history.ReRead(*engine); !reread.ok()) {
-        stale = true;
-        ReportFailure("context", reread, DetailOf(reread, *engine), o);
-        std::fprintf(stderr, "waste: that message was not kept; the next one re-reads the "
-                             "conversation again (/reset starts over)\n");
-        continue;
-      }
-      stale = false;
-      if (full) {
-        std::string what;
-        if (!loaded_from.empty()) what = "the conversation loaded from " + loaded_from;
-        if (drop_now > 0 || what.empty()) {
-          what += (what.empty() ? "" : " and ") + std::string("the ") + std::to_string(drop_now) +
-                  " oldest turn" + (drop_now == 1 ? "" : "s");
-        }
-        std::fprintf(stderr,
-                     "waste: the context (--ctx %u) was full: dropped %s and re-read the rest; "
-                     "/reset starts over\n",
-                     o.ctx, what.c_str());
-        loaded_from.clear();
-      }
-    }
-    if (!AttachHeldImages(*engine, shown, /*announce=*/!o.quiet) ||
-        !ExpandImagePads(*engine, &ids, "chat")) {
-      engine->ClearImages();
-      continue;
-    }
-
-    // What the session holds and what `history` records must stay the same
-    // (a full context re-reads it): a message whose reply never began
-    // (Ctrl-C during its prompt) or whose call failed is taken back whole.
-    if (const Status marked = engine->SetMark(); !marked.ok()) {
-      ReportFailure("chat", marked, marked.message(), o);
-      continue;
-    }
-    if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
-    PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) {
-      WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
-    });
-    GenParams params = ParamsFromOptions(o, seed);
-    GenerationTimer timer(!o.quiet && StderrIsTerminal());
-    timer.Watch(&params);
-    ClearInterrupt();
-    const Stats before = engine->stats();
-    TokenTally tally;
-    std::vector<int> exchange = ids;
-    const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
-      timer.Token();
-      tally.Add(e);
-      exchange.push_back(e.token);
-      // The end-of-text token ends the reply; its spelling is not part of it.
-      if (e.token == engine->info().eos_id && !o.ignore_eos) return !Interrupted();
-      return stream.Push(e.piece) && !Interrupted();
-    });
-    stream.Finish();
-    const Status status = !finished ? finished.error()
-                          : *finished == FinishReason::kCancelled
-                              ? Status(Errc::kCancelled, "cancelled by callback")
-                              : Status::Ok();
-    const Stats after = engine->stats();
-    const bool replied = exchange.size() > ids.size();
-    const bool failed = !status.ok() && status.code() != Errc::kCancelled;
-    const bool taken_back = failed || (status.code() == Errc::kCancelled && !replied);
-    const std::string failure_detail = failed ? DetailOf(status, *engine) : std::string();
-    if (taken_back) {
-      // Cannot fail after a mark that was set; said if it ever does.
-      if (const Status back = engine->RewindToMark(); !back.ok()) {
-        ReportFailure("chat", back, back.message(), o);
-      }
-      engine->ClearImages();  // a call stopped before its pads leaves them queued
-      for (const HeldImage& h : shown) images.push_back(h.name);  // for the message sent again
-    } else {
-      history.turns.push_back({std::move(exchange), std::move(shown)});
-    }
-    const std::string images_kept =
-        !taken_back || images.empty() ? ""
-        : images.size() == 1          ? "; its image stays attached to the next message"
-                                      : "; its " + std::to_string(images.size()) +
-                                            " images stay attached to the next message";
-    const RunTimings timings = timer.Finish(before, after, tally);
-    counters.Add(timings, !taken_back);
-
-    const bool cancelled = Interrupted();
-    if (cancelled) {
-      WriteOut(taken_back ? "\n(stopped before the reply: message not kept" + images_kept + ")"
-                          : "\n(stopped)");
-    } else if (failed) {
-      WriteOut("\n");
-      ReportFailure("generate", status, failure_detail, o);
-      std::fprintf(stderr, "waste: that message was not kept (the conversation is as before it)%s\n",
-                   images_kept.c_str());
-    } else if (status.ok() && !engine->error_detail().empty()) {
-      std::fprintf(stderr,
-                   "\nwaste: the context (--ctx %u) is full: the reply was cut; your next "
-                   "message drops the oldest turns\n",
-                   o.ctx);
-    }
-    WriteOut("\n");
-    if (timings_on) std::fprintf(stderr, "%s\n", StatsLine(timings).c_str());
-    if (cancelled && InterruptExitCode() == 143) return 143;  // SIGTERM ends the program
-    ClearInterrupt();
+    if (const int code = send(line, std::move(shown), seed); code != kGoOn) return code;
   }
 }
 

@@ -353,9 +353,48 @@ TEST_F(CliE2E, ChatScriptedSessionSaveThenLoadContinuesIdentically) {
   EXPECT_EQ(rd[2], "(conversation and statistics cleared)");
   EXPECT_EQ(rd[3], ra[1]);
   for (const char* c : {"/help", "/exit", "/reset", "/stats", "/timings", "/save FILE",
-                        "/load FILE", "/image FILE", "/quit", "/bye"}) {
+                        "/load FILE", "/image FILE", "/retry", "/undo", "/quit", "/bye"}) {
     EXPECT_TRUE(Contains(rd[4], c)) << c << "\n" << rd[4];
   }
+}
+
+// /undo takes back the last message and its reply (by the rewind mark for
+// the last turn, by re-reading the rest for an earlier one); /retry sends
+// the last message again: greedy, the same reply (so the state went back
+// to just before it); sampled, a reply with a seed of its own.
+TEST_F(CliE2E, ChatUndoAndRetryTakeBackTheLastTurn) {
+  const std::vector<std::string> chat = {"chat", kDemo, "-n", "24"};
+  const ProcessResult a = Waste(chat, "hello there\nwhat comes next\n");
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  const std::vector<std::string> ra = Replies(a.out);
+  ASSERT_EQ(ra.size(), 4u) << Describe(a);
+
+  const ProcessResult b = Waste(chat, "hello there\n/retry\nwhat comes next\n/undo\n/undo\n/undo\n"
+                                      "/retry\nwhat comes next\n/stats\n");
+  ASSERT_EQ(b.exit_code, 0) << Describe(b);
+  const std::vector<std::string> rb = Replies(b.out);
+  ASSERT_EQ(rb.size(), 11u) << Describe(b);
+  EXPECT_EQ(rb[1], ra[1]);
+  EXPECT_EQ(rb[2], ra[1]) << "greedy /retry: the same reply to the same state";
+  EXPECT_EQ(rb[3], ra[2]) << "the retried turn replaced the first, it was not added to it";
+  EXPECT_EQ(rb[4], "(took back the last message and its reply)");
+  EXPECT_EQ(rb[5], "(took back the last message and its reply)") << "the earlier turn, by a re-read";
+  EXPECT_EQ(rb[6], "(no message to take back)");
+  EXPECT_EQ(rb[7], "(no reply to retry)");
+  const ProcessResult fresh = Waste(chat, "what comes next\n");
+  ASSERT_EQ(fresh.exit_code, 0) << Describe(fresh);
+  EXPECT_EQ(rb[8], Replies(fresh.out)[1]) << "after both turns went, the conversation starts afresh";
+  EXPECT_TRUE(Contains(rb[9], ", 1 turn")) << rb[9];
+
+  // Sampled: each /retry draws with a seed of its own, the same run after run.
+  const std::vector<std::string> sampled = {"chat", kDemo, "-n", "24", "--temperature", "1", "--seed", "5"};
+  const ProcessResult c = Waste(sampled, "hello there\n/retry\n/retry\n");
+  const ProcessResult d = Waste(sampled, "hello there\n/retry\n/retry\n");
+  ASSERT_EQ(c.exit_code, 0) << Describe(c);
+  const std::vector<std::string> rc = Replies(c.out), rd = Replies(d.out);
+  ASSERT_EQ(rc.size(), 5u) << Describe(c);
+  EXPECT_EQ(rc, rd);
+  EXPECT_TRUE(rc[1] != rc[2] || rc[2] != rc[3]) << "three draws, all the same";
 }
 
 // A state saved from another container of the same shape is refused with
