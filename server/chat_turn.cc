@@ -128,7 +128,13 @@ bool ChatTurn::OnToken(int id, std::string_view piece, std::vector<Json>* deltas
     for (const std::string& s : stops_) longest = std::max(longest, s.size());
     size_t from = stop_checked_ >= longest ? stop_checked_ - longest + 1 : 0;
     size_t cut = std::string::npos;
-    for (const std::string& s : stops_) cut = std::min(cut, c.find(s, from));
+    for (const std::string& s : stops_) {
+      const size_t at = c.find(s, from);
+      if (at < cut) {
+        cut = at;
+        matched_stop_ = s;
+      }
+    }
     if (cut != std::string::npos) {
       c.resize(cut);
       stopped_ = true;

@@ -41,6 +41,9 @@ class ChatTurn {
   // stop string. Text the parser held back (a possible marker) counts for
   // the token that released it.
   bool last_token_in_content() const { return last_in_content_; }
+  // The stop string that ended the reply, or empty (Anthropic's
+  // stop_sequence).
+  const std::string& matched_stop() const { return matched_stop_; }
 
  private:
   void Send(Json delta, std::vector<Json>* deltas);
@@ -52,6 +55,7 @@ class ChatTurn {
   int tokens_ = 0;
   int reasoning_tokens_ = 0;
   bool last_in_content_ = false;
+  std::string matched_stop_;
   bool stopped_ = false;
   size_t stop_checked_ = 0;    // content bytes already searched for stops
   size_t sent_reasoning_ = 0, sent_content_ = 0;

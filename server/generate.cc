@@ -159,6 +159,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     if (!sink) {
       choices.push_back(ChatChoice(index, message, finish,
                                    chat.logprobs.on ? ChatLogprobs(std::move(logprobs)) : Json(nullptr)));
+      if (chat.report_stop_string && !turn.matched_stop().empty()) {
+        choices.back()["stop_string"] = turn.matched_stop();
+      }
       continue;
     }
     flush();
@@ -166,6 +169,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     // carries `waste`).
     Json end = FinishChunk(header, finish, last_choice ? waste : Json(nullptr), index);
     if (!logprobs.empty()) end["choices"][0]["logprobs"] = ChatLogprobs(std::move(logprobs));
+    if (chat.report_stop_string && !turn.matched_stop().empty()) {
+      end["choices"][0]["stop_string"] = turn.matched_stop();
+    }
     if (chat.include_usage) end = WithNullUsage(std::move(end));
     if (!client_gone && !sink(SseEvent(end))) client_gone = true;
     if (client_gone && !last_choice) {  // no use generating what nobody reads

@@ -19,6 +19,8 @@
 #include "metrics.h"
 #include "platform/platform.h"
 #include "prepare.h"
+#include "anthropic_reply.h"
+#include "anthropic_request.h"
 #include "responses.h"
 #include "responses_request.h"
 #include "session_pool.h"
@@ -113,6 +115,29 @@ bool IsJsonContentType(const std::string& value) {
 std::string NormalizePath(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return path;
+}
+
+// The Anthropic Messages routes answer errors in Anthropic's shape.
+bool IsMessagesPath(const std::string& path) {
+  const std::string p = NormalizePath(path);
+  return p == "/v1/messages" || p == "/v1/messages/count_tokens";
+}
+
+// An error reply already written in OpenAI's shape (by the checks and
+// paths every route shares) rewritten in Anthropic's
+// (AnthropicErrorBody); the status and headers stay.
+void ToAnthropicError(httplib::Response& res) {
+  if (res.status < 400) return;
+  Json body;
+  std::string err;
+  if (!ParseJson(res.body, &body, &err) || !body.is_object()) return;
+  auto e = body.find("error");
+  if (e == body.end() || !e->is_object()) return;
+  ApiError api{res.status, e->value("type", std::string()), e->value("message", std::string()),
+               std::nullopt, std::nullopt};
+  if (auto p = e->find("param"); p != e->end() && p->is_string()) api.param = p->get<std::string>();
+  if (auto c = e->find("code"); c != e->end() && c->is_string()) api.code = c->get<std::string>();
+  res.set_content(Dump(AnthropicErrorBody(api), JsonStyle::kSpaced), "application/json");
 }
 
 }  // namespace
@@ -218,7 +243,8 @@ struct HttpServer::Impl {
   void Post(const httplib::Request& req, httplib::Response& res) {
     std::string path = NormalizePath(req.path);
     bool known = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                 path == "/v1/responses" || path == "/tokenize" || path == "/detokenize";
+                 path == "/v1/responses" || IsMessagesPath(path) || path == "/tokenize" ||
+                 path == "/detokenize";
     if (!known) {
       Fail(res, {404, "not_found_error", "no route for POST " + req.path, std::nullopt, std::nullopt});
       return;
@@ -239,6 +265,8 @@ struct HttpServer::Impl {
     if (path == "/v1/chat/completions") Chat(req, body, res);
     else if (path == "/v1/completions") Completion(req, body, res);
     else if (path == "/v1/responses") Responses(req, body, res);
+    else if (path == "/v1/messages") Messages(req, body, res);
+    else if (path == "/v1/messages/count_tokens") CountMessageTokens(body, res);
     else if (path == "/tokenize") Tokenize(body, res);
     else Detokenize(body, res);
   }
@@ -399,6 +427,62 @@ struct HttpServer::Impl {
                               cancel);
         },
         [events] { return events->OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n"); });
+  }
+
+  // /v1/messages: the chat path under Anthropic's Messages API
+  // (anthropic_request.h, anthropic_reply.h). Errors are put in its shape
+  // where the request is routed (Post, PreRoute).
+  void Messages(const httplib::Request& http_req, const Json& body, httplib::Response& res) {
+    Json chat_body;
+    auto chat = std::make_shared<PreparedChat>();
+    if (auto e = MessagesToChat(body, &chat_body)) return Fail(res, *e);
+    if (auto e = PrepareChat(chat_body, format, engine, limits, chat.get())) {
+      RenameChatFieldsForMessages(&*e);
+      return Fail(res, *e);
+    }
+    chat->report_stop_string = true;  // stop_sequence
+    const MessagesHeader mh = NewMessagesHeader(options.model_id, chat->prompt_tokens);
+    const ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
+    if (!chat->stream) {
+      return Blocking(http_req, res, [this, chat, header, mh](Engine& e, const std::atomic<bool>& cancel) {
+        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, cancel);
+        if (!r.error && !r.cancelled) r.body = MessageFromChat(mh, r.body);
+        return r;
+      });
+    }
+    // One translator for the run and for a shutdown's last words.
+    auto events = std::make_shared<MessagesStream>(mh);
+    Stream(
+        res,
+        [this, chat, header, events](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
+          auto send = [&](const std::vector<std::string>& out) {
+            for (const std::string& ev : out) {
+              if (!sink(ev)) return false;
+            }
+            return true;
+          };
+          send(events->Start());
+          return GenerateChat(e, *pool, *chat, format, header,
+                              [&](const std::string& ev) { return send(events->OnChatEvent(ev)); },
+                              cancel);
+        },
+        [events] { return events->OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n"); });
+  }
+
+  // /v1/messages/count_tokens: the prompt a Messages request would read,
+  // counted as /v1/messages counts it (images by their rows); nothing runs.
+  void CountMessageTokens(const Json& body, httplib::Response& res) {
+    Json request = body;
+    if (!Field(request, "max_tokens")) request["max_tokens"] = 1;  // not part of this call
+    request.erase("stream");
+    Json chat_body;
+    PreparedChat chat;
+    if (auto e = MessagesToChat(request, &chat_body)) return Fail(res, *e);
+    if (auto e = PrepareChat(chat_body, format, engine, limits, &chat)) {
+      RenameChatFieldsForMessages(&*e);
+      return Fail(res, *e);
+    }
+    Reply(res, 200, {{"input_tokens", chat.prompt_tokens}});
   }
 
   // A streamed reply: `run` generates on the engine thread, pushing SSE
@@ -565,11 +649,15 @@ struct HttpServer::Impl {
     bool open = options.api_key.empty() ||
                 (req.method == "GET" && NormalizePath(req.path) == "/health");
     if (open) return CheckContentLength(req, res);
+    // OpenAI clients send the key as a bearer token, Anthropic's as x-api-key.
     std::string auth = req.get_header_value("Authorization");
-    bool ok = auth.rfind("Bearer ", 0) == 0 && ConstantTimeEquals(auth.substr(7), options.api_key);
+    bool ok = (auth.rfind("Bearer ", 0) == 0 && ConstantTimeEquals(auth.substr(7), options.api_key)) ||
+              (req.has_header("x-api-key") &&
+               ConstantTimeEquals(req.get_header_value("x-api-key"), options.api_key));
     if (ok) return CheckContentLength(req, res);
     if (req.method == "POST") res.set_header("Connection", "close");
     Fail(res, {401, "authentication_error", "invalid API key", std::nullopt, "invalid_api_key"});
+    if (IsMessagesPath(req.path)) ToAnthropicError(res);
     return httplib::Server::HandlerResponse::Handled;
   }
 
@@ -593,6 +681,7 @@ struct HttpServer::Impl {
       } catch (const std::exception& e) {
         Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
       }
+      if (IsMessagesPath(req.path)) ToAnthropicError(res);
     });
     // Statuses httplib decides itself (413 past the body limit, 400 on a
     // malformed request) still get an OpenAI-shaped body.
@@ -612,6 +701,7 @@ struct HttpServer::Impl {
         Fail(res, BadRequest("malformed request", std::nullopt));
         res.status = status;
       }
+      if (IsMessagesPath(req.path)) ToAnthropicError(res);
     });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.CountRequest(NormalizePath(req.path), res.status);

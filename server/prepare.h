@@ -62,6 +62,10 @@ struct PreparedChat {
   int prompt_tokens = 0;  // after pad expansion (what usage reports)
   LogprobsRequest logprobs;  // also set in params (logprobs, top_logprobs)
   int choices = 1;           // `n`: replies generated in turn from the one prompt
+  // The Messages API's stop_sequence: each choice (and a stream's finish
+  // chunk) says which stop string ended it, as "stop_string" (not an
+  // OpenAI field, so only when asked).
+  bool report_stop_string = false;
   // The request as rendered, for the follow-on prefill's guess
   // (follow_on.h); null when the conversation has images (no restore point
   // lies past the first one).

@@ -240,7 +240,7 @@ void ResponsesStream::CloseText(std::vector<std::string>* out) {
 }
 
 void ResponsesStream::OnDelta(const Json& delta, std::vector<std::string>* out) {
-  if (auto r = delta.find("reasoning_content"); r != delta.end() && r->is_string() && !r->empty()) {
+  if (auto r = delta.find("reasoning_content"); r != delta.end() && r->is_string() && !r->get_ref<const std::string&>().empty()) {
     OpenText(Open::kReasoning, out);
     text_ += r->get<std::string>();
     out->push_back(Event({{"type", "response.reasoning_text.delta"},

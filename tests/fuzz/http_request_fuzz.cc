@@ -1,7 +1,7 @@
 // libFuzzer target: a /v1/chat/completions request body, through everything
 // the server does before a request waits for the engine: JSON parsing, the
 // field validation (messages, sampling, logprobs, stream, thinking), the
-// Responses API's translation to a chat body, both chat
+// Responses and Anthropic Messages translations to a chat body, both chat
 // renderers (XTML with two media blocks on offer, and a chat.json
 // template), and the grammar compilation of `response_format` json_schema
 // and of every declared tool's parameter schema.
@@ -20,6 +20,7 @@
 #include "chat_request.h"
 #include "json_text.h"
 #include "render.h"
+#include "anthropic_request.h"
 #include "responses_request.h"
 #include "waste/grammar.h"
 
@@ -90,6 +91,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckError(e);
     if (!e) {
       if (!chat.is_object() || !chat.contains("messages")) __builtin_trap();
+      CheckError(waste::server::ValidateMessages(chat, /*vision=*/true));
+      waste::server::SamplingRequest chat_sampling;
+      CheckError(waste::server::ParseSampling(chat, &chat_sampling));
+      CheckError(waste::server::ValidateToolOptions(chat));
+    }
+  }
+  // And as an Anthropic Messages request, likewise; its error body in
+  // Anthropic's shape always has the type and the message.
+  {
+    Json chat;
+    auto e = waste::server::MessagesToChat(body, &chat);
+    CheckError(e);
+    if (e) {
+      waste::server::RenameChatFieldsForMessages(&*e);
+      const Json shaped = waste::server::AnthropicErrorBody(*e);
+      if (shaped["type"] != "error" || !shaped["error"]["message"].is_string()) __builtin_trap();
+    } else {
+      if (!chat.is_object() || !chat.contains("messages") || !chat.contains("max_tokens")) __builtin_trap();
       CheckError(waste::server::ValidateMessages(chat, /*vision=*/true));
       waste::server::SamplingRequest chat_sampling;
       CheckError(waste::server::ParseSampling(chat, &chat_sampling));

@@ -82,7 +82,7 @@ case "$target" in
     target_sources=("$here/http_request_fuzz.cc" "${grammar_sources[@]}"
                     "$root/server/json_text.cc" "$root/server/chat_request.cc" "$root/server/render_xtml.cc"
                     "$root/server/render_chatjson.cc" "$root/server/api_error.cc"
-                    "$root/server/responses_request.cc")
+                    "$root/server/responses_request.cc" "$root/server/anthropic_request.cc")
     extra_flags=(-I"$root/server") ;;
   image)
     target_sources=("$here/image_fuzz.cc" "$root/src/vision/image_decode.cc"

@@ -1,0 +1,285 @@
+// /v1/messages (docs/SERVER.md, "The Anthropic Messages API"): the chat
+// path under Anthropic's names. The same prompt gives the chat reply's text
+// and reasoning as content blocks; a stream's events rebuild the blocking
+// message; stop sequences, forced tool calls and their round trip work;
+// count_tokens counts what the request would read; errors come in
+// Anthropic's shape, and x-api-key is a key like a bearer token.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "http_test_util.h"
+
+namespace waste::server {
+namespace {
+
+using testing::ParseBody;
+using testing::ParseSse;
+using testing::Running;
+
+class MessagesApi : public ::testing::Test {
+ protected:
+  static std::pair<int, Json> Post(httplib::Client& c, const char* path, const Json& req) {
+    auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
+    EXPECT_TRUE(r);
+    return r ? std::make_pair(r->status, ParseBody(r->body)) : std::make_pair(0, Json());
+  }
+  // The text of a message's text blocks, and of its thinking blocks.
+  static std::string Blocks(const Json& message, const char* type, const char* field) {
+    std::string out;
+    for (const Json& b : message["content"]) {
+      if (b["type"] == type) out += b[field].get<std::string>();
+    }
+    return out;
+  }
+};
+
+TEST_F(MessagesApi, ServesTheChatPath) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  for (const bool thinking : {false, true}) {
+    SCOPED_TRACE(thinking ? "thinking" : "no thinking");
+    auto [cs, chat] = Post(c, "/v1/chat/completions",
+                           {{"messages", Json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                                      {{"role", "user"}, {"content", "Hello"}}})},
+                            {"max_tokens", 12}, {"thinking", thinking}});
+    ASSERT_EQ(cs, 200) << chat.dump();
+    const Json& reply = chat["choices"][0]["message"];
+    const Json req = {{"model", "tiny"},
+                      {"max_tokens", 12},
+                      {"system", Json::array({{{"type", "text"}, {"text", "Be brief."}}})},
+                      {"messages", Json::array({{{"role", "user"}, {"content", "Hello"}}})},
+                      {"thinking", {{"type", thinking ? "enabled" : "disabled"}, {"budget_tokens", 1024}}}};
+    auto [ms, msg] = Post(c, "/v1/messages", req);
+    ASSERT_EQ(ms, 200) << msg.dump();
+    EXPECT_EQ(msg["type"], "message");
+    EXPECT_EQ(msg["role"], "assistant");
+    EXPECT_EQ(msg["id"].get<std::string>().rfind("msg_", 0), 0u);
+    EXPECT_EQ(Blocks(msg, "text", "text"), reply["content"].is_string() ? reply["content"].get<std::string>() : "");
+    EXPECT_EQ(Blocks(msg, "thinking", "thinking"), reply.value("reasoning_content", std::string()));
+    EXPECT_EQ(thinking, reply.contains("reasoning_content"));
+    EXPECT_EQ(msg["stop_reason"], chat["choices"][0]["finish_reason"] == "length" ? "max_tokens" : "end_turn");
+    EXPECT_TRUE(msg["stop_sequence"].is_null());
+    // Usage: the prompt read plus the prompt resumed from a restore point
+    // (at multiples of 128 tokens: none in so short a prompt) is the chat prompt.
+    const Json& u = msg["usage"];
+    EXPECT_EQ(u["input_tokens"].get<int>() + u["cache_read_input_tokens"].get<int>(),
+              chat["usage"]["prompt_tokens"].get<int>());
+    EXPECT_EQ(u["output_tokens"], chat["usage"]["completion_tokens"]);
+
+    // count_tokens: the same prompt, nothing run.
+    Json count_req = req;
+    count_req.erase("max_tokens");
+    auto [ts, count] = Post(c, "/v1/messages/count_tokens", count_req);
+    ASSERT_EQ(ts, 200) << count.dump();
+    EXPECT_EQ(count, Json({{"input_tokens", chat["usage"]["prompt_tokens"]}}));
+
+    // Streamed: the events in Anthropic's order rebuild the blocking message.
+    Json stream_req = req;
+    stream_req["stream"] = true;
+    auto st = c.Post("/v1/messages", Dump(stream_req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(st);
+    ASSERT_EQ(st->status, 200);
+    EXPECT_EQ(st->get_header_value("Content-Type"), "text/event-stream");
+    const std::vector<Json> events = ParseSse(st->body);
+    ASSERT_GE(events.size(), 3u) << st->body;
+    EXPECT_EQ(events.front()["type"], "message_start");
+    EXPECT_EQ(events.front()["message"]["usage"]["input_tokens"], chat["usage"]["prompt_tokens"]);
+    EXPECT_EQ(events.back()["type"], "message_stop");
+    Json blocks = Json::array();
+    int open = -1;
+    for (const Json& ev : events) {
+      EXPECT_NE(st->body.find("event: " + ev["type"].get<std::string>() + "\ndata: "), std::string::npos);
+      if (ev["type"] == "content_block_start") {
+        EXPECT_EQ(open, -1) << "one block at a time";
+        open = ev["index"];
+        EXPECT_EQ(open, static_cast<int>(blocks.size()));
+        blocks.push_back(ev["content_block"]);
+      } else if (ev["type"] == "content_block_delta") {
+        ASSERT_EQ(ev["index"], open);
+        const Json& d = ev["delta"];
+        Json& b = blocks[static_cast<size_t>(open)];
+        if (d["type"] == "text_delta") b["text"] = b["text"].get<std::string>() + d["text"].get<std::string>();
+        if (d["type"] == "thinking_delta") {
+          b["thinking"] = b["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+        }
+      } else if (ev["type"] == "content_block_stop") {
+        EXPECT_EQ(ev["index"], open);
+        open = -1;
+      } else if (ev["type"] == "message_delta") {
+        EXPECT_EQ(ev["delta"]["stop_reason"], msg["stop_reason"]);
+        EXPECT_EQ(ev["usage"]["output_tokens"], u["output_tokens"]);
+      }
+    }
+    EXPECT_EQ(blocks, msg["content"]);
+  }
+}
+
+TEST_F(MessagesApi, StopSequencesAndToolCalls) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const Json hello = Json::array({{{"role", "user"}, {"content", "Hello"}}});
+  auto [ps, plain] = Post(c, "/v1/messages", {{"max_tokens", 16}, {"messages", hello},
+                                             {"thinking", {{"type", "disabled"}}}});
+  ASSERT_EQ(ps, 200);
+  const std::string text = Blocks(plain, "text", "text");
+  // Two printable characters from inside the reply as the stop sequence.
+  size_t at = 1;
+  while (at + 1 < text.size() && !(std::isprint(static_cast<unsigned char>(text[at])) &&
+                                   std::isprint(static_cast<unsigned char>(text[at + 1])))) {
+    ++at;
+  }
+  ASSERT_LT(at + 1, text.size()) << "no two printable characters in: " << text;
+  const std::string stop = text.substr(at, 2);
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "stream" : "blocking");
+    Json req = {{"max_tokens", 16}, {"messages", hello}, {"thinking", {{"type", "disabled"}}},
+                {"stop_sequences", Json::array({"never appears", stop})}, {"stream", stream}};
+    auto r = c.Post("/v1/messages", Dump(req, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    Json stop_reason, stop_sequence;
+    if (stream) {
+      for (const Json& ev : ParseSse(r->body)) {
+        if (ev["type"] == "message_delta") {
+          stop_reason = ev["delta"]["stop_reason"];
+          stop_sequence = ev["delta"]["stop_sequence"];
+        }
+      }
+    } else {
+      const Json m = ParseBody(r->body);
+      EXPECT_EQ(Blocks(m, "text", "text"), text.substr(0, text.find(stop)));
+      stop_reason = m["stop_reason"];
+      stop_sequence = m["stop_sequence"];
+    }
+    EXPECT_EQ(stop_reason, "stop_sequence");
+    EXPECT_EQ(stop_sequence, stop);
+  }
+
+  // A forced call: a tool_use block whose input follows the schema; and its
+  // round trip, the call and its result as content blocks.
+  const Json tools = Json::array({{{"name", "get_weather"}, {"description", "Weather"},
+                                   {"input_schema", {{"type", "object"},
+                                                     {"properties", {{"city", {{"type", "string"}}}}},
+                                                     {"required", Json::array({"city"})}}}}});
+  const Json ask = Json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  auto [fs, forced] = Post(c, "/v1/messages", {{"max_tokens", 160}, {"messages", ask}, {"tools", tools},
+                                              {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}});
+  ASSERT_EQ(fs, 200) << forced.dump();
+  EXPECT_EQ(forced["stop_reason"], "tool_use");
+  Json use;
+  for (const Json& b : forced["content"]) {
+    if (b["type"] == "tool_use") use = b;
+  }
+  ASSERT_TRUE(use.is_object()) << forced.dump();
+  EXPECT_EQ(use["name"], "get_weather");
+  ASSERT_TRUE(use["input"].is_object());
+  EXPECT_TRUE(use["input"]["city"].is_string()) << use.dump();
+  Json round = ask;
+  round.push_back({{"role", "assistant"}, {"content", forced["content"]}});
+  round.push_back({{"role", "user"},
+                   {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", use["id"]},
+                                             {"content", "18C, sunny"}},
+                                            {{"type", "text"}, {"text", "And tomorrow?"}}})}});
+  auto [rs, answer] = Post(c, "/v1/messages", {{"max_tokens", 8}, {"messages", round}, {"tools", tools}});
+  EXPECT_EQ(rs, 200) << answer.dump();
+  // The round trip's prompt holds the call and its result: longer than the question alone.
+  auto [cs1, alone] = Post(c, "/v1/messages/count_tokens", {{"messages", ask}, {"tools", tools}});
+  auto [cs2, whole] = Post(c, "/v1/messages/count_tokens", {{"messages", round}, {"tools", tools}});
+  EXPECT_GT(whole["input_tokens"].get<int>(), alone["input_tokens"].get<int>() + 8);
+
+  // Streamed, the call is a tool_use block with its input as one JSON delta.
+  auto st = c.Post("/v1/messages",
+                   Dump({{"max_tokens", 160}, {"messages", ask}, {"tools", tools}, {"stream", true},
+                         {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}},
+                        JsonStyle::kSpaced),
+                   "application/json");
+  ASSERT_TRUE(st);
+  std::string partial;
+  Json started;
+  for (const Json& ev : ParseSse(st->body)) {
+    if (ev["type"] == "content_block_start" && ev["content_block"]["type"] == "tool_use") started = ev["content_block"];
+    if (ev["type"] == "content_block_delta" && ev["delta"]["type"] == "input_json_delta") {
+      partial += ev["delta"]["partial_json"].get<std::string>();
+    }
+  }
+  ASSERT_TRUE(started.is_object()) << st->body;
+  EXPECT_EQ(started["name"], "get_weather");
+  EXPECT_EQ(ParseBody(partial), use["input"]);
+}
+
+TEST_F(MessagesApi, ErrorsInAnthropicsShapeAndTheKeyHeader) {
+  ServeOptions o;
+  o.api_key = "secret";
+  Running s(o);
+  httplib::Client c = s.Client();
+  const Json ok = {{"max_tokens", 2}, {"messages", Json::array({{{"role", "user"}, {"content", "Hi"}}})}};
+  for (const auto& [headers, status] :
+       std::vector<std::pair<httplib::Headers, int>>{{{{"x-api-key", "secret"}}, 200},
+                                                     {{{"Authorization", "Bearer secret"}}, 200},
+                                                     {{{"x-api-key", "wrong"}}, 401},
+                                                     {{}, 401}}) {
+    auto r = c.Post("/v1/messages", headers, Dump(ok, JsonStyle::kSpaced), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status);
+    if (status == 401) {
+      EXPECT_EQ(ParseBody(r->body)["type"], "error");
+      EXPECT_EQ(ParseBody(r->body)["error"]["type"], "authentication_error") << r->body;
+    }
+  }
+  c.set_default_headers({{"x-api-key", "secret"}});
+  // What cannot be served names the Messages field, in Anthropic's shape.
+  const std::pair<Json, const char*> refused[] = {
+      {{{"messages", ok["messages"]}}, "max_tokens"},
+      {{{"max_tokens", 0}, {"messages", ok["messages"]}}, "max_tokens"},
+      {{{"max_tokens", 2}}, "messages"},
+      {{{"max_tokens", 2}, {"messages", Json::array()}}, "messages"},
+      {{{"max_tokens", 2}, {"messages", Json::array({{{"role", "system"}, {"content", "x"}}})}}, "messages[0].role"},
+      {{{"max_tokens", 2},
+        {"messages", Json::array({{{"role", "user"},
+                                   {"content", Json::array({{{"type", "document"}, {"source", Json::object()}}})}}})}},
+       "messages[0].content[0].type"},
+      {{{"max_tokens", 2},
+        {"messages", Json::array({{{"role", "user"},
+                                   {"content", Json::array({{{"type", "image"},
+                                                             {"source", {{"type", "file"}, {"file_id", "f"}}}}})}}})}},
+       "messages[0].content[0].source.type"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"tools", Json::array({{{"type", "bash_20250124"}, {"name", "bash"}}})}},
+       "tools[0].type"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"tools", Json::array({{{"name", "f"}}})}}, "tools[0].input_schema"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"tool_choice", {{"type", "sometimes"}}}}, "tool_choice.type"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"thinking", {{"type", "maybe"}}}}, "thinking.type"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"stop_sequences", "x"}}, "stop_sequences"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"stop_sequences", Json::array({1})}}, "stop_sequences"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"temperature", "hot"}}, "temperature"},
+      {{{"max_tokens", 2}, {"messages", ok["messages"]}, {"mcp_servers", Json::array()}}, "mcp_servers"}};
+  for (const auto& [body, param] : refused) {
+    auto [status, reply] = Post(c, "/v1/messages", body);
+    EXPECT_EQ(status, 400) << body.dump();
+    EXPECT_EQ(reply["type"], "error") << reply.dump();
+    EXPECT_EQ(reply["error"]["type"], "invalid_request_error") << reply.dump();
+    EXPECT_EQ(reply["error"]["param"], param) << reply.dump();
+    EXPECT_FALSE(reply["error"]["message"].get<std::string>().empty());
+  }
+  // The checks every route shares answer in this route's shape too.
+  auto text = c.Post("/v1/messages", "{}", "text/plain");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 415);
+  EXPECT_EQ(ParseBody(text->body)["error"]["type"], "invalid_request_error") << text->body;
+  auto broken = c.Post("/v1/messages", "{not json", "application/json");
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->status, 400);
+  EXPECT_EQ(ParseBody(broken->body)["type"], "error") << broken->body;
+  // ... and the OpenAI routes keep OpenAI's.
+  auto chat = c.Post("/v1/chat/completions", "{}", "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_FALSE(ParseBody(chat->body).contains("type")) << chat->body;
+  EXPECT_TRUE(ParseBody(chat->body)["error"].contains("code")) << chat->body;
+}
+
+}  // namespace
+}  // namespace waste::server
