@@ -261,6 +261,65 @@ TEST_F(VisionServe, EveryChoiceSeesTheImages) {
   EXPECT_EQ(served_->queued_images(), 0);
 }
 
+// Anthropic's image blocks (base64 source) through /v1/messages: the same
+// prompt and the same greedy reply as the chat request with the same
+// image as a data: URL, and a tool_result may carry one too.
+TEST_F(VisionServe, MessagesApiImageBlocks) {
+  auto server = Start(served_, true);
+  ASSERT_TRUE(server);
+  const std::string jpeg = ReadFile(kImages + "baseline.jpg");
+  int status = 0;
+  Json chat = Post(*server, Request(Json::array({{{"type", "text"}, {"text", "Describe "}},
+                                                 ImagePart("data:image/jpeg;base64," + Base64(jpeg))})),
+                   &status);
+  ASSERT_EQ(status, 200) << Dump(chat, JsonStyle::kSpaced);
+  const Json image = {{"type", "image"},
+                      {"source", {{"type", "base64"}, {"media_type", "image/jpeg"}, {"data", Base64(jpeg)}}}};
+  httplib::Client c("127.0.0.1", server->port);
+  c.set_read_timeout(120, 0);
+  const Json req = {{"max_tokens", 12}, {"thinking", {{"type", "disabled"}}},
+                    {"messages", Json::array({{{"role", "user"},
+                                               {"content", Json::array({{{"type", "text"}, {"text", "Describe "}},
+                                                                        image})}}})}};
+  auto r = c.Post("/v1/messages", Dump(req, JsonStyle::kCompact), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json msg = ParseBody(r->body);
+  EXPECT_EQ(msg["usage"]["input_tokens"].get<int>() + msg["usage"]["cache_read_input_tokens"].get<int>(),
+            chat["usage"]["prompt_tokens"].get<int>());
+  const Json& text = chat["choices"][0]["message"]["content"];
+  std::string mine;
+  for (const Json& b : msg["content"]) {
+    if (b["type"] == "text") mine += b["text"].get<std::string>();
+  }
+  EXPECT_EQ(mine, text.is_string() ? text.get<std::string>() : "");
+  // count_tokens counts the image by its rows.
+  Json count_req = req;
+  count_req.erase("max_tokens");
+  auto n = c.Post("/v1/messages/count_tokens", Dump(count_req, JsonStyle::kCompact), "application/json");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(ParseBody(n->body)["input_tokens"], chat["usage"]["prompt_tokens"]) << n->body;
+  // A screenshot as a tool's result.
+  const Json round = {
+      {"max_tokens", 4},
+      {"tools", Json::array({{{"name", "screenshot"}, {"input_schema", {{"type", "object"}}}}})},
+      {"messages", Json::array({{{"role", "user"}, {"content", "Look"}},
+                                {{"role", "assistant"},
+                                 {"content", Json::array({{{"type", "tool_use"}, {"id", "call_1"},
+                                                           {"name", "screenshot"}, {"input", Json::object()}}})}},
+                                {{"role", "user"},
+                                 {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", "call_1"},
+                                                           {"content", Json::array({image})}}})}}})}};
+  auto t = c.Post("/v1/messages", Dump(round, JsonStyle::kCompact), "application/json");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, 200) << t->body;
+  EXPECT_GT(ParseBody(t->body)["usage"]["input_tokens"].get<int>() +
+                ParseBody(t->body)["usage"]["cache_read_input_tokens"].get<int>(),
+            chat["usage"]["prompt_tokens"].get<int>())
+      << "the image's rows are in the prompt";
+  EXPECT_EQ(served_->queued_images(), 0);
+}
+
 // --parallel 3: two requests with images and one without, sent at once,
 // get exactly the replies each gets alone. The model's image queue is one
 // for all sessions: the image requests hold it in turn while the text one
