@@ -243,6 +243,10 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
     if (auto e = Message((*input)[i], At("messages", i), &messages)) return e;
   }
   (*chat)["messages"] = std::move(messages);
+  // A last assistant message is a prefill: the reply continues its text.
+  if (input->back().is_object() && input->back().value("role", std::string()) == "assistant") {
+    (*chat)["continue_final_message"] = true;
+  }
 
   if (const Json* tools = Field(body, "tools")) {
     if (auto e = Tools(*tools, chat)) return e;
@@ -297,6 +301,7 @@ void RenameChatFieldsForMessages(ApiError* e) {
       ReplaceAll(s, "].function.", "].");
     }
     ReplaceAll(s, "'stop'", "'stop_sequences'");
+    ReplaceAll(s, "'continue_final_message'", "a final assistant message (a prefill)");
     ReplaceAll(s, "'parallel_tool_calls'", "'tool_choice.disable_parallel_tool_use'");
   };
   rename(&e->message);
@@ -305,6 +310,7 @@ void RenameChatFieldsForMessages(ApiError* e) {
     rename(&p);
     if (p == "stop") p = "stop_sequences";
     if (p == "thinking") p = "thinking.type";
+    if (p == "continue_final_message") p = "messages";
     if (p == "parallel_tool_calls") p = "tool_choice.disable_parallel_tool_use";
     if (p.rfind("messages", 0) == 0) {
       // The chat message index counts the system prompt and the tool

@@ -3,8 +3,9 @@
 // it; like the Responses API it is served by the chat path: a Messages
 // request is translated into the chat completions body it means — system
 // blocks -> a system message, content blocks (text, image, tool_use,
-// tool_result) -> chat messages and tool calls, input_schema tools ->
-// function tools, tool_choice, thinking, stop_sequences -> stop — and the
+// tool_result) -> chat messages and tool calls, a last assistant message
+// -> continue_final_message (a prefill the reply continues), input_schema
+// tools -> function tools, tool_choice, thinking, stop_sequences -> stop — and the
 // chat checks' refusals are put back in the Messages names.
 // docs/SERVER.md, "The Anthropic Messages API".
 #pragma once

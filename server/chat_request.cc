@@ -304,6 +304,35 @@ std::optional<ApiError> ValidateMessages(const Json& body, bool vision) {
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseContinuation(const Json& body, bool* continue_final) {
+  *continue_final = false;
+  const Json* v = Field(body, "continue_final_message");
+  if (!v || v->is_null()) return std::nullopt;
+  if (!v->is_boolean()) return BadRequest("'continue_final_message' must be a boolean", "continue_final_message");
+  if (!v->get<bool>()) return std::nullopt;
+  const Json& messages = body["messages"];
+  const Json& last = messages.back();
+  auto calls = last.find("tool_calls");
+  if (last["role"] != "assistant" || (calls != last.end() && calls->is_array() && !calls->empty())) {
+    return BadRequest("'continue_final_message' needs the last message to be an assistant's, without "
+                      "tool calls (its text is what the reply continues)",
+                      "continue_final_message");
+  }
+  auto choice = body.find("tool_choice");
+  if (choice != body.end() && (choice->is_object() || *choice == "required")) {
+    return BadRequest("'continue_final_message' continues text; it cannot also force a tool call",
+                      "tool_choice");
+  }
+  auto format = body.find("response_format");
+  if (format != body.end() && format->is_object() && format->value("type", std::string("text")) != "text") {
+    return BadRequest("'continue_final_message' continues text; response_format cannot constrain "
+                      "a reply that starts mid-text",
+                      "response_format");
+  }
+  *continue_final = true;
+  return std::nullopt;
+}
+
 std::optional<ApiError> ValidateToolOptions(const Json& body) {
   std::vector<std::string> names;
   if (const Json* tools = Field(body, "tools")) {

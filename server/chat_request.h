@@ -81,6 +81,14 @@ std::optional<ApiError> ValidateMessages(const Json& body, bool vision = false);
 // before deciding what they can express.
 std::optional<ApiError> ValidateToolOptions(const Json& body);
 
+// `continue_final_message` (vLLM's name; Anthropic's "prefill"): true =
+// the last message is an assistant's, left open, and the reply continues
+// its text instead of starting a turn of its own. It must be a boolean,
+// the last message an assistant's without tool calls, and no tool call may
+// be forced nor response_format constrain the reply (both would have the
+// continuation start a new shape mid-text). Both renderers run it.
+std::optional<ApiError> ParseContinuation(const Json& body, bool* continue_final);
+
 // Thinking resolution (reasoning_effort / thinking_effort / reasoning.effort
 // and `thinking`). `effort` is set for low/high/max.
 std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool* thinking,

@@ -142,7 +142,11 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
     if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
   }
   if (auto e = ReplyGrammar(*out, format, &out->grammar, &out->grammar_triggers)) return e;
-  if (out->images.empty()) out->body = std::make_shared<const Json>(body);
+  // (A continued message is not a turn the follow-on could guess the next of.)
+  const Json* continued = Field(body, "continue_final_message");
+  if (out->images.empty() && !(continued && *continued == true)) {
+    out->body = std::make_shared<const Json>(body);
+  }
   SamplingRequest s;
   if (auto e = ParseSampling(body, &s)) return e;
   if (auto e = RefuseUnsupported(body, /*chat=*/true)) return e;

@@ -35,6 +35,8 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
   if (present("response_format") && body["response_format"]["type"] != "text") {
     return BadRequest(why + "'response_format'", "response_format");
   }
+  bool continue_final = false;
+  if (auto e = ParseContinuation(body, &continue_final)) return e;
   bool thinking = false;
   std::string effort;
   if (auto e = ResolveThinking(body, false, &thinking, &effort)) return e;
@@ -89,9 +91,11 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
     } else if (content != m.end() && content->is_array()) {
       for (const Json& part : *content) plain(part["text"].get<std::string>());
     }
+    // Continued: the last (assistant) turn stays open, and no new one starts.
+    if (continue_final && i + 1 == messages.size()) break;
     markup(*suffix);
   }
-  markup(tmpl.open);
+  if (!continue_final) markup(tmpl.open);
   out->think_channel = false;
   return std::nullopt;
 }

@@ -235,6 +235,8 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
   if (auto e = ResolveThinking(body, default_thinking, &out->think_channel, &effort)) return e;
   bool thinking = out->think_channel;
   if (auto e = ValidateToolOptions(body)) return e;
+  bool continue_final = false;
+  if (auto e = ParseContinuation(body, &continue_final)) return e;
 
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null()) {
@@ -298,6 +300,13 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
                      effort + "`.");
   }
 
+  // Continued, the last (assistant) message is written after the notes,
+  // open (below).
+  Json open_assistant;
+  if (continue_final) {
+    open_assistant = std::move(messages.back());
+    messages.erase(messages.size() - 1);
+  }
   const Json* last_assistant = nullptr;
   int tool_k = 0;
   for (const Json& m : messages) {
@@ -389,9 +398,26 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
                      kRaw + "\nThe JSON data must match the following schema:\n```json\n" +
                      Dump(out->schema, JsonStyle::kCompact, true) + "\n```");
   }
-  if (media.overrun) return BadRequest("More image placeholders than image prompts.", "messages");
   s.OpenMessage({{"role", "assistant"}});
-  s.Open(thinking ? "think" : "response");
+  if (continue_final) {
+    // The reply continues this message's response text: its reasoning, if
+    // any, is closed as history's is, and the response is left open.
+    if (thinking) {
+      s.Open("think");
+      auto r = open_assistant.find("reasoning_content");
+      if (r == open_assistant.end() || r->is_null()) r = open_assistant.find("reasoning");
+      if (r != open_assistant.end() && r->is_string() && !Trim(r->get<std::string>()).empty()) {
+        s.Text(r->get<std::string>());
+      }
+      s.Close("think");
+    }
+    s.Open("response");
+    RenderContent(open_assistant, &s, &media);
+    out->think_channel = false;
+  } else {
+    s.Open(thinking ? "think" : "response");
+  }
+  if (media.overrun) return BadRequest("More image placeholders than image prompts.", "messages");
   return std::nullopt;
 }
 

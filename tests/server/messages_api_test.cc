@@ -212,6 +212,46 @@ TEST_F(MessagesApi, StopSequencesAndToolCalls) {
   EXPECT_EQ(ParseBody(partial), use["input"]);
 }
 
+// A prefill: a last assistant message is continued, on chat with
+// continue_final_message and on Messages by Anthropic's rule. Greedy, the
+// continuation of the reply's first tokens is the rest of the reply.
+TEST_F(MessagesApi, APrefillIsContinued) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const Json hello = Json::array({{{"role", "user"}, {"content", "Hello"}}});
+  auto [fs, full] = Post(c, "/v1/chat/completions", {{"messages", hello}, {"max_tokens", 12},
+                                                     {"thinking", false}, {"logprobs", true}});
+  ASSERT_EQ(fs, 200);
+  const Json& tokens = full["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(tokens.size(), 12u);
+  std::string head, text = full["choices"][0]["message"]["content"];
+  for (int i = 0; i < 3; ++i) {
+    for (const Json& b : tokens[i]["bytes"]) head += static_cast<char>(b.get<int>());
+  }
+  ASSERT_EQ(text.rfind(head, 0), 0u) << "the first tokens are plain text: " << text;
+  Json prefilled = hello;
+  prefilled.push_back({{"role", "assistant"}, {"content", head}});
+  auto [cs, chat] = Post(c, "/v1/chat/completions", {{"messages", prefilled}, {"max_tokens", 9},
+                                                     {"thinking", false}, {"continue_final_message", true}});
+  ASSERT_EQ(cs, 200) << chat.dump();
+  EXPECT_EQ(chat["choices"][0]["message"]["content"], text.substr(head.size()));
+  EXPECT_EQ(chat["usage"]["prompt_tokens"].get<int>(), full["usage"]["prompt_tokens"].get<int>() + 3);
+  auto [ms, msg] = Post(c, "/v1/messages", {{"messages", prefilled}, {"max_tokens", 9},
+                                            {"thinking", {{"type", "disabled"}}}});
+  ASSERT_EQ(ms, 200) << msg.dump();
+  EXPECT_EQ(Blocks(msg, "text", "text"), text.substr(head.size()));
+  // A prefill that calls a tool is no prefill: said naming the messages.
+  Json with_call = hello;
+  with_call.push_back({{"role", "assistant"},
+                       {"content", Json::array({{{"type", "tool_use"}, {"id", "t1"}, {"name", "f"},
+                                                 {"input", Json::object()}}})}});
+  auto [bs, bad] = Post(c, "/v1/messages", {{"messages", with_call}, {"max_tokens", 4},
+                                            {"tools", Json::array({{{"name", "f"}, {"input_schema", {{"type", "object"}}}}})}});
+  EXPECT_EQ(bs, 400);
+  EXPECT_EQ(bad["error"]["param"], "messages") << bad.dump();
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("prefill"), std::string::npos) << bad.dump();
+}
+
 TEST_F(MessagesApi, ErrorsInAnthropicsShapeAndTheKeyHeader) {
   ServeOptions o;
   o.api_key = "secret";

@@ -6,6 +6,8 @@
 // by the length limit is reported as "length", not as a complete call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 
 #include "chat_turn.h"
@@ -163,6 +165,55 @@ TEST_F(RequestValidation, ValidToolOptionsPass) {
        "function": {"name": "get_weather", "arguments": "{}"}}]},
       {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]})");
   EXPECT_FALSE(e.has_value()) << e->message;
+}
+
+// continue_final_message: the last (assistant) message is left open and the
+// reply continues it — in both formats the prompt ends with its text, no
+// end of turn, no new turn — and the follow-on has no next turn to guess.
+TEST_F(RequestValidation, ContinueFinalMessageLeavesTheTurnOpen) {
+  const std::string convo = R"("messages": [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "Sure, the answer"}])";
+  for (const ChatFormat& f : {Xtml(), ChatJson()}) {
+    SCOPED_TRACE(f.Name());
+    PreparedChat open, closed;
+    ASSERT_FALSE(Chat(f, "{" + convo + R"(, "thinking": false, "continue_final_message": true})", &open));
+    ASSERT_FALSE(Chat(f, "{" + convo + R"(, "thinking": false})", &closed));
+    ASSERT_FALSE(open.prompt.segments.empty());
+    EXPECT_EQ(open.prompt.segments.back().mode, SegmentMode::kPlain);
+    EXPECT_EQ(open.prompt.segments.back().text, "Sure, the answer");
+    EXPECT_FALSE(open.prompt.think_channel);
+    EXPECT_LT(open.ids.size(), closed.ids.size()) << "no end of turn, no new turn";
+    // The open prompt is the closed one up to the assistant's text.
+    EXPECT_TRUE(std::equal(open.ids.begin(), open.ids.end(), closed.ids.begin()));
+    EXPECT_EQ(open.body, nullptr);
+    EXPECT_NE(closed.body, nullptr);
+  }
+  // With thinking, the message's reasoning is closed as history's is and
+  // the response left open.
+  PreparedChat thinking;
+  ASSERT_FALSE(Chat(Xtml(), "{" + convo + R"(, "thinking": true, "continue_final_message": true})", &thinking));
+  EXPECT_FALSE(thinking.prompt.think_channel);
+  EXPECT_EQ(thinking.prompt.segments.back().text, "Sure, the answer");
+
+  const std::string user_last = R"("messages": [{"role": "user", "content": "hi"}])";
+  const std::string call_last = R"("messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+       "function": {"name": "get_weather", "arguments": "{}"}}]}])";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"{" + convo + R"(, "continue_final_message": "yes"})", "continue_final_message"},
+      {"{" + user_last + R"(, "continue_final_message": true})", "continue_final_message"},
+      {"{" + call_last + R"(, "tools": )" + kTools + R"(, "continue_final_message": true})", "continue_final_message"},
+      {"{" + convo + R"(, "tools": )" + kTools + R"(, "tool_choice": "required", "continue_final_message": true})",
+       "tool_choice"},
+      {"{" + convo + R"(, "response_format": {"type": "json_object"}, "continue_final_message": true})",
+       "response_format"}};
+  for (const auto& [body, param] : refused) {
+    SCOPED_TRACE(body);
+    auto e = Chat(Xtml(), body);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->param.value_or(""), param);
+  }
+  EXPECT_FALSE(Chat(Xtml(), "{" + user_last + R"(, "continue_final_message": false})"));
 }
 
 // chat.json has no tools: fields that ask for nothing are accepted, the
