@@ -211,11 +211,30 @@ try {
         await page.$$eval(".user", u => u.map(x => x.textContent).join("|")) === "Format this|More",
         "after a reload the list and the open chat are kept");
 
+  // Editing a message: the replies after it are dropped, the edited
+  // conversation is sent and answered; its images would stay.
+  await page.hover(".user");
+  await page.click(".user .edit");
+  await page.waitForSelector(".user textarea.editing");
+  check(await page.$eval(".user textarea.editing", t => t.value) === "Format this", "Edit opens the message's text");
+  await page.$eval(".user textarea.editing", t => { t.value = "Format that"; });
+  await page.click(".user .edit-actions button");
+  await awaitReplies(page, 1);
+  const edited = bodies.at(-1).messages.map(m => m.content);
+  check(edited.length === 2 && edited[1] === "Format that", "the edited message is sent without what followed it");
+  check(await page.$$eval(".user", u => u.map(x => x.textContent).join("|")) === "Format that" &&
+        await page.$$eval(".assistant", a => a.length) === 1, "the page shows the edited message and its new reply");
+  await page.reload({ waitUntil: "load" });
+  check(await page.$$eval(".user", u => u.map(x => x.textContent).join("|")) === "Format that",
+        "the edit is kept across a reload");
+  list = await listed();
+  check(list[0].title === "Format that", "the list names the chat by its edited first message");
+
   // Deleting: another chat goes from the list only; the open one gives way
   // to the next in the list; the last leaves an empty page.
   await page.click("#chat-list li:nth-child(2) .delete");
   list = await listed();
-  check(list.length === 1 && list[0].title === "Format this" && await page.$$eval(".user", u => u.length) === 2,
+  check(list.length === 1 && list[0].title === "Format that" && await page.$$eval(".user", u => u.length) === 1,
         "deleting another chat leaves the open one as it is");
   await page.click("#chat-list li:nth-child(1) .delete");
   check((await listed()).length === 0 && await page.$eval("#log", l => l.children.length) === 0,
