@@ -674,6 +674,7 @@ struct HttpServer::Impl {
       } catch (const std::exception& e) {
         Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
       }
+      if (IsMessagesPath(req.path)) ToAnthropicError(res);
     });
     http.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
       try {
