@@ -42,7 +42,7 @@ std::string DefaultModelId(const std::string& dir) {
 }  // namespace
 
 int ServeMain(const std::vector<std::string>& args) {
-  CLI::App app{"waste serve: an OpenAI-compatible HTTP server over one model", "waste serve"};
+  CLI::App app{"waste serve: an OpenAI-compatible (and Anthropic-compatible) HTTP server over one model", "waste serve"};
   std::string model, budget = "0", cache, cpus, usage, prompt_cache_size = "4G";
   server::ServeOptions so;
   Config cfg;
@@ -56,7 +56,7 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--port", so.port, "TCP port, 0 = any free port (default 8000)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--model-id", so.model_id, "id reported by /v1/models (default: the directory name)");
-  app.add_option("--api-key", so.api_key, "require Authorization: Bearer KEY (default $WASTE_API_KEY)");
+  app.add_option("--api-key", so.api_key, "require the key KEY, as Authorization: Bearer KEY or x-api-key: KEY (default $WASTE_API_KEY)");
   app.add_option("--budget", budget, "RAM ceiling (SIZE, as for run)");
   // The spellings the other commands take (docs/CLI.md "Every option").
   app.add_option("-c,--ctx,--ctx-size", ctx, "context tokens (0 = 4096)");
