@@ -3,6 +3,9 @@
 # installs their npm packages from package-lock.json (offline cache first),
 # and runs one. Exits 77 (SKIP) with the reason when node, the packages or
 # chromium cannot be had. Usage: run.sh TEST.mjs WASTE CONTAINER WORKDIR
+# package.json overrides zod to ^3.25: puppeteer-core's chromium-bidi pins
+# 3.23.8 while @anthropic-ai/sdk's optional peer asks for >= 3.25 (npm ci
+# refuses the conflict); 3.25 keeps 3.23's API.
 set -u
 test_file=$1 waste=$2 container=$3 work=$4
 src=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +21,7 @@ mkdir -p "$work"
 cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
 cd "$work" || exit 1
 if [ ! -d node_modules/openai ] || [ ! -d node_modules/puppeteer-core ] ||
+   [ ! -d node_modules/@anthropic-ai/sdk ] ||
    ! cmp -s package-lock.json node_modules/.package-lock.json.copy; then
   if ! npm ci --prefer-offline --no-audit --no-fund --ignore-scripts >npm.log 2>&1; then
     skip "npm ci failed (no registry and no cache?): $(tail -n 3 npm.log | tr '\n' ' ')"
