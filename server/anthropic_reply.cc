@@ -148,18 +148,14 @@ void MessagesStream::Finish(std::vector<std::string>* out) {
 std::vector<std::string> MessagesStream::OnChatEvent(const std::string& sse) {
   std::vector<std::string> out;
   if (done_) return out;
-  const std::string prefix = "data: ";
-  if (sse.rfind(prefix, 0) != 0) return out;
-  std::string data = sse.substr(prefix.size());
-  while (!data.empty() && (data.back() == '\n' || data.back() == '\r')) data.pop_back();
-  if (data == "[DONE]") {
+  Json chunk;
+  const SseRead read = ReadSseEvent(sse, &chunk);
+  if (read == SseRead::kDone) {
     Finish(&out);
     done_ = true;
     return out;
   }
-  Json chunk;
-  std::string err;
-  if (!ParseJson(data, &chunk, &err) || !chunk.is_object()) return out;
+  if (read != SseRead::kChunk) return out;
   if (auto e = chunk.find("error"); e != chunk.end() && e->is_object()) {
     // An engine failure after the stream began: the API's error event.
     ApiError api{500, e->value("type", std::string("server_error")), e->value("message", std::string()),

@@ -47,6 +47,9 @@ class MessagesStream {
   explicit MessagesStream(MessagesHeader header) : h_(std::move(header)) {}
   std::vector<std::string> Start();
   std::vector<std::string> OnChatEvent(const std::string& sse);
+  // Events not sent (the stream is closing): Messages events carry no
+  // sequence numbers, so there is nothing to give back.
+  void Unsent(size_t) {}
 
  private:
   enum class Open { kNone, kThinking, kText };

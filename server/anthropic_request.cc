@@ -7,11 +7,6 @@
 namespace waste::server {
 namespace {
 
-ApiError Unsupported(const std::string& param, const std::string& what) {
-  return BadRequest("'" + param + "' is not supported by this server: " + what, param,
-                    "unsupported_parameter");
-}
-
 std::string At(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
 // An image block's source as a chat image_url part: base64 data as a data:
@@ -283,16 +278,6 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
   }
   return std::nullopt;
 }
-
-namespace {
-
-void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
-  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
-    s->replace(at, from.size(), to);
-  }
-}
-
-}  // namespace
 
 void RenameChatFieldsForMessages(ApiError* e) {
   auto rename = [](std::string* s) {

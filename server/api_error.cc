@@ -12,4 +12,15 @@ std::string ErrorBody(const ApiError& e) {
   return Dump(Json{{"error", err}}, JsonStyle::kSpaced);
 }
 
+ApiError Unsupported(const std::string& param, const std::string& what) {
+  return BadRequest("'" + param + "' is not supported by this server: " + what, param,
+                    "unsupported_parameter");
+}
+
+void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
+    s->replace(at, from.size(), to);
+  }
+}
+
 }  // namespace waste::server

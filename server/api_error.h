@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace waste::server {
@@ -25,5 +26,13 @@ inline ApiError BadRequest(std::string message, std::optional<std::string> param
 
 // The JSON body of an error (spaced dump, as every reply).
 std::string ErrorBody(const ApiError& e);
+
+// 400 "'param' is not supported by this server: what", code
+// unsupported_parameter: a field refused rather than silently ignored.
+ApiError Unsupported(const std::string& param, const std::string& what);
+
+// Every `from` in `s` replaced by `to`, left to right, never rescanning a
+// replacement (renaming fields in a passed-on error, unescaping XTML).
+void ReplaceAll(std::string* s, std::string_view from, std::string_view to);
 
 }  // namespace waste::server

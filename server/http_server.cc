@@ -396,19 +396,29 @@ struct HttpServer::Impl {
     }
     chat->logprobs.message_text_only = true;  // output_text.logprobs: the message's tokens
     const ResponseHeader rh = NewResponseHeader(body, options.model_id, UnixNow());
-    const ReplyHeader header{NewResponseId("chatcmpl"), rh.created_at, options.model_id};
+    Translated(
+        http_req, res, chat, [rh](const Json& chat_completion) { return ResponseFromChat(rh, chat_completion); },
+        std::make_shared<ResponsesStream>(rh));
+  }
+
+  // A chat run answered in another API's shapes: blocking, the chat
+  // completion through `reply`; streamed, the chat events through
+  // `events` (Start(), OnChatEvent(), Unsent()). One translator serves the
+  // run and a shutdown's last words, so those continue its numbering and
+  // carry its items; the worker uses it in turn: the run, then (only after
+  // it) the last words, or the last words alone when the request never ran.
+  template <class Events>
+  void Translated(const httplib::Request& http_req, httplib::Response& res,
+                  std::shared_ptr<PreparedChat> chat, std::function<Json(const Json&)> reply,
+                  std::shared_ptr<Events> events) {
+    const ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
     if (!chat->stream) {
-      return Blocking(http_req, res, [this, chat, header, rh](Engine& e, const std::atomic<bool>& cancel) {
+      return Blocking(http_req, res, [this, chat, header, reply](Engine& e, const std::atomic<bool>& cancel) {
         GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, cancel);
-        if (!r.error && !r.cancelled) r.body = ResponseFromChat(rh, r.body);
+        if (!r.error && !r.cancelled) r.body = reply(r.body);
         return r;
       });
     }
-    // One translator for the run and for a shutdown's last words, so those
-    // continue its numbering and carry its items. The worker uses it in
-    // turn: the run, then (only after it) the last words; or the last words
-    // alone when the request never ran.
-    auto events = std::make_shared<ResponsesStream>(rh);
     Stream(
         res,
         [this, chat, header, events](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
@@ -442,31 +452,9 @@ struct HttpServer::Impl {
     }
     chat->report_stop_string = true;  // stop_sequence
     const MessagesHeader mh = NewMessagesHeader(options.model_id, chat->prompt_tokens);
-    const ReplyHeader header{NewResponseId("chatcmpl"), UnixNow(), options.model_id};
-    if (!chat->stream) {
-      return Blocking(http_req, res, [this, chat, header, mh](Engine& e, const std::atomic<bool>& cancel) {
-        GenerateResult r = GenerateChat(e, *pool, *chat, format, header, nullptr, cancel);
-        if (!r.error && !r.cancelled) r.body = MessageFromChat(mh, r.body);
-        return r;
-      });
-    }
-    // One translator for the run and for a shutdown's last words.
-    auto events = std::make_shared<MessagesStream>(mh);
-    Stream(
-        res,
-        [this, chat, header, events](Engine& e, const EventSink& sink, const std::atomic<bool>& cancel) {
-          auto send = [&](const std::vector<std::string>& out) {
-            for (const std::string& ev : out) {
-              if (!sink(ev)) return false;
-            }
-            return true;
-          };
-          send(events->Start());
-          return GenerateChat(e, *pool, *chat, format, header,
-                              [&](const std::string& ev) { return send(events->OnChatEvent(ev)); },
-                              cancel);
-        },
-        [events] { return events->OnChatEvent("data: " + ErrorBody(ShuttingDown()) + "\n\n"); });
+    Translated(
+        http_req, res, chat, [mh](const Json& chat_completion) { return MessageFromChat(mh, chat_completion); },
+        std::make_shared<MessagesStream>(mh));
   }
 
   // /v1/messages/count_tokens: the prompt a Messages request would read,

@@ -95,4 +95,15 @@ std::string SseEvent(const Json& chunk) {
   return "data: " + Dump(chunk, JsonStyle::kSpaced) + "\n\n";
 }
 
+SseRead ReadSseEvent(const std::string& sse, Json* chunk) {
+  const std::string prefix = "data: ";
+  if (sse.rfind(prefix, 0) != 0) return SseRead::kOther;
+  std::string data = sse.substr(prefix.size());
+  while (!data.empty() && (data.back() == '\n' || data.back() == '\r')) data.pop_back();
+  if (data == "[DONE]") return SseRead::kDone;
+  std::string err;
+  if (!ParseJson(data, chunk, &err) || !chunk->is_object()) return SseRead::kOther;
+  return SseRead::kChunk;
+}
+
 }  // namespace waste::server

@@ -49,5 +49,10 @@ Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish
                int index = 0);
 // One server-sent event: "data: <json>\n\n".
 std::string SseEvent(const Json& chunk);
+// A chat stream's event read back, as the translators of other APIs
+// (responses.cc, anthropic_reply.cc) take it: kDone for "data: [DONE]",
+// kChunk with `chunk` the event's object, kOther for anything else.
+enum class SseRead { kOther, kDone, kChunk };
+SseRead ReadSseEvent(const std::string& sse, Json* chunk);
 
 }  // namespace waste::server

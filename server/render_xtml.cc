@@ -115,6 +115,27 @@ void RenderContent(const Json& m, Segments* s, MediaBlocks* media) {
   }
 }
 
+// An assistant message up to its open response: the message element (with
+// its name), its reasoning as a closed think element when thinking, and
+// the response element opened with the message's text. History closes the
+// response; a continued message (continue_final_message) leaves it open.
+void OpenAssistantResponse(const Json& m, bool thinking, Segments* s, MediaBlocks* media) {
+  Attrs attrs{{"role", "assistant"}};
+  if (const std::string* name = NonEmptyString(m, "name")) attrs.emplace_back("name", *name);
+  s->OpenMessage(attrs);
+  if (thinking) {
+    s->Open("think");
+    auto r = m.find("reasoning_content");
+    if (r == m.end() || r->is_null()) r = m.find("reasoning");
+    if (r != m.end() && r->is_string() && !Trim(r->get<std::string>()).empty()) {
+      s->Text(r->get<std::string>());
+    }
+    s->Close("think");
+  }
+  s->Open("response");
+  RenderContent(m, s, media);
+}
+
 std::string ToolDeclaration(const Json& tools, bool dynamic) {
   std::string j = Dump(tools, JsonStyle::kCompact, /*sort_keys=*/true);
   if (dynamic) {
@@ -314,20 +335,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
     if (role == "assistant") {
       last_assistant = &m;
       tool_k = 0;
-      Attrs attrs{{"role", "assistant"}};
-      if (const std::string* name = NonEmptyString(m, "name")) attrs.emplace_back("name", *name);
-      s.OpenMessage(attrs);
-      if (thinking) {
-        s.Open("think");
-        auto r = m.find("reasoning_content");
-        if (r == m.end() || r->is_null()) r = m.find("reasoning");
-        if (r != m.end() && r->is_string() && !Trim(r->get<std::string>()).empty()) {
-          s.Text(r->get<std::string>());
-        }
-        s.Close("think");
-      }
-      s.Open("response");
-      RenderContent(m, &s, &media);
+      OpenAssistantResponse(m, thinking, &s, &media);
       s.Close("response");
       auto calls = m.find("tool_calls");
       if (calls != m.end() && calls->is_array() && !calls->empty()) {
@@ -398,23 +406,12 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
                      kRaw + "\nThe JSON data must match the following schema:\n```json\n" +
                      Dump(out->schema, JsonStyle::kCompact, true) + "\n```");
   }
-  s.OpenMessage({{"role", "assistant"}});
   if (continue_final) {
-    // The reply continues this message's response text: its reasoning, if
-    // any, is closed as history's is, and the response is left open.
-    if (thinking) {
-      s.Open("think");
-      auto r = open_assistant.find("reasoning_content");
-      if (r == open_assistant.end() || r->is_null()) r = open_assistant.find("reasoning");
-      if (r != open_assistant.end() && r->is_string() && !Trim(r->get<std::string>()).empty()) {
-        s.Text(r->get<std::string>());
-      }
-      s.Close("think");
-    }
-    s.Open("response");
-    RenderContent(open_assistant, &s, &media);
+    // The reply continues this message's response text.
+    OpenAssistantResponse(open_assistant, thinking, &s, &media);
     out->think_channel = false;
   } else {
+    s.OpenMessage({{"role", "assistant"}});
     s.Open(thinking ? "think" : "response");
   }
   if (media.overrun) return BadRequest("More image placeholders than image prompts.", "messages");

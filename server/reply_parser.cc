@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <random>
 
+#include "api_error.h"
+
 namespace waste::server {
 namespace {
 
@@ -15,14 +17,6 @@ std::string Trim(std::string_view s) {
   while (a < b && IsSpace(s[a])) ++a;
   while (b > a && IsSpace(s[b - 1])) --b;
   return std::string(s.substr(a, b - a));
-}
-
-void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
-  size_t pos = 0;
-  while ((pos = s->find(from, pos)) != std::string::npos) {
-    s->replace(pos, from.size(), to);
-    pos += to.size();
-  }
 }
 
 struct Header {

@@ -315,18 +315,14 @@ void ResponsesStream::Finish(std::vector<std::string>* out) {
 std::vector<std::string> ResponsesStream::OnChatEvent(const std::string& sse) {
   std::vector<std::string> out;
   if (done_) return out;
-  const std::string prefix = "data: ";
-  if (sse.rfind(prefix, 0) != 0) return out;
-  std::string data = sse.substr(prefix.size());
-  while (!data.empty() && (data.back() == '\n' || data.back() == '\r')) data.pop_back();
-  if (data == "[DONE]") {
+  Json chunk;
+  const SseRead read = ReadSseEvent(sse, &chunk);
+  if (read == SseRead::kDone) {
     Finish(&out);
     done_ = true;
     return out;
   }
-  Json chunk;
-  std::string err;
-  if (!ParseJson(data, &chunk, &err) || !chunk.is_object()) return out;
+  if (read != SseRead::kChunk) return out;
   if (auto e = chunk.find("error"); e != chunk.end()) {
     // An engine failure after the stream began: the API's error event, the
     // response failed.

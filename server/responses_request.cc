@@ -7,11 +7,6 @@
 namespace waste::server {
 namespace {
 
-ApiError Unsupported(const std::string& param, const std::string& what) {
-  return BadRequest("'" + param + "' is not supported by this server: " + what, param,
-                    "unsupported_parameter");
-}
-
 // A message's content parts: input_text / output_text become chat text
 // parts, input_image an image_url part (a URL or data: URL; file ids need
 // a file store this server does not have).
@@ -239,16 +234,6 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
   }
   return std::nullopt;
 }
-
-namespace {
-
-void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
-  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
-    s->replace(at, from.size(), to);
-  }
-}
-
-}  // namespace
 
 void RenameChatFields(ApiError* e) {
   static const std::pair<const char*, const char*> kNames[] = {
