@@ -31,6 +31,7 @@ namespace {
 using testing::LoadServeFixture;
 using testing::ParseBody;
 using testing::ParseSse;
+using testing::PostJson;
 using testing::Running;
 using testing::TinyEngine;
 using testing::TwoSlotEngine;
@@ -963,11 +964,7 @@ TEST_F(HttpTest, ResponsesApiServesTheChatPath) {
 TEST_F(HttpTest, ResponsesLogprobsAreTheMessageTextTokens) {
   Running s{ServeOptions{}};
   httplib::Client c = s.Client();
-  auto post = [&](const char* path, const Json& req) {
-    auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
-    EXPECT_TRUE(r);
-    return r ? ParseBody(r->body) : Json();
-  };
+  auto post = [&](const char* path, const Json& req) { return PostJson(c, path, req).second; };
   auto bytes_of = [](const Json& entries) {
     std::string out;
     for (const Json& e : entries) {

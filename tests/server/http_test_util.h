@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "golden_util.h"
@@ -74,6 +75,13 @@ inline Json ParseBody(const std::string& s) {
   std::string err;
   ParseJson(s, &j, &err);
   return j;
+}
+
+// POSTs `req` as JSON; the status (0: no answer) and the parsed body.
+inline std::pair<int, Json> PostJson(httplib::Client& c, const char* path, const Json& req) {
+  auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
+  EXPECT_TRUE(r) << path;
+  return r ? std::make_pair(r->status, ParseBody(r->body)) : std::make_pair(0, Json());
 }
 
 inline std::vector<Json> ParseSse(const std::string& body) {

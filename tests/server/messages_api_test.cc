@@ -24,9 +24,7 @@ using testing::Running;
 class MessagesApi : public ::testing::Test {
  protected:
   static std::pair<int, Json> Post(httplib::Client& c, const char* path, const Json& req) {
-    auto r = c.Post(path, Dump(req, JsonStyle::kSpaced), "application/json");
-    EXPECT_TRUE(r);
-    return r ? std::make_pair(r->status, ParseBody(r->body)) : std::make_pair(0, Json());
+    return testing::PostJson(c, path, req);
   }
   // The text of a message's text blocks, and of its thinking blocks.
   static std::string Blocks(const Json& message, const char* type, const char* field) {
