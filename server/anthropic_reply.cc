@@ -148,15 +148,14 @@ void MessagesStream::Finish(std::vector<std::string>* out) {
 std::vector<std::string> MessagesStream::OnChatEvent(const std::string& sse) {
   std::vector<std::string> out;
   if (done_) return out;
-  Json chunk;
-  const SseRead read = ReadSseEvent(sse, &chunk);
-  if (read == SseRead::kDone) {
+  const ChatStreamEvent ev = ReadChatStreamEvent(sse);
+  if (ev.kind == ChatStreamEvent::Kind::kDone) {
     Finish(&out);
     done_ = true;
     return out;
   }
-  if (read != SseRead::kChunk) return out;
-  if (auto e = chunk.find("error"); e != chunk.end() && e->is_object()) {
+  if (ev.kind == ChatStreamEvent::Kind::kError) {
+    const Json* e = &ev.error;
     // An engine failure after the stream began: the API's error event.
     ApiError api{500, e->value("type", std::string("server_error")), e->value("message", std::string()),
                  std::nullopt, std::nullopt};
@@ -166,10 +165,9 @@ std::vector<std::string> MessagesStream::OnChatEvent(const std::string& sse) {
     done_ = true;
     return out;
   }
-  if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = *u;
-  auto choices = chunk.find("choices");
-  if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
-  const Json& choice = (*choices)[0];
+  if (ev.usage.is_object()) usage_ = ev.usage;
+  if (!ev.choice.is_object()) return out;
+  const Json& choice = ev.choice;
   if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
     const Json& delta = *d;
     if (auto r = delta.find("reasoning_content"); r != delta.end() && r->is_string() && !r->get_ref<const std::string&>().empty()) {

@@ -95,15 +95,31 @@ std::string SseEvent(const Json& chunk) {
   return "data: " + Dump(chunk, JsonStyle::kSpaced) + "\n\n";
 }
 
-SseRead ReadSseEvent(const std::string& sse, Json* chunk) {
+ChatStreamEvent ReadChatStreamEvent(const std::string& sse) {
+  using Kind = ChatStreamEvent::Kind;
+  ChatStreamEvent ev;
   const std::string prefix = "data: ";
-  if (sse.rfind(prefix, 0) != 0) return SseRead::kOther;
+  if (sse.rfind(prefix, 0) != 0) return ev;
   std::string data = sse.substr(prefix.size());
   while (!data.empty() && (data.back() == '\n' || data.back() == '\r')) data.pop_back();
-  if (data == "[DONE]") return SseRead::kDone;
+  if (data == "[DONE]") {
+    ev.kind = Kind::kDone;
+    return ev;
+  }
+  Json chunk;
   std::string err;
-  if (!ParseJson(data, chunk, &err) || !chunk->is_object()) return SseRead::kOther;
-  return SseRead::kChunk;
+  if (!ParseJson(data, &chunk, &err) || !chunk.is_object()) return ev;
+  if (auto e = chunk.find("error"); e != chunk.end() && e->is_object()) {
+    ev.kind = Kind::kError;
+    ev.error = std::move(*e);
+    return ev;
+  }
+  ev.kind = Kind::kChunk;
+  if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) ev.usage = std::move(*u);
+  if (auto c = chunk.find("choices"); c != chunk.end() && c->is_array() && !c->empty() && (*c)[0].is_object()) {
+    ev.choice = std::move((*c)[0]);
+  }
+  return ev;
 }
 
 }  // namespace waste::server

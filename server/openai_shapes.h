@@ -50,9 +50,14 @@ Json TextChunk(const ReplyHeader& h, const std::string& text, const Json& finish
 // One server-sent event: "data: <json>\n\n".
 std::string SseEvent(const Json& chunk);
 // A chat stream's event read back, as the translators of other APIs
-// (responses.cc, anthropic_reply.cc) take it: kDone for "data: [DONE]",
-// kChunk with `chunk` the event's object, kOther for anything else.
-enum class SseRead { kOther, kDone, kChunk };
-SseRead ReadSseEvent(const std::string& sse, Json* chunk);
+// (responses.cc, anthropic_reply.cc) take it: kDone for "data: [DONE]";
+// kError for an error event (`error`: its object); kChunk for a chunk
+// (`usage`: its usage object or null; `choice`: its first choice or null);
+// kOther for anything else.
+struct ChatStreamEvent {
+  enum class Kind { kOther, kDone, kError, kChunk } kind = Kind::kOther;
+  Json error, usage, choice;
+};
+ChatStreamEvent ReadChatStreamEvent(const std::string& sse);
 
 }  // namespace waste::server

@@ -315,15 +315,14 @@ void ResponsesStream::Finish(std::vector<std::string>* out) {
 std::vector<std::string> ResponsesStream::OnChatEvent(const std::string& sse) {
   std::vector<std::string> out;
   if (done_) return out;
-  Json chunk;
-  const SseRead read = ReadSseEvent(sse, &chunk);
-  if (read == SseRead::kDone) {
+  const ChatStreamEvent ev = ReadChatStreamEvent(sse);
+  if (ev.kind == ChatStreamEvent::Kind::kDone) {
     Finish(&out);
     done_ = true;
     return out;
   }
-  if (read != SseRead::kChunk) return out;
-  if (auto e = chunk.find("error"); e != chunk.end()) {
+  if (ev.kind == ChatStreamEvent::Kind::kError) {
+    const Json* e = &ev.error;
     // An engine failure after the stream began: the API's error event, the
     // response failed.
     out.push_back(Event({{"type", "error"},
@@ -338,10 +337,9 @@ std::vector<std::string> ResponsesStream::OnChatEvent(const std::string& sse) {
     done_ = true;
     return out;
   }
-  if (auto u = chunk.find("usage"); u != chunk.end() && u->is_object()) usage_ = *u;
-  auto choices = chunk.find("choices");
-  if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
-  const Json& choice = (*choices)[0];
+  if (ev.usage.is_object()) usage_ = ev.usage;
+  if (!ev.choice.is_object()) return out;
+  const Json& choice = ev.choice;
   // A chunk's entries are of tokens up to its own text: taken first.
   if (h_.text_logprobs) {
     for (Json& e : ChoiceLogprobs(choice)) pending_logprobs_.push_back(std::move(e));
