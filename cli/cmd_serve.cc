@@ -71,6 +71,10 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_option("--max-tokens", so.default_max_tokens, "completion cap when a request sets none (default 4096)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{0xffffffff}));
   app.add_flag("--no-thinking", so.no_thinking, "answer without the think channel unless a request asks");
+  app.add_option("--reasoning-budget", so.reasoning_budget,
+                 "close the think channel after N tokens when a request names no cap "
+                 "(reasoning.max_tokens; default -1 = no cap)")
+      ->check(CLI::Range(-1, 0x7fffffff));
   app.add_flag("--vision", vision, "load the vision tower and accept images in requests");
   app.add_flag("--allow-local-images", so.allow_local_images,
                "let image parts name files on the server (off: base64 data: URLs only)");

@@ -254,8 +254,15 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
     if (!type || (*type != "enabled" && *type != "disabled")) {
       return BadRequest("'thinking.type' must be 'enabled' or 'disabled'", "thinking.type");
     }
-    if (const Json* budget = Field(*thinking, "budget_tokens"); budget && !budget->is_number_integer()) {
-      return BadRequest("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
+    if (const Json* budget = Field(*thinking, "budget_tokens")) {
+      // Enforced (the think channel is closed when it is spent); not held
+      // to Anthropic's minimum of 1024, which protects their service's
+      // answers, not this one's.
+      if (!budget->is_number_integer() || (!budget->is_number_unsigned() && budget->get<int64_t>() < 0)) {
+        return BadRequest("'thinking.budget_tokens' must be a non-negative integer",
+                          "thinking.budget_tokens");
+      }
+      if (*type == "enabled") (*chat)["reasoning"] = {{"max_tokens", *budget}};
     }
     (*chat)["thinking"] = *type == "enabled";
   }

@@ -450,4 +450,17 @@ std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool*
                     "reasoning_effort");
 }
 
+std::optional<ApiError> ParseThinkingBudget(const Json& body, int* budget) {
+  *budget = -1;
+  const Json* r = Field(body, "reasoning");
+  const Json* m = r && r->is_object() ? Field(*r, "max_tokens") : nullptr;
+  if (!m) return std::nullopt;
+  if (!m->is_number_integer() || (!m->is_number_unsigned() && m->get<int64_t>() < 0)) {
+    return BadRequest("'reasoning.max_tokens' must be a non-negative integer",
+                      "reasoning.max_tokens");
+  }
+  *budget = static_cast<int>(std::min<uint64_t>(m->get<uint64_t>(), 0x7fffffff));
+  return std::nullopt;
+}
+
 }  // namespace waste::server

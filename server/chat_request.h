@@ -94,6 +94,12 @@ std::optional<ApiError> ParseContinuation(const Json& body, bool* continue_final
 std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool* thinking,
                                         std::string* effort);
 
+// `reasoning.max_tokens` (OpenRouter's name; the Messages API's
+// `thinking.budget_tokens` arrives as it): the most tokens the think
+// channel may take before the server closes it (thinking_budget.h). A
+// non-negative integer; -1 when the request does not say.
+std::optional<ApiError> ParseThinkingBudget(const Json& body, int* budget);
+
 // The function object of a tool call: call.function when present, else the call.
 const Json& CallFunction(const Json& call);
 

@@ -4,6 +4,7 @@
 
 #include "chat_turn.h"
 #include "constraint.h"
+#include "thinking_budget.h"
 #include "follow_on.h"
 #include "generate_common.h"
 #include "logprobs.h"
@@ -123,6 +124,12 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
       constraint = std::make_unique<BudgetedGrammar>(chat.grammar, format.vocab, params.max_tokens,
                                                      chat.grammar_triggers);
       params.constraint = constraint.get();
+    }
+    std::unique_ptr<ThinkingBudget> thinking_budget;
+    if (chat.thinking_budget >= 0 && format.kind == ChatFormat::Kind::kXtml) {
+      thinking_budget = std::make_unique<ThinkingBudget>(chat.thinking_budget, format.think_close_ids,
+                                                         format.markers, constraint.get());
+      params.constraint = thinking_budget.get();
     }
     params.on_prefill = [&](int, int) { return !gone(); };
     int delivered = 0;

@@ -23,6 +23,8 @@ struct ServeOptions {
   std::string api_key;                    // empty = no authentication
   uint64_t default_max_tokens = 4096;
   bool no_thinking = false;
+  int reasoning_budget = -1;              // think-channel tokens when a request names no cap
+                                          // (-1 = none; thinking_budget.h)
   int parallel = 1;                       // requests served at once, each on a session slot
                                           // kept for prefix reuse (docs/SERVER.md); the
                                           // engine needs Config::max_sessions >= parallel

@@ -95,6 +95,13 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
     std::vector<int> opaque = {f.markers.end_of_msg, f.markers.open, f.markers.close, f.markers.sep};
     if (engine.info().eos_id >= 0) opaque.push_back(engine.info().eos_id);
     f.vocab = Vocabulary::FromEngine(engine, opaque);
+    std::vector<PromptSegment> close = {{SegmentMode::kMarkup, "<|close|>"},
+                                        {SegmentMode::kPlain, "think"},
+                                        {SegmentMode::kMarkup, "<|sep|>"},
+                                        {SegmentMode::kMarkup, "<|open|>"},
+                                        {SegmentMode::kPlain, "response"},
+                                        {SegmentMode::kMarkup, "<|sep|>"}};
+    if (auto ids = engine.TokenizeSegments(close, /*add_bos=*/false)) f.think_close_ids = *ids;
     return f;
   }
   std::string xtml_why = "the tokenizer lacks the XTML markers (<|open|> <|close|> <|sep|> <|end_of_msg|>)";
@@ -169,6 +176,10 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   }
   if (auto e = ContextCheck(prompt_tokens, limits)) return e;
   out->prompt_tokens = static_cast<int>(prompt_tokens);
+  if (out->prompt.think_channel) {
+    out->thinking_budget = out->prompt.thinking_budget >= 0 ? out->prompt.thinking_budget
+                                                            : format.default_thinking_budget;
+  }
   out->choices = s.n;
   FillParams(s, limits, prompt_tokens, &out->params);
   out->params.logprobs = out->logprobs.on;

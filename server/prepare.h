@@ -27,6 +27,11 @@ struct ChatFormat {
   ChatTemplate tmpl;
   int stop_id = -1;
   bool default_thinking = true;
+  // The think channel's cap for requests that name none (serve
+  // --reasoning-budget; -1: none), and the tokens that close the channel
+  // and open the response (XTML; what the cap forces, thinking_budget.h).
+  int default_thinking_budget = -1;
+  std::vector<int> think_close_ids;
   std::string none_reason;  // why neither format applies
   // The token trie constrained replies are matched against (XTML only;
   // markers and end-of-sequence never match as text).
@@ -56,6 +61,9 @@ struct PreparedChat {
   std::shared_ptr<const Grammar> grammar;
   // Tokens after which `grammar` applies (empty: from the first token).
   std::vector<int> grammar_triggers;
+  // The think channel's cap in tokens (the request's or the server's; -1:
+  // none, or no think channel to cap).
+  int thinking_budget = -1;
   // The request's images in prompt order; `ids` holds one media pad per
   // image until the engine thread encodes them and expands the pads.
   std::vector<ImageInput> images;

@@ -24,6 +24,7 @@ enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
 struct RenderedPrompt {
   std::vector<PromptSegment> segments;
   bool think_channel = false;          // the generation prompt opened <think>
+  int thinking_budget = -1;            // reasoning.max_tokens (-1: none given)
   ResponseFormat response_format = ResponseFormat::kText;
   Json schema;                         // json_schema: the schema (null when none)
   Json tools = Json::array();          // declared tools (for argument constraints)

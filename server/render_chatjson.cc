@@ -40,6 +40,9 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
   bool thinking = false;
   std::string effort;
   if (auto e = ResolveThinking(body, false, &thinking, &effort)) return e;
+  // (A budget is checked like anywhere else; without a think channel it
+  // has nothing to cap.)
+  if (auto e = ParseThinkingBudget(body, &out->thinking_budget)) return e;
   if (thinking) {
     return BadRequest(
         "this container has no reasoning channel in its tokenizer, so it cannot think on "

@@ -255,6 +255,7 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
   std::string effort;
   if (auto e = ResolveThinking(body, default_thinking, &out->think_channel, &effort)) return e;
   bool thinking = out->think_channel;
+  if (auto e = ParseThinkingBudget(body, &out->thinking_budget)) return e;
   if (auto e = ValidateToolOptions(body)) return e;
   bool continue_final = false;
   if (auto e = ParseContinuation(body, &continue_final)) return e;

@@ -207,6 +207,15 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
   if (const Json* reasoning = Field(body, "reasoning")) {
     if (!reasoning->is_object()) return BadRequest("'reasoning' must be an object", "reasoning");
     if (const Json* effort = Field(*reasoning, "effort")) (*chat)["reasoning_effort"] = *effort;
+    // The think channel's cap (OpenRouter's reasoning.max_tokens), checked
+    // here so that no chat-side renaming touches its message.
+    if (const Json* cap = Field(*reasoning, "max_tokens")) {
+      if (!cap->is_number_integer() || (!cap->is_number_unsigned() && cap->get<int64_t>() < 0)) {
+        return BadRequest("'reasoning.max_tokens' must be a non-negative integer",
+                          "reasoning.max_tokens");
+      }
+      (*chat)["reasoning"] = {{"max_tokens", *cap}};
+    }
   }
   // Log probabilities of the message's text: asked for by `include`, with
   // `top_logprobs` alternatives (which the chat side checks, 0..20).
