@@ -1,5 +1,8 @@
 #include "anthropic_reply.h"
 
+#include <chrono>
+#include <cstdio>
+
 #include "anthropic_request.h"
 #include "openai_shapes.h"
 
@@ -9,6 +12,37 @@ MessagesHeader NewMessagesHeader(const std::string& model, int prompt_tokens) {
   std::string id = NewResponseId("msg");  // "msg-<hex>": Anthropic's ids use '_'
   id[3] = '_';
   return {std::move(id), model, prompt_tokens};
+}
+
+Json AnthropicModel(const std::string& id, int64_t created_unix, int64_t ctx_tokens) {
+  using namespace std::chrono;
+  const sys_seconds t{seconds{created_unix}};
+  const sys_days day = floor<days>(t);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{t - day};
+  char when[32];
+  std::snprintf(when, sizeof when, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
+  return {{"type", "model"},
+          {"id", id},
+          {"display_name", id},
+          {"created_at", when},
+          {"lifecycle", "active"},
+          {"deprecated_at", nullptr},
+          {"retires_at", nullptr},
+          {"line", nullptr},
+          {"capabilities", nullptr},
+          {"max_input_tokens", ctx_tokens},
+          {"max_tokens", ctx_tokens}};
+}
+
+Json AnthropicModelList(const std::string& id, int64_t created_unix, int64_t ctx_tokens) {
+  return {{"data", Json::array({AnthropicModel(id, created_unix, ctx_tokens)})},
+          {"has_more", false},
+          {"first_id", id},
+          {"last_id", id}};
 }
 
 Json MessagesUsage(const Json& chat_usage) {

@@ -31,6 +31,14 @@ Json MessagesUsage(const Json& chat_usage);
 // stop_reason: "end_turn", "max_tokens", "stop_sequence" or "tool_use".
 std::string StopReason(const std::string& finish_reason, const std::string& stop_string);
 
+// GET /v1/models for Anthropic's clients (they send `anthropic-version`):
+// the model object (type, id, display_name, created_at in RFC 3339 UTC —
+// here the server's start —, lifecycle "active", max_input_tokens and
+// max_tokens the context, capabilities and line null: not known), and the
+// list of the one model served, with Anthropic's paging fields.
+Json AnthropicModel(const std::string& id, int64_t created_unix, int64_t ctx_tokens);
+Json AnthropicModelList(const std::string& id, int64_t created_unix, int64_t ctx_tokens);
+
 // The Message object of a finished blocking chat.completion body.
 Json MessageFromChat(const MessagesHeader& h, const Json& chat_completion);
 

@@ -123,6 +123,14 @@ bool IsMessagesPath(const std::string& path) {
   return p == "/v1/messages" || p == "/v1/messages/count_tokens";
 }
 
+// What Anthropic's clients ask (they send `anthropic-version` on every
+// call) is answered in Anthropic's shapes: the Messages routes always, the
+// model list when that header is there.
+bool WantsAnthropicShape(const httplib::Request& req) {
+  return IsMessagesPath(req.path) ||
+         (req.has_header("anthropic-version") && NormalizePath(req.path).rfind("/v1/models", 0) == 0);
+}
+
 // An error reply already written in OpenAI's shape (by the checks and
 // paths every route shares) rewritten in Anthropic's
 // (AnthropicErrorBody); the status and headers stay.
@@ -198,11 +206,16 @@ struct HttpServer::Impl {
              {"engine", BuildInfo()},
              {"uptime_s", static_cast<int64_t>(up)}});
     } else if (path == "/v1/models") {
-      Reply(res, 200, {{"object", "list"}, {"data", Json::array({ModelObject()})}});
+      if (req.has_header("anthropic-version")) {
+        Reply(res, 200, AnthropicModelList(options.model_id, started_unix, engine.info().ctx_tokens));
+      } else {
+        Reply(res, 200, {{"object", "list"}, {"data", Json::array({ModelObject()})}});
+      }
     } else if (path.rfind("/v1/models/", 0) == 0) {
       std::string id = path.substr(11);
       if (id == options.model_id) {
-        Reply(res, 200, ModelObject());
+        Reply(res, 200, req.has_header("anthropic-version") ? AnthropicModel(id, started_unix, engine.info().ctx_tokens)
+                                                            : ModelObject());
       } else {
         Fail(res, {404, "not_found_error", "no such model: " + id, "model", std::nullopt});
       }
@@ -645,7 +658,7 @@ struct HttpServer::Impl {
     if (ok) return CheckContentLength(req, res);
     if (req.method == "POST") res.set_header("Connection", "close");
     Fail(res, {401, "authentication_error", "invalid API key", std::nullopt, "invalid_api_key"});
-    if (IsMessagesPath(req.path)) ToAnthropicError(res);
+    if (WantsAnthropicShape(req)) ToAnthropicError(res);
     return httplib::Server::HandlerResponse::Handled;
   }
 
@@ -662,7 +675,7 @@ struct HttpServer::Impl {
       } catch (const std::exception& e) {
         Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
       }
-      if (IsMessagesPath(req.path)) ToAnthropicError(res);
+      if (WantsAnthropicShape(req)) ToAnthropicError(res);
     });
     http.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
       try {
@@ -670,7 +683,7 @@ struct HttpServer::Impl {
       } catch (const std::exception& e) {
         Fail(res, {500, "server_error", e.what(), std::nullopt, std::nullopt});
       }
-      if (IsMessagesPath(req.path)) ToAnthropicError(res);
+      if (WantsAnthropicShape(req)) ToAnthropicError(res);
     });
     // Statuses httplib decides itself (413 past the body limit, 400 on a
     // malformed request) still get an OpenAI-shaped body.
@@ -690,7 +703,7 @@ struct HttpServer::Impl {
         Fail(res, BadRequest("malformed request", std::nullopt));
         res.status = status;
       }
-      if (IsMessagesPath(req.path)) ToAnthropicError(res);
+      if (WantsAnthropicShape(req)) ToAnthropicError(res);
     });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.CountRequest(NormalizePath(req.path), res.status);

@@ -2,7 +2,8 @@
 // as editors and agents written for Claude use it: messages.create
 // blocking, the raw event stream and the stream helper, thinking, stop
 // sequences, a prefill, a forced tool call (blocking and streamed) and its
-// round trip, countTokens, typed errors, and the key in either header.
+// round trip, countTokens, the model list, the thinking budget, typed
+// errors, and the key in either header.
 // Usage: node anthropic_client_test.mjs WASTE CONTAINER WORKDIR
 import Anthropic from "@anthropic-ai/sdk";
 import { startServer, check } from "./serve_util.mjs";
@@ -158,6 +159,34 @@ try {
   check(countedTools.input_tokens === total(forced),
         `countTokens with tools and tool_choice: ${countedTools.input_tokens} (the call read ` +
         `${forced.usage.input_tokens} + ${forced.usage.cache_read_input_tokens} from the cache)`);
+
+  // The model list as the SDK pages it, and one model by id.
+  const models = [];
+  for await (const m of client.models.list()) models.push(m);
+  check(models.length === 1 && models[0].type === "model" && models[0].id.length > 0 &&
+        !Number.isNaN(Date.parse(models[0].created_at)) && models[0].max_input_tokens > 0,
+        "models.list: the one model served, in Anthropic's shape: " + JSON.stringify(models[0]));
+  const retrieved = await client.models.retrieve(models[0].id);
+  check(same(retrieved, models[0]), "models.retrieve gives the listed model");
+  try {
+    await client.models.retrieve("claude-nonexistent");
+    check(false, "an unknown model is refused");
+  } catch (e) {
+    check(e instanceof Anthropic.NotFoundError && e.error?.error?.type === "not_found_error",
+          "an unknown model: NotFoundError, Anthropic's shape");
+  }
+
+  // thinking.budget_tokens caps the reasoning: greedy, the capped
+  // reasoning is the uncapped one's first tokens.
+  const story = [{ role: "user", content: "Tell me a story." }];
+  const free = await client.messages.create({ model: "tiny", max_tokens: 20, messages: story,
+                                              thinking: { type: "enabled", budget_tokens: 1024 } });
+  const capped = await client.messages.create({ model: "tiny", max_tokens: 20, messages: story,
+                                                thinking: { type: "enabled", budget_tokens: 3 } });
+  check(thinkingOf(capped).length > 0 && thinkingOf(free).startsWith(thinkingOf(capped)) &&
+        thinkingOf(capped).length < thinkingOf(free).length && capped.content.some((b) => b.type === "text"),
+        `budget_tokens 3 closes the reasoning early and the model answers: ` +
+        `${JSON.stringify(thinkingOf(capped))} of ${JSON.stringify(thinkingOf(free))}`);
 
   // Errors: typed by the SDK, in Anthropic's shape on the wire.
   try {

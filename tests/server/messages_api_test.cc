@@ -20,6 +20,7 @@ namespace {
 using testing::ParseBody;
 using testing::ParseSse;
 using testing::Running;
+using testing::TinyEngine;
 
 class MessagesApi : public ::testing::Test {
  protected:
@@ -317,6 +318,57 @@ TEST_F(MessagesApi, ErrorsInAnthropicsShapeAndTheKeyHeader) {
   ASSERT_TRUE(chat);
   EXPECT_FALSE(ParseBody(chat->body).contains("type")) << chat->body;
   EXPECT_TRUE(ParseBody(chat->body)["error"].contains("code")) << chat->body;
+}
+
+// Anthropic's clients list models with `anthropic-version` set: they get
+// Anthropic's model objects (and errors); OpenAI's clients keep OpenAI's.
+TEST_F(MessagesApi, ModelsInAnthropicsShapeForAnthropicsClients) {
+  ServeOptions o;
+  o.model_id = "tiny";
+  o.api_key = "secret";
+  Running s(o);
+  httplib::Client c = s.Client();
+  const httplib::Headers anthropic = {{"x-api-key", "secret"}, {"anthropic-version", "2023-06-01"}};
+  auto list = c.Get("/v1/models", anthropic);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->status, 200) << list->body;
+  Json l = ParseBody(list->body);
+  ASSERT_EQ(l["data"].size(), 1u) << l.dump();
+  const Json& m = l["data"][0];
+  EXPECT_EQ(m["type"], "model");
+  EXPECT_EQ(m["id"], "tiny");
+  EXPECT_EQ(m["display_name"], "tiny");
+  // RFC 3339 in UTC, e.g. 2026-12-05T11:48:48Z.
+  const std::string when = m["created_at"].get<std::string>();
+  ASSERT_EQ(when.size(), 20u) << when;
+  EXPECT_EQ(when[4], '-');
+  EXPECT_EQ(when[10], 'T');
+  EXPECT_EQ(when[19], 'Z');
+  EXPECT_GE(std::stoi(when.substr(0, 4)), 2024);
+  EXPECT_EQ(m["lifecycle"], "active");
+  EXPECT_EQ(m["max_input_tokens"], TinyEngine()->info().ctx_tokens);
+  EXPECT_EQ(l["has_more"], false);
+  EXPECT_EQ(l["first_id"], "tiny");
+  EXPECT_EQ(l["last_id"], "tiny");
+  auto one = c.Get("/v1/models/tiny", anthropic);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(ParseBody(one->body), m);
+  auto missing = c.Get("/v1/models/claude-sonnet-4", anthropic);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(ParseBody(missing->body)["type"], "error") << missing->body;
+  EXPECT_EQ(ParseBody(missing->body)["error"]["type"], "not_found_error") << missing->body;
+  auto denied = c.Get("/v1/models", {{"anthropic-version", "2023-06-01"}});
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(ParseBody(denied->body)["error"]["type"], "authentication_error") << denied->body;
+  EXPECT_EQ(ParseBody(denied->body)["type"], "error") << denied->body;
+  // Without the header: OpenAI's list.
+  auto openai = c.Get("/v1/models", {{"Authorization", "Bearer secret"}});
+  ASSERT_TRUE(openai);
+  EXPECT_EQ(ParseBody(openai->body)["object"], "list");
+  EXPECT_EQ(ParseBody(openai->body)["data"][0]["object"], "model");
+  EXPECT_FALSE(ParseBody(openai->body).contains("has_more"));
 }
 
 }  // namespace
