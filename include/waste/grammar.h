@@ -19,8 +19,11 @@
 // properties, required, additionalProperties, enum, const, items,
 // prefixItems, minItems/maxItems, anyOf/oneOf (oneOf is treated as anyOf),
 // $ref/$defs/definitions (local), nullable types, string formats date,
-// time, date-time, uuid, email (simplified), and minLength/maxLength,
-// pattern-free strings. Any other keyword that constrains values is
+// time, date-time, uuid, email (simplified), minLength/maxLength, pattern
+// (ECMA-262 without lookaround or back references; a search, as JSON
+// Schema says), and minimum/maximum/exclusiveMinimum/exclusiveMaximum
+// (integers exactly; numbers soundly: a fractional bound is met from the
+// next whole number on). Any other keyword that constrains values is
 // refused with kUnsupported naming it (annotations such as title,
 // description, default, examples, $schema, $id are ignored).
 #pragma once

@@ -7,11 +7,14 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"
+#include "grammar/json_schema_bounds.h"
+#include "grammar/json_schema_pattern.h"
 #include "base/exception_status.h"
 
 namespace waste {
@@ -49,7 +52,8 @@ const std::set<std::string> kAnnotations = {
 const std::set<std::string> kSupported = {
     "type", "properties", "required", "additionalProperties", "enum", "const", "items",
     "prefixItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-    "definitions", "format", "minLength", "maxLength", "nullable", "additionalItems"};
+    "definitions", "format", "minLength", "maxLength", "nullable", "additionalItems",
+    "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 // A GBNF string literal for raw text.
 std::string Literal(const std::string& text) {
@@ -92,7 +96,7 @@ class Compiler {
     rules_.push_back(name + " ::= " + body);
     return name;
   }
-  std::string Reserve() { return "s" + std::to_string(next_++); }
+  std::string Reserve() { return std::to_string(next_++).insert(0, 1, 's'); }
   void Define(const std::string& name, const std::string& body) {
     rules_.push_back(name + " ::= " + body);
   }
@@ -219,7 +223,8 @@ class Compiler {
 
   static bool HasTypeKeywords(const Json& s) {
     for (const char* k : {"properties", "required", "additionalProperties", "items", "prefixItems",
-                          "minItems", "maxItems", "format", "minLength", "maxLength", "additionalItems"}) {
+                          "minItems", "maxItems", "format", "minLength", "maxLength", "additionalItems",
+                          "pattern"}) {
       if (s.contains(k)) return true;
     }
     return false;
@@ -242,7 +247,8 @@ class Compiler {
       if (!seen.insert(t).second) continue;
       if (t == "integer" && has_number) continue;
       std::string e;
-      if (t == "null" || t == "boolean" || t == "integer" || t == "number") e = t;
+      if (t == "null" || t == "boolean") e = t;
+      else if (t == "integer" || t == "number") WASTE_TRY(NumberExpr(s, path, t == "integer", &e));
       else if (t == "string") WASTE_TRY(StringExpr(s, path, &e));
       else if (t == "array") WASTE_TRY(ArrayExpr(s, path, &e));
       else if (t == "object") WASTE_TRY(ObjectExpr(s, path, &e));
@@ -264,7 +270,59 @@ class Compiler {
     return Status::Ok();
   }
 
+  // minimum / maximum / exclusiveMinimum / exclusiveMaximum (a number, or
+  // draft 4's boolean beside minimum / maximum); the stricter of two wins.
+  static Status Bound(const Json& s, const char* inclusive, const char* exclusive,
+                      const std::string& path, bool lower, std::optional<double>* value,
+                      bool* is_exclusive) {
+    auto in = s.find(inclusive);
+    auto ex = s.find(exclusive);
+    if (in != s.end() && !in->is_number()) {
+      return FormatError(std::string(inclusive) + " must be a number, at " + path);
+    }
+    if (ex != s.end() && !ex->is_number() && !ex->is_boolean()) {
+      return FormatError(std::string(exclusive) + " must be a number, at " + path);
+    }
+    if (in != s.end()) *value = in->get<double>();
+    if (ex != s.end() && ex->is_boolean()) {
+      *is_exclusive = ex->get<bool>() && in != s.end();
+    } else if (ex != s.end()) {
+      double v = ex->get<double>();
+      if (!*value || (lower ? v >= **value : v <= **value)) {
+        *value = v;
+        *is_exclusive = true;
+      }
+    }
+    if (*value && !std::isfinite(**value)) {
+      return FormatError(std::string(inclusive) + " must be finite, at " + path);
+    }
+    return Status::Ok();
+  }
+
+  Status NumberExpr(const Json& s, const std::string& path, bool integral, std::string* e) {
+    schema::NumberBounds b;
+    WASTE_TRY(Bound(s, "minimum", "exclusiveMinimum", path, true, &b.lo, &b.lo_exclusive));
+    WASTE_TRY(Bound(s, "maximum", "exclusiveMaximum", path, false, &b.hi, &b.hi_exclusive));
+    *e = !b.lo && !b.hi ? (integral ? "integer" : "number") : schema::BoundedNumber(b, integral);
+    return Status::Ok();
+  }
+
   Status StringExpr(const Json& s, const std::string& path, std::string* e) {
+    if (auto p = s.find("pattern"); p != s.end()) {
+      if (!p->is_string()) return FormatError("pattern must be a string, at " + path);
+      for (const char* other : {"format", "minLength", "maxLength"}) {
+        if (s.contains(other)) {
+          return UnsupportedError(std::string("pattern together with ") + other +
+                                  " is not supported, at " + (path.empty() ? "/" : path));
+        }
+      }
+      auto g = schema::PatternString(p->get<std::string>());
+      if (!g) {
+        return Status(g.error().code(), g.error().message() + ", at " + (path.empty() ? "/" : path));
+      }
+      *e = *g;
+      return Status::Ok();
+    }
     if (auto f = s.find("format"); f != s.end() && f->is_string()) {
       static const std::set<std::string> kFormats = {"date", "time", "date-time", "uuid", "email"};
       if (kFormats.count(*f)) {

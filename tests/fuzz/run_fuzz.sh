@@ -47,7 +47,8 @@ base_sources=("$root/src/base/status.cc" "$root/src/platform/posix.cc" "$root/sr
               "$root/src/platform/cgroup.cc" "$root/src/platform/cpu_list.cc")
 # The grammar compilers (GBNF parser, JSON Schema -> GBNF, rule prefixing).
 grammar_sources=("$root/src/grammar/gbnf_parser.cc" "$root/src/grammar/grammar.cc"
-                 "$root/src/grammar/json_schema.cc" "$root/src/grammar/rule_prefix.cc")
+                 "$root/src/grammar/json_schema.cc" "$root/src/grammar/json_schema_bounds.cc"
+                 "$root/src/grammar/json_schema_pattern.cc" "$root/src/grammar/rule_prefix.cc")
 extra_flags=()
 case "$target" in
   container)
@@ -221,7 +222,8 @@ case "$target" in
       > "$seeds/index.json" ;;
   grammar)
     printf 'root ::= "{" ws item ("," ws item)* "}"\nitem ::= [a-z]+ | "\\u00e9" | [^"\\\\]{1,3}\nws ::= [ \\t\\n]*\n' > "$seeds/gbnf"
-    printf '{"type":"object","properties":{"a":{"type":"integer","minimum":0},"b":{"type":"array","items":{"enum":["x",1,null]},"maxItems":3},"c":{"$ref":"#/$defs/s"}},"required":["a"],"$defs":{"s":{"type":"string","format":"date"}}}' > "$seeds/schema.json" ;;
+    printf '{"type":"object","properties":{"a":{"type":"integer","minimum":0},"b":{"type":"array","items":{"enum":["x",1,null]},"maxItems":3},"c":{"$ref":"#/$defs/s"}},"required":["a"],"$defs":{"s":{"type":"string","format":"date"}}}' > "$seeds/schema.json"
+    printf '{"type":"object","properties":{"p":{"type":"string","pattern":"^(?:[A-Z]{2}|x\\\\d+)-[^\\\\s\\\"]{1,3}(a|b)*?$"},"n":{"type":"number","exclusiveMinimum":-2.5,"maximum":1e3},"i":{"type":"integer","minimum":-70,"exclusiveMaximum":12345}}}' > "$seeds/bounds.json" ;;
   http_request)
     printf '{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\\"x\\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":"auto","temperature":0.5,"top_p":0.9,"max_tokens":16,"stop":["\\n"],"stream":true,"stream_options":{"include_usage":true},"reasoning_effort":"high"}' > "$seeds/chat.json"
     printf '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}}}' > "$seeds/schema.json" ;;

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <regex>
 #include <thread>
 
 #include "chat_turn.h"
@@ -503,9 +504,15 @@ TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
   Running s(o);
   httplib::Client c = s.Client();
   const char* schema = R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
-      "age": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
-      "required": ["name", "age", "tags"], "additionalProperties": false})";
-  for (int max_tokens : {40, 80, 200}) {
+      "age": {"type": "integer", "minimum": 18, "maximum": 120},
+      "code": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"},
+      "score": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+      "required": ["name", "age", "code", "score", "tags"], "additionalProperties": false})";
+  // 80: barely more than the shortest valid reply (the think channel's
+  // close, a 56-byte object, the closing markers), so the budget must
+  // steer it to its end.
+  for (int max_tokens : {80, 100, 200}) {
     for (bool stream : {false, true}) {
       Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "Describe a person."}}})},
                   {"max_tokens", max_tokens},
@@ -533,11 +540,22 @@ TEST_F(HttpTest, JsonSchemaReplyValidatesEvenFromRandomWeights) {
       Json parsed = ParseBody(content);
       EXPECT_TRUE(parsed.is_object()) << content;
       EXPECT_TRUE(parsed["age"].is_number_integer()) << content;
+      // The keywords a grammar enforces beyond the shape, checked here
+      // without the grammar: bounds and the pattern (as ECMAScript reads it).
+      if (parsed.is_object()) {
+        EXPECT_GE(parsed.value("age", 0), 18) << content;
+        EXPECT_LE(parsed.value("age", 0), 120) << content;
+        EXPECT_GT(parsed.value("score", 0.0), 0.0) << content;
+        EXPECT_LE(parsed.value("score", 9.0), 1.0) << content;
+        EXPECT_TRUE(std::regex_search(parsed.value("code", std::string()),
+                                      std::regex("^[A-Z]{2}-\\d{3}$", std::regex::ECMAScript)))
+            << content;
+      }
     }
   }
   auto bad = c.Post("/v1/chat/completions",
-                    R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
-                        "json_schema": {"schema": {"type": "string", "pattern": "^a"}}}})",
+                    R"x({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+                        "json_schema": {"schema": {"type": "string", "pattern": "^(?=a)"}}}})x",
                     "application/json");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
