@@ -1,8 +1,11 @@
 // `waste serve` through the official openai npm client: models, chat
 // blocking and streaming, a tools round trip, response_format json_schema
-// returning JSON that validates, and errors the client turns into typed
+// returning JSON that validates (also through the SDK's zod helper, with
+// regex and bounds), and errors the client turns into typed
 // exceptions. Usage: node openai_client_test.mjs WASTE CONTAINER
 import OpenAI from "openai";
+import { zodResponseFormat } from "openai/helpers/zod";
+import { z } from "zod";
 import { startServer, check } from "./serve_util.mjs";
 
 const [waste, container, work] = process.argv.slice(2);
@@ -194,6 +197,24 @@ try {
     check(typeof v.name === "string" && v.name.length <= 10 && Number.isInteger(v.age) &&
           typeof v.ok === "boolean" && Object.keys(v).length === 3,
           `json_schema reply validates (seed ${seed}): ${r.choices[0].message.content}`);
+  }
+
+  // The SDK's structured-output helper with a zod schema, as applications
+  // write it: regex, integer and number bounds become pattern, minimum,
+  // maximum and exclusiveMinimum, which the server enforces.
+  const Person = z.object({
+    code: z.string().regex(/^[A-Z]{2}-\d{3}$/),
+    age: z.number().int().min(18).max(120),
+    score: z.number().positive().max(1),
+  });
+  for (const seed of [1, 2]) {
+    const parsed = await client.beta.chat.completions.parse({
+      model: "tiny", messages: [{ role: "user", content: "A person as JSON." }], max_tokens: 160,
+      temperature: 1.0, seed, response_format: zodResponseFormat(Person, "person") });
+    const p = parsed.choices[0].message.parsed;
+    check(p !== null && Person.safeParse(p).success,
+          `zodResponseFormat with regex and bounds parses and validates (seed ${seed}): ` +
+          parsed.choices[0].message.content);
   }
 
   try {
