@@ -94,6 +94,11 @@ int ServeMain(const std::vector<std::string>& args) {
   app.add_flag("--no-follow-on", no_follow_on,
                "do not prefill a conversation's next turn after each reply (saves the work and "
                "a copy of the recurrent state per slot)");
+  app.add_option("--earlier-points", so.earlier_points,
+                 "restore points kept per conversation slot before its latest, so that a request "
+                 "changing an earlier turn resumes from the last one before the change (default 2; "
+                 "each a copy of the recurrent state, in the memory plan)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--body-limit", body_limit_mib, "largest request body in MiB (default 64)")

@@ -74,6 +74,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   if (!run) return fail(EngineFailure(run.error(), nullptr));
   r.cached_tokens = run->cached_tokens;
   r.resumed_ahead = run->resumed_ahead;
+  r.resumed_earlier = run->resumed_earlier;
   r.restored = run->restored;
   const int n = chat.choices;
   bool client_gone = false;

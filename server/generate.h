@@ -33,6 +33,7 @@ struct GenerateResult {
   double queued_ms = -1;          // waited in the queue before it ran (the HTTP layer's; -1: not known)
   bool cancelled = false;         // the client went away
   bool resumed_ahead = false;     // cached_tokens came from a follow-on prefill's point
+  bool resumed_earlier = false;   // ... from one of the slot's earlier points
   bool restored = false;          // ... from a point loaded from the prompt cache's store
   // A chat reply that ran to its end: its slot, kept for the follow-on
   // prefill (SessionPool::ReserveFollowOn; null when the pool does not

@@ -94,6 +94,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
       held = std::move(*run);
       r.cached_tokens += held.cached_tokens;
       r.restored = r.restored || held.restored;
+      r.resumed_earlier = r.resumed_earlier || held.resumed_earlier;
       session = held.session;
     }
     std::vector<Candidate> done;

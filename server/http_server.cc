@@ -722,7 +722,7 @@ HttpServer::~HttpServer() {
 }
 
 int RewindMarksFor(const ServeOptions& options) {
-  return options.follow_on ? SessionPool::kMarks : 1;
+  return (options.follow_on ? SessionPool::kMarks : 1) + std::max(0, options.earlier_points);
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {
@@ -741,7 +741,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const Ser
   }
   impl->limits.ctx_max = engine.info().ctx_tokens;
   impl->limits.default_max_tokens = options.default_max_tokens;
-  auto pool = SessionPool::Create(engine, std::max(1, options.parallel), options.follow_on);
+  auto pool = SessionPool::Create(engine, std::max(1, options.parallel), options.follow_on,
+                                  options.earlier_points);
   if (!pool) return pool.error();
   impl->pool = std::move(*pool);
   if (!options.prompt_cache_dir.empty()) {

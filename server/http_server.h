@@ -31,6 +31,8 @@ struct ServeOptions {
                                           // and Config::rewind_marks (RewindMarksFor)
   bool follow_on = true;                  // after a reply, prefill the conversation's likely
                                           // next turn while idle (docs/SERVER.md)
+  int earlier_points = 2;                 // restore points kept per slot before its latest
+                                          // (an edited earlier turn resumes from one)
   std::string prompt_cache_dir;           // slots' restore points kept here across restarts
                                           // (empty = none): loaded by Create, written by
                                           // SavePromptCache
@@ -47,7 +49,7 @@ struct ServeOptions {
 };
 
 // The Config::rewind_marks an engine needs for these options: each slot's
-// restore point, and the follow-on prefill's.
+// restore point, the follow-on prefill's, and the earlier points.
 int RewindMarksFor(const ServeOptions& options);
 
 class HttpServer {

@@ -44,6 +44,7 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   if (r.resumed_ahead) follow_on_cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   if (r.restored) restored_tokens_ += static_cast<uint64_t>(r.cached_tokens);
+  if (r.resumed_earlier) earlier_cached_tokens_ += static_cast<uint64_t>(r.cached_tokens);
   completion_tokens_ += static_cast<uint64_t>(r.completion_tokens);
   ttft_ms_sum_ += r.prefill_ms;
   if (r.queued_ms >= 0) queue_wait_.Observe(r.queued_ms / 1000);
@@ -101,6 +102,9 @@ std::string Metrics::Render(size_t queue_waiting, size_t running, const PointSto
   Line(&out, "waste_prompt_cache_restored_tokens_total", "counter",
        "Of those, prompt tokens resumed from a point loaded from the prompt cache's store.");
   out += "waste_prompt_cache_restored_tokens_total " + std::to_string(restored_tokens_) + "\n";
+  Line(&out, "waste_earlier_point_cached_tokens_total", "counter",
+       "Of those, prompt tokens resumed from an earlier point of the slot (--earlier-points).");
+  out += "waste_earlier_point_cached_tokens_total " + std::to_string(earlier_cached_tokens_) + "\n";
   if (store != nullptr) {
     const PointStore::Counts c = store->counts();
     Line(&out, "waste_prompt_cache_points", "gauge",

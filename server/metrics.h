@@ -34,6 +34,7 @@ class Metrics {
   uint64_t generations_ = 0, cancelled_ = 0, failed_ = 0;
   uint64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   uint64_t cached_tokens_ = 0, follow_on_cached_tokens_ = 0, restored_tokens_ = 0;
+  uint64_t earlier_cached_tokens_ = 0;
   uint64_t follow_on_runs_ = 0, follow_on_tokens_ = 0;
   double ttft_ms_sum_ = 0;
   // Seconds, per generation that ran: how long it waited for a slot in the

@@ -88,6 +88,7 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
       (void)slot.session->SetMark(kRequestMark);  // back to an empty mark, as Create left it
       slot.tokens.clear();
       slot.ahead.clear();
+      slot.earlier.clear();
       slot.cache_skipped = true;
       report.skipped.push_back(name + ": " + why);
     };
@@ -122,6 +123,7 @@ SessionPool::CacheReport SessionPool::LoadMarks(const std::string& dir) {
     }
     slot.tokens = std::move(file->ids);
     slot.ahead.clear();
+    slot.earlier.clear();  // the load moved the session: its marks are gone
     ++report.conversations;
     report.tokens += slot.tokens.size();
   }

@@ -19,7 +19,7 @@ SessionPool::Lease::~Lease() {
 }
 
 Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slots,
-                                                        bool follow_on) {
+                                                        bool follow_on, int earlier_points) {
   std::unique_ptr<SessionPool> pool(new SessionPool(engine));
   pool->slots_.resize(1);
   pool->slots_[0].session = &engine.session();
@@ -33,9 +33,12 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(Engine& engine, int slo
   }
   // Each slot keeps its restore points as marks: the model must have room
   // (set here, so the memory is taken at start-up as the plan says).
-  pool->follows_on_ = follow_on && engine.model().plan().marks_per_session >= kMarks;
+  const int marks = static_cast<int>(engine.model().plan().marks_per_session);
+  pool->follows_on_ = follow_on && marks >= kMarks;
+  pool->first_earlier_ = pool->follows_on_ ? kMarks : kAheadMark;
+  pool->earlier_marks_ = std::clamp(marks - pool->first_earlier_, 0, std::max(0, earlier_points));
   for (Slot& slot : pool->slots_) {
-    for (int m = kRequestMark; m <= (pool->follows_on_ ? kAheadMark : kRequestMark); ++m) {
+    for (int m = kRequestMark; m < pool->first_earlier_ + pool->earlier_marks_; ++m) {
       if (Status marked = slot.session->SetMark(m); !marked.ok()) return marked;
     }
   }
@@ -64,7 +67,59 @@ int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit, i
       return static_cast<int>(point.size());
     }
   }
-  return 0;
+  // The earlier points are prefixes of `tokens`: the longest that `ids`
+  // starts with.
+  const size_t shared =
+      std::mismatch(s.tokens.begin(), s.tokens.begin() + static_cast<std::ptrdiff_t>(
+                                                              std::min(s.tokens.size(), ids.size())),
+                    ids.begin())
+          .first -
+      s.tokens.begin();
+  int best = 0;
+  for (const Slot::Earlier& e : s.earlier) {
+    if (e.length > 0 && e.length <= std::min(shared, limit) && static_cast<int>(e.length) > best) {
+      best = static_cast<int>(e.length);
+      *mark = e.mark;
+    }
+  }
+  return best;
+}
+
+void SessionPool::KeepEarlier(Slot& slot) {
+  if (earlier_marks_ == 0) return;
+  size_t length = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    length = slot.tokens.size();
+    if (length == 0) return;
+    for (const Slot::Earlier& e : slot.earlier) {
+      if (e.length == length) return;  // kept already
+    }
+  }
+  if (slot.session->MarkPosition(kRequestMark) != static_cast<int>(length)) return;
+  // A free mark, else the oldest point's.
+  int mark = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int m = first_earlier_; m < first_earlier_ + earlier_marks_ && mark < 0; ++m) {
+      if (std::none_of(slot.earlier.begin(), slot.earlier.end(),
+                       [m](const Slot::Earlier& e) { return e.mark == m; })) {
+        mark = m;
+      }
+    }
+    if (mark < 0) {
+      mark = slot.earlier.front().mark;
+      slot.earlier.erase(slot.earlier.begin());
+    }
+  }
+  if (!slot.session->CopyMark(kRequestMark, mark).ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  slot.earlier.push_back({mark, length});
+}
+
+void SessionPool::DropEarlierPast(Slot& slot, size_t at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(slot.earlier, [at](const Slot::Earlier& e) { return e.length > at; });
 }
 
 // What a slot that is following on will hold of `ids`: its points, or the
@@ -159,6 +214,7 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     if (load || best_len == 0) Spill(slot, ids, limit);
     std::vector<int> loaded;
     if (load && store_->LoadLongest(ids, limit, session, &loaded).ok()) {
+      DropEarlierPast(slot, 0);  // the load moved the session: its marks are gone
       if (session.SetMark(kRequestMark).ok()) {
         best_len = static_cast<int>(loaded.size());
         mark = kRequestMark;
@@ -177,17 +233,22 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   // A mark is valid while the slot's session has only moved forward since
   // (nothing else resets or restores a pool's session); if it ever is not,
   // the slot starts over.
+  const bool earlier = IsEarlierMark(mark);
   if (best_len > 0 && session.RewindToMark(mark).ok()) {
     from = static_cast<size_t>(best_len);
-    // Going back to the request's mark dropped the follow-on's further on.
-    if (mark == kRequestMark) {
+    // Going back to the request's mark dropped the follow-on's further on;
+    // to an earlier point, the request's too (set again below).
+    if (mark == kRequestMark || earlier) {
       std::lock_guard<std::mutex> lock(mu_);
       slot.ahead.clear();
+      if (earlier) slot.tokens.resize(from);
     }
+    DropEarlierPast(slot, from);
   } else {
     best_len = 0;
     mark = kRequestMark;
     session.Reset();
+    DropEarlierPast(slot, 0);
     std::lock_guard<std::mutex> lock(mu_);
     slot.tokens.clear();
     slot.ahead.clear();
@@ -195,7 +256,7 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   const size_t point = limit / kChunk * kChunk;
   // Resumed from the follow-on's point: the request's mark moves there (or
   // further), so a follow-on after this reply starts from it.
-  if (point > from || mark == kAheadMark) {
+  if (point > from || mark != kRequestMark) {
     // Span by span (each starts on a multiple of kChunk, so the chunking and
     // the bits are a single call's), so a client that leaves is noticed and
     // other requests' steps run in between.
@@ -204,6 +265,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
       Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
       if (!fed) return fed.error();
     }
+    // The point the request's mark leaves stays as an earlier one.
+    if (slot.tokens.size() < point) KeepEarlier(slot);
     Status marked = session.SetMark(kRequestMark);
     std::lock_guard<std::mutex> lock(mu_);
     slot.ahead.clear();
@@ -215,7 +278,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     from = point;
   }
   run.cached_tokens = best_len;
-  run.resumed_ahead = best_len > 0 && mark == kAheadMark;
+  run.resumed_ahead = best_len > 0 && mark == kAheadMark && !earlier;
+  run.resumed_earlier = best_len > 0 && earlier;
   run.rest = ids.subspan(from);
   run.rest_at_mark = from > 0;  // the mark set (or rewound to) at `from` above
   return run;
@@ -238,6 +302,7 @@ Result<SessionPool::Run> SessionPool::PrepareFresh(std::span<const int> ids) {
   run.before = taken->session->stats();
   if (store_ != nullptr) Spill(*taken, {}, 0);
   taken->session->Reset();
+  DropEarlierPast(*taken, 0);
   {
     std::lock_guard<std::mutex> lock(mu_);
     taken->tokens.clear();
@@ -311,6 +376,7 @@ int SessionPool::RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const
   if (point <= from || (stop && stop())) return 0;
   if (from == 0) {
     session.Reset();
+    DropEarlierPast(slot, 0);
   } else if (!session.RewindToMark(kRequestMark).ok()) {
     return 0;
   }

@@ -44,6 +44,15 @@
 // its `stop` says so (the server: any other request waits or runs) and
 // keeps what it reached. Thread-safe.
 //
+// Earlier points (`waste serve --earlier-points N`, marks beyond kMarks):
+// when a request moves its slot's restore point further on, the point it
+// leaves is kept as a copy (Session::CopyMark), up to N per slot, the
+// oldest given up first. They all lie on the slot's one history (each a
+// prefix of `tokens`), so a request that changes an earlier turn (an edit
+// of a message, a regenerated reply further back) resumes from the last of
+// them before the change instead of from position 0. Going back to one
+// drops those further on (Session::RewindToMark), as a reset drops all.
+//
 // Spilled points (with a PointStore, `--prompt-cache DIR`): before a slot
 // is reset for a prompt its point does not start (or PrepareFresh resets
 // it), its furthest point is stored; a request whose prompt starts with a
@@ -78,9 +87,12 @@ class SessionPool {
   // `slots` sessions: the engine's own plus slots-1 new ones. kRamBudget
   // when the plan has no room for them (Config::max_sessions); kUnsupported
   // when the engine was opened without Config::rewind_marks. Follows on
-  // when `follow_on` and the model keeps kMarks per session.
+  // when `follow_on` and the model keeps kMarks per session. Keeps up to
+  // `earlier_points` earlier points per slot in the marks after those (as
+  // many as the model keeps: RewindMarksFor in http_server.h counts them).
   static Result<std::unique_ptr<SessionPool>> Create(Engine& engine, int slots,
-                                                     bool follow_on = true);
+                                                     bool follow_on = true,
+                                                     int earlier_points = 0);
 
   struct Slot;
   // A slot held by one request; given back when destroyed.
@@ -105,6 +117,7 @@ class SessionPool {
     int cached_tokens = 0;   // prompt tokens rewound to instead of prefilled
     bool resumed_ahead = false;  // ... to the follow-on's point (kAheadMark)
     bool restored = false;       // ... to a point loaded from the store (UseStore)
+    bool resumed_earlier = false;  // ... to one of the slot's earlier points
     std::span<const int> rest;  // what Generate must still be given
     bool rest_at_mark = false;  // the session's kRequestMark is where `rest` starts
     // The session's counters when the request took it (before any prefill):
@@ -190,6 +203,13 @@ class SessionPool {
     // The tokens up to kAheadMark (the follow-on's point: they start with
     // `tokens` and go further); empty = none.
     std::vector<int> ahead;
+    // Earlier restore points, oldest first: a mark and the length of the
+    // prefix of `tokens` it holds (see the header).
+    struct Earlier {
+      int mark = 0;
+      size_t length = 0;
+    };
+    std::vector<Earlier> earlier;
     uint64_t last_used = 0;
     bool held = false;               // a request is using it (under mu_)
     bool following_on = false;       // reserved for or running its follow-on (under mu_)
@@ -217,6 +237,14 @@ class SessionPool {
   // starts `ids` within `limit` (the request continues from it); stored
   // points that start `ids` are not evicted for it.
   void Spill(Slot& slot, std::span<const int> ids, size_t limit);
+  // Before the slot's request mark is set further on: keeps the point it
+  // holds as an earlier one (held by the caller; the session is at or past
+  // that point on the same history).
+  void KeepEarlier(Slot& slot);
+  // The slot's session went back to position `at`: earlier points past it
+  // are gone (0: a reset, all are).
+  void DropEarlierPast(Slot& slot, size_t at);
+  bool IsEarlierMark(int mark) const { return earlier_marks_ > 0 && mark >= first_earlier_; }
 
   Engine& engine_;
   std::vector<Slot> slots_;
@@ -224,6 +252,9 @@ class SessionPool {
   std::condition_variable follow_on_done_;  // a slot's following_on went false
   uint64_t clock_ = 0;
   bool follows_on_ = false;  // the model keeps kMarks per session
+  // The marks kept for earlier points: first_earlier_ .. + earlier_marks_ - 1.
+  int first_earlier_ = kMarks;
+  int earlier_marks_ = 0;
   std::mutex images_mu_;
   std::unique_ptr<PointStore> store_;
 };

@@ -216,6 +216,10 @@ class WASTE_EXPORT Session {
   Status RewindToMark(int index = 0) noexcept;
   // The position mark `index` holds; -1 when it holds none.
   int MarkPosition(int index = 0) const noexcept;
+  // Mark `to` becomes a copy of mark `from` (same position, same state):
+  // a point kept while `from` is set again further on. kArg when `from`
+  // holds none; a copy of a mark is valid exactly as long as one set there.
+  Status CopyMark(int from, int to) noexcept;
 
   // The state as a file in the reference's layout (ENGINE.md §8). Both
   // hold the model's lock only to copy the state (into a buffer of the

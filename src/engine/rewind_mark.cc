@@ -107,6 +107,41 @@ Status Session::RewindToMark(int index) noexcept {
   return Status::Ok();
 }
 
+Status Session::CopyMark(int from, int to) noexcept {
+  SessionCore& s = *core_;
+  WASTE_TRY(s.CheckNotInCallback());
+  WASTE_TRY(CheckIndex(s, from));
+  WASTE_TRY(CheckIndex(s, to));
+  try {
+    std::lock_guard<FairMutex> run(s.model->run_mu);
+    if (static_cast<size_t>(from) >= s.marks.size() || !s.marks[static_cast<size_t>(from)] ||
+        !s.marks[static_cast<size_t>(from)]->valid) {
+      return ArgError("no rewind mark " + std::to_string(from) + " to copy");
+    }
+    if (from == to) return Status::Ok();
+    const RewindMark& src = *s.marks[static_cast<size_t>(from)];
+    std::unique_ptr<RewindMark>& slot = s.marks[static_cast<size_t>(to)];
+    if (!slot) slot = std::make_unique<RewindMark>();
+    RewindMark& dst = *slot;
+    dst.valid = false;  // until the copy is whole
+    dst.kda.resize(src.kda.size());
+    for (size_t l = 0; l < src.kda.size(); ++l) {
+      // In place when sized (every mark is sized alike after the first).
+      if (dst.kda[l].s.size() != src.kda[l].s.size()) dst.kda[l].s = src.kda[l].s;
+      else std::copy(src.kda[l].s.begin(), src.kda[l].s.end(), dst.kda[l].s.begin());
+      dst.kda[l].rings.assign(src.kda[l].rings.begin(), src.kda[l].rings.end());
+    }
+    dst.mla_n_kv = src.mla_n_kv;
+    dst.pos = src.pos;
+    dst.pending = src.pending;
+    dst.valid = true;
+    s.Report();
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return OomError("allocation failed while copying a rewind mark");
+  }
+}
+
 int Session::MarkPosition(int index) const noexcept {
   // No run lock: the marks change only in this session's own calls, and a
   // session is used by one thread at a time (its callbacks included, which

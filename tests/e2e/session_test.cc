@@ -507,6 +507,41 @@ TEST_F(SessionTest, MarksByIndexAndWhatGoingBackDrops) {
   EXPECT_EQ(m->memory_used().state_bytes, m->plan().state_bytes - 2 * plain->mark_bytes);
 }
 
+// CopyMark: the copy holds the same point (going back to it gives the
+// bits going back to the original gives), outlives the original being set
+// further on, and is dropped like any mark by going back before it.
+TEST_F(SessionTest, ACopiedMarkIsTheSamePoint) {
+  constexpr uint32_t kCtx = 512;
+  auto m = Open(2, kCtx, /*rewind_marks=*/3);
+  ASSERT_TRUE(m);
+  auto a = New(*m);
+  auto b = New(*m);
+  ASSERT_TRUE(a && b);
+  const std::vector<int> more = {7, 3, 9, 2, 8, 6};
+  EXPECT_EQ(a->CopyMark(0, 1).code(), Errc::kArg);  // nothing to copy yet
+  ASSERT_TRUE(a->Eval(prompt_a_));
+  ASSERT_TRUE(a->SetMark(0).ok());
+  const int first = a->position();
+  ASSERT_TRUE(a->CopyMark(0, 2).ok());
+  EXPECT_EQ(a->MarkPosition(2), first);
+  EXPECT_EQ(a->CopyMark(0, 3).code(), Errc::kArg);
+  // The original moves on; the copy stays where it was.
+  ASSERT_TRUE(a->Eval(more));
+  ASSERT_TRUE(a->SetMark(0).ok());
+  EXPECT_EQ(a->MarkPosition(0), first + static_cast<int>(more.size()));
+  EXPECT_EQ(a->MarkPosition(2), first);
+  ASSERT_TRUE(a->RewindToMark(2).ok());
+  EXPECT_EQ(a->position(), first);
+  EXPECT_EQ(a->MarkPosition(0), -1);  // lay past the copy
+  ASSERT_TRUE(b->Eval(prompt_a_));
+  auto from_a = Steps(*a, prompt_b_);
+  auto from_b = Steps(*b, prompt_b_);
+  ASSERT_EQ(from_a.size(), prompt_b_.size());
+  for (size_t t = 0; t < from_a.size(); ++t) EXPECT_TRUE(SameBits(from_a[t], from_b[t])) << t;
+  a->Reset();
+  EXPECT_EQ(a->MarkPosition(2), -1);
+}
+
 TEST_F(SessionTest, RewindMarksNeedTheConfigFlag) {
   auto m = Open(1);
   ASSERT_TRUE(m);

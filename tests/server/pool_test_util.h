@@ -50,14 +50,16 @@ inline std::vector<float> Fresh(Session& s, const std::vector<int>& ids) {
 
 // `ids` prepared on the pool (resumed where a slot allows) and the rest
 // fed: the last position's logits. *cached gets the tokens resumed,
-// *ahead (optional) whether from a follow-on's point.
+// *ahead (optional) whether from a follow-on's point, *earlier (optional)
+// whether from an earlier point.
 inline std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids, int* cached,
-                                  bool* ahead = nullptr) {
+                                  bool* ahead = nullptr, bool* earlier = nullptr) {
   auto run = pool.Prepare(ids);
   EXPECT_TRUE(run) << run.error().ToString();
   if (!run) return {};
   *cached = run->cached_tokens;
   if (ahead != nullptr) *ahead = run->resumed_ahead;
+  if (earlier != nullptr) *earlier = run->resumed_earlier;
   auto l = run->session->Eval(run->rest);
   EXPECT_TRUE(l);
   return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};

@@ -96,6 +96,78 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   EXPECT_EQ(resumed.size(), 12u);
 }
 
+// Earlier points (`serve --earlier-points`): each request that moves the
+// slot's point on keeps the one it leaves (the last two here); a request
+// that changes an earlier turn, as an edited message does, resumes from the
+// last kept point before the change, bit for bit, and the points past it
+// are gone. Without earlier points the same edit starts over.
+TEST(PrefixReuse, AnEditedEarlierTurnResumesFromAnEarlierPoint) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  std::unique_ptr<Engine> engine = testing::OpenTiny(3, SessionPool::kMarks + 2);
+  ASSERT_NE(engine, nullptr);
+  auto pool = SessionPool::Create(*engine, 1, /*follow_on=*/true, /*earlier_points=*/2);
+  ASSERT_TRUE(pool) << pool.error().ToString();
+  auto ref_session = engine->model().NewSession();
+  ASSERT_TRUE(ref_session);
+  Session& ref = **ref_session;
+  constexpr size_t kC = kPrefillChunkTokens;
+  // A conversation: each prompt is the one before and a turn of 1.5 chunks.
+  const auto next = [&](std::vector<int> ids, int salt) {
+    for (int id : Ids(*engine, testing::Text(kC + kC / 2, salt))) ids.push_back(id);
+    return ids;
+  };
+  const auto point = [&](const std::vector<int>& ids) { return static_cast<int>((ids.size() - 1) / kC * kC); };
+  const std::vector<int> t1 = Ids(*engine, testing::Text(kC + 40, 1));
+  const std::vector<int> t2 = next(t1, 2), t3 = next(t2, 3), t4 = next(t3, 4);
+  int cached = -1;
+  bool earlier = false;
+  EXPECT_TRUE(SameBits(Resumed(**pool, t1, &cached), Fresh(ref, t1)));
+  for (const auto* turn : {&t2, &t3, &t4}) {
+    const std::vector<int>& before = turn == &t2 ? t1 : turn == &t3 ? t2 : t3;
+    EXPECT_TRUE(SameBits(Resumed(**pool, *turn, &cached, nullptr, &earlier), Fresh(ref, *turn)));
+    EXPECT_EQ(cached, point(before));
+    EXPECT_FALSE(earlier);
+  }
+  // The third turn's message edited: t4's points past t2 do not start it;
+  // the point kept at t2's is the last before the change (t3's lies past
+  // t2's end, t1's was given up for the newer two).
+  const std::vector<int> t3_edited = next(t2, 30);
+  ASSERT_NE(t3_edited[t2.size()], t3[t2.size()]);
+  ASSERT_GT(point(t3), static_cast<int>(t2.size()));
+  EXPECT_TRUE(SameBits(Resumed(**pool, t3_edited, &cached, nullptr, &earlier), Fresh(ref, t3_edited)));
+  EXPECT_EQ(cached, point(t2));
+  EXPECT_TRUE(earlier);
+  // Back to the unedited conversation: t3's and t4's points went with the
+  // edit (rewinding to t2's point dropped them); t2's is still there.
+  EXPECT_TRUE(SameBits(Resumed(**pool, t4, &cached, nullptr, &earlier), Fresh(ref, t4)));
+  EXPECT_EQ(cached, point(t2));
+  EXPECT_TRUE(earlier);
+  // The tokens generated after a resumed edit equal a fresh prefill's.
+  auto run = (*pool)->Prepare(t3_edited);
+  ASSERT_TRUE(run);
+  EXPECT_TRUE(run->resumed_earlier);
+  GenParams p;
+  p.max_tokens = 8;
+  std::vector<int> resumed, fresh;
+  ASSERT_TRUE(run->session->Generate(run->rest, p, [&](const TokenEvent& ev) {
+    resumed.push_back(ev.token);
+    return true;
+  }));
+  ref.Reset();
+  ASSERT_TRUE(ref.Generate(t3_edited, p, [&](const TokenEvent& ev) {
+    fresh.push_back(ev.token);
+    return true;
+  }));
+  EXPECT_EQ(resumed, fresh);
+
+  // Without earlier points (the same engine, marks to spare): starts over.
+  auto plain = SessionPool::Create(*engine, 1, /*follow_on=*/true, /*earlier_points=*/0);
+  ASSERT_TRUE(plain);
+  for (const auto* turn : {&t1, &t2, &t3}) Resumed(**plain, *turn, &cached);
+  EXPECT_TRUE(SameBits(Resumed(**plain, t3_edited, &cached), Fresh(ref, t3_edited)));
+  EXPECT_EQ(cached, 0);
+}
+
 // A client that leaves during a long prefill stops it within a span (the
 // restored part is fed span by span), and the slot keeps what it had
 // (nothing half-fed is ever rewound to).

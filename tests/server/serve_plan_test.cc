@@ -109,7 +109,8 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
       EXPECT_EQ(p["sessions"], parallel);
       EXPECT_EQ(p["snapshots"], 0);
       EXPECT_EQ(p["marks_included"], true);
-      EXPECT_EQ(p["marks_per_session"], 2);  // the request's restore point and the follow-on's
+      // The request's restore point, the follow-on's, and two earlier points.
+      EXPECT_EQ(p["marks_per_session"], 4);
       EXPECT_GT(p["rewind_mark_bytes"].get<uint64_t>(), 0u);
       EXPECT_EQ(p["vision_included"], vision);
       // Every slot's session (its mark included) counted, and the tower once.
@@ -166,13 +167,22 @@ TEST_F(ServePlan, VisionAndParallelRaiseTheFloor) {
   EXPECT_EQ(wide["sessions"], 2);
   EXPECT_EQ(wide["floor_bytes"].get<uint64_t>(),
             base["floor_bytes"].get<uint64_t>() + base["session_bytes"].get<uint64_t>());
-  // Without the follow-on prefill a slot keeps one mark: one copy less.
+  // Without the follow-on prefill a slot keeps one mark less; without
+  // earlier points two less; with neither, one in all.
   Json single = Plan({"--no-follow-on"}, &code);
   ASSERT_EQ(code, 0);
-  EXPECT_EQ(single["marks_per_session"], 1);
-  EXPECT_EQ(base["marks_per_session"], 2);
+  Json latest = Plan({"--earlier-points", "0"}, &code);
+  ASSERT_EQ(code, 0);
+  Json one = Plan({"--no-follow-on", "--earlier-points", "0"}, &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(base["marks_per_session"], 4);
+  EXPECT_EQ(single["marks_per_session"], 3);
+  EXPECT_EQ(latest["marks_per_session"], 2);
+  EXPECT_EQ(one["marks_per_session"], 1);
   EXPECT_EQ(single["floor_bytes"].get<uint64_t>(),
             base["floor_bytes"].get<uint64_t>() - base["rewind_mark_bytes"].get<uint64_t>());
+  EXPECT_EQ(latest["floor_bytes"].get<uint64_t>(),
+            base["floor_bytes"].get<uint64_t>() - 2 * base["rewind_mark_bytes"].get<uint64_t>());
 }
 
 TEST_F(ServePlan, BudgetUnderThePrintedFloorFailsStartUpToo) {
