@@ -15,7 +15,7 @@
 //
 // Threading rule. A model runs one session at a time: the calls that run
 // the network (Session::Eval, Generate, SaveState, Snapshot, Restore,
-// SetMark, RewindToMark, LoadState, Reset) take the model's lock, so
+// SetMark, RewindToMark, CopyMark, LoadState, Reset) take the model's lock, so
 // calling them from several threads at once is safe and they take turns,
 // in the order they asked for the lock (a fair hand-over, so concurrent
 // streams advance alike); Generate releases the lock while the token

@@ -116,6 +116,7 @@ try {
         "the whole conversation is sent: system, user, assistant, user");
   check(/^[0-5] tokens/.test((await replies(page))[1].stats), "max tokens 5 bounds the reply");
 
+
   // A reload keeps the conversation and the settings.
   await page.reload({ waitUntil: "load" });
   const restored = await page.evaluate(() => ({
@@ -128,6 +129,30 @@ try {
   check(restored.users === 2 && restored.assistants === 2 && restored.regenerate === 1,
         "after a reload the conversation is shown, the last reply regenerable");
   check(restored.system === "Answer briefly." && restored.temperature === "0.7", "after a reload the settings are kept");
+
+  // A thinking budget goes with thinking on, and the server keeps to it:
+  // the reasoning shown is the one the server gives that request.
+  if (!(await page.$eval("#settings", e => e.open))) await page.click("#settings summary");
+  await page.type("#thinking-budget", "2");
+  await page.$eval("#thinking-budget", e => e.dispatchEvent(new Event("change")));
+  await page.$eval("#max-tokens", e => { e.value = ""; e.dispatchEvent(new Event("change")); });
+  // Greedy, so that the same request sent again gives the same reply.
+  await page.$eval("#temperature", e => { e.value = ""; e.dispatchEvent(new Event("change")); });
+  await page.type("#input", "Think briefly.");
+  await page.click("#send");
+  await awaitReplies(page, 3);
+  const budgeted = bodies.at(-1);
+  check(budgeted.reasoning?.max_tokens === 2 && budgeted.thinking === true,
+        "the thinking budget is sent as reasoning.max_tokens: " + JSON.stringify(budgeted.reasoning));
+  const shownThought = await page.evaluate(() =>
+    document.querySelectorAll(".assistant")[2].querySelector("details div").textContent);
+  const direct = await (await fetch(server.url + "/v1/chat/completions", { method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...budgeted, stream: false, stream_options: undefined }) })).json();
+  check(direct.usage.completion_tokens_details.reasoning_tokens <= 2 &&
+        (direct.choices[0].message.reasoning_content ?? "") === shownThought,
+        `the reply's thinking kept to the budget: ${direct.usage.completion_tokens_details.reasoning_tokens} ` +
+        `tokens, shown ${JSON.stringify(shownThought)}`);
 
   // Markdown in a reply is rendered from DOM nodes (a random model writes
   // none, so a stored conversation brings it); nothing in it runs.
