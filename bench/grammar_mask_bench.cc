@@ -92,6 +92,43 @@ void BM_MaskFirstStepColdCache(benchmark::State& state) {
 }
 BENCHMARK(BM_MaskFirstStepColdCache)->Unit(benchmark::kMillisecond);
 
+// A pattern (an unanchored search: free text on either side of the match)
+// and a bounded integer: the rules the pattern and bound compilers write.
+std::shared_ptr<const waste::Grammar> PatternSchema() {
+  auto g = waste::Grammar::FromJsonSchema(
+      R"({"type": "object", "properties": {"code": {"type": "string", "pattern": "[A-Z]{2}-\\d{3}(?:-[a-z]+)?"},
+          "age": {"type": "integer", "minimum": 18, "maximum": 120}}, "required": ["code", "age"]})");
+  return *g;
+}
+
+void BM_MaskInsidePattern(benchmark::State& state) {
+  auto vocab = SyntheticVocab();
+  waste::GrammarMatcher m(PatternSchema(), vocab);
+  m.AcceptText("{\"code\": \"xyzAB-1");
+  std::vector<float> logits(163841, 0.0f);
+  m.Mask(logits);
+  for (auto _ : state) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    m.Mask(logits);
+    benchmark::DoNotOptimize(logits.data());
+  }
+}
+BENCHMARK(BM_MaskInsidePattern)->Unit(benchmark::kMillisecond);
+
+void BM_MaskInsideBoundedInteger(benchmark::State& state) {
+  auto vocab = SyntheticVocab();
+  waste::GrammarMatcher m(PatternSchema(), vocab);
+  m.AcceptText("{\"code\": \"AB-123\", \"age\": 1");
+  std::vector<float> logits(163841, 0.0f);
+  m.Mask(logits);
+  for (auto _ : state) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    m.Mask(logits);
+    benchmark::DoNotOptimize(logits.data());
+  }
+}
+BENCHMARK(BM_MaskInsideBoundedInteger)->Unit(benchmark::kMillisecond);
+
 void BM_AllowsSampledToken(benchmark::State& state) {
   auto vocab = SyntheticVocab();
   waste::GrammarMatcher m(PersonSchema(), vocab);
