@@ -127,8 +127,9 @@ bool IsMessagesPath(const std::string& path) {
 // call) is answered in Anthropic's shapes: the Messages routes always, the
 // model list when that header is there.
 bool WantsAnthropicShape(const httplib::Request& req) {
-  return IsMessagesPath(req.path) ||
-         (req.has_header("anthropic-version") && NormalizePath(req.path).rfind("/v1/models", 0) == 0);
+  if (IsMessagesPath(req.path)) return true;
+  const std::string p = NormalizePath(req.path);
+  return req.has_header("anthropic-version") && (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0);
 }
 
 // An error reply already written in OpenAI's shape (by the checks and

@@ -172,6 +172,15 @@ class Compiler {
     auto c = s.find("const");
     auto en = s.find("enum");
     if (c != s.end() || en != s.end()) {
+      // Keywords that would narrow the listed values (a grammar of the
+      // values alone would ignore them).
+      for (const char* narrowing : {"pattern", "minimum", "maximum", "exclusiveMinimum",
+                                    "exclusiveMaximum", "minLength", "maxLength", "format"}) {
+        if (s.contains(narrowing)) {
+          return UnsupportedError(std::string("enum/const together with ") + narrowing +
+                                  " is not supported, at " + (path.empty() ? "/" : path));
+        }
+      }
       Json values = Json::array();
       if (c != s.end()) values.push_back(*c);
       if (en != s.end()) {
@@ -189,6 +198,14 @@ class Compiler {
       return Status::Ok();
     }
     bool typed = s.contains("type") || HasTypeKeywords(s);
+    if (!parts.empty() && typed && !s.contains("type")) {
+      // anyOf/oneOf/allOf beside keywords that constrain a type (allOf:
+      // [{$ref}], "pattern": ...): both would have to hold, which one
+      // grammar alternative cannot say; refused rather than one dropped.
+      return UnsupportedError("combining anyOf/oneOf/allOf with sibling keywords that constrain "
+                              "a type (properties, items, pattern, minimum, ...) is not "
+                              "supported, at " + (path.empty() ? "/" : path));
+    }
     if (parts.empty() || typed) {
       std::string e;
       WASTE_TRY(CompileTypes(s, path, &e));
@@ -224,7 +241,7 @@ class Compiler {
   static bool HasTypeKeywords(const Json& s) {
     for (const char* k : {"properties", "required", "additionalProperties", "items", "prefixItems",
                           "minItems", "maxItems", "format", "minLength", "maxLength", "additionalItems",
-                          "pattern"}) {
+                          "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
       if (s.contains(k)) return true;
     }
     return false;
@@ -272,8 +289,16 @@ class Compiler {
 
   // minimum / maximum / exclusiveMinimum / exclusiveMaximum (a number, or
   // draft 4's boolean beside minimum / maximum); the stricter of two wins.
+  // A bound's value: integers exactly (long double holds 64 bits where the
+  // platform has it), others as written.
+  static long double BoundValue(const Json& v) {
+    if (v.is_number_unsigned()) return static_cast<long double>(v.get<uint64_t>());
+    if (v.is_number_integer()) return static_cast<long double>(v.get<int64_t>());
+    return static_cast<long double>(v.get<double>());
+  }
+
   static Status Bound(const Json& s, const char* inclusive, const char* exclusive,
-                      const std::string& path, bool lower, std::optional<double>* value,
+                      const std::string& path, bool lower, std::optional<long double>* value,
                       bool* is_exclusive) {
     auto in = s.find(inclusive);
     auto ex = s.find(exclusive);
@@ -283,11 +308,11 @@ class Compiler {
     if (ex != s.end() && !ex->is_number() && !ex->is_boolean()) {
       return FormatError(std::string(exclusive) + " must be a number, at " + path);
     }
-    if (in != s.end()) *value = in->get<double>();
+    if (in != s.end()) *value = BoundValue(*in);
     if (ex != s.end() && ex->is_boolean()) {
       *is_exclusive = ex->get<bool>() && in != s.end();
     } else if (ex != s.end()) {
-      double v = ex->get<double>();
+      long double v = BoundValue(*ex);
       if (!*value || (lower ? v >= **value : v <= **value)) {
         *value = v;
         *is_exclusive = true;

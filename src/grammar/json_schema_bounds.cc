@@ -1,5 +1,6 @@
 #include "grammar/json_schema_bounds.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -100,7 +101,8 @@ std::string NonNegativeIntegers(unsigned long long lo, std::optional<unsigned lo
 namespace {
 
 // Values >= 0 within [lo, hi] (lo >= 0; each end inclusive or not).
-std::string NonNegative(double lo, bool lo_ex, std::optional<double> hi, bool hi_ex, bool integral) {
+std::string NonNegative(long double lo, bool lo_ex, std::optional<long double> hi, bool hi_ex,
+                        bool integral) {
   const long double lo_floor = std::floor(static_cast<long double>(lo));
   const bool lo_whole = lo_floor == lo;
   // Integers: from the least one in range.
@@ -117,21 +119,41 @@ std::string NonNegative(double lo, bool lo_ex, std::optional<double> hi, bool hi
   std::vector<std::string> alts;
   if (std::string i = integers(first, last); i != "never") {
     // A number may write a whole value with zeros after the point (3.0).
-    alts.push_back(integral ? i : Seq({i, "(\".\" \"0\"{1,16})?"}));
+    alts.push_back(integral ? i : Seq({i, "(\".\" \"0\"{1,15})?"}));
   }
   if (!integral) {
     // I.f lies in [I, I+1): inside when lo <= I (lo < I if exclusive) and
-    // I + 1 <= hi.
+    // I + 1 <= hi. Fractions have at most 15 digits; below an exclusive
+    // whole hi, the last I's fraction keeps within 15 significant digits,
+    // so that no text reads back (in double precision, as clients check)
+    // as hi itself.
     std::optional<long double> frac_last;
     if (hi) frac_last = std::floor(static_cast<long double>(*hi)) - 1;
-    if (std::string i = integers(first, frac_last); i != "never") {
-      alts.push_back(Seq({i, "\".\"", "[0-9]{1,17}"}));
+    const bool tight_top = hi && hi_ex && std::floor(*hi) == *hi && frac_last && *frac_last >= 0;
+    auto precise = [](long double i) {
+      const int digits = static_cast<int>(std::to_string(static_cast<unsigned long long>(i)).size());
+      return std::max(1, 15 - digits);
+    };
+    std::optional<long double> bulk_last = frac_last;
+    if (tight_top) bulk_last = *frac_last - 1;
+    if (std::string i = integers(first, bulk_last); i != "never") {
+      alts.push_back(Seq({i, "\".\"", "[0-9]{1,15}"}));
     }
-    // An exclusive whole lower bound with a fraction that is not zero.
+    if (tight_top && *frac_last >= first && *frac_last <= static_cast<long double>(kMaxInteger)) {
+      alts.push_back(Seq({Quoted(std::to_string(static_cast<unsigned long long>(*frac_last))), "\".\"",
+                          "[0-9]{1," + std::to_string(precise(*frac_last)) + "}"}));
+    }
+    // An exclusive whole lower bound with a fraction that is not zero: its
+    // first nonzero digit within 15 significant digits (so that the text
+    // does not read back as lo), then any digits (only zeros when lo + 1
+    // is an exclusive hi: the tail could otherwise round up to it).
     if (lo_ex && lo_whole && (!frac_last || lo_floor <= *frac_last) &&
         lo_floor <= static_cast<long double>(kMaxInteger)) {
+      const int k = precise(lo_floor);
+      const bool capped = tight_top && lo_floor == *frac_last;
       alts.push_back(Seq({Quoted(std::to_string(static_cast<unsigned long long>(lo_floor)) + '.'),
-                          "\"0\"{0,15}", "[1-9]", "[0-9]{0,15}"}));
+                          k > 1 ? "[0-9]{0," + std::to_string(k - 1) + "}" : "", "[1-9]",
+                          capped ? "\"0\"{0,14}" : "[0-9]{0,14}"}));
     }
   }
   return Join(alts);
@@ -144,7 +166,7 @@ std::string BoundedNumber(const NumberBounds& b, bool integral) {
   // v >= 0: [max(lo, 0), hi].
   const bool any_non_negative = !b.hi || *b.hi > 0 || (*b.hi == 0 && !b.hi_exclusive);
   if (any_non_negative) {
-    double lo = 0;
+    long double lo = 0;
     bool lo_ex = false;
     if (b.lo && *b.lo >= 0) lo = *b.lo, lo_ex = b.lo_exclusive;
     if (std::string e = NonNegative(lo, lo_ex, b.hi, b.hi_exclusive, integral); e != "never") {
@@ -154,10 +176,10 @@ std::string BoundedNumber(const NumberBounds& b, bool integral) {
   // v < 0 as "-" and its magnitude m = -v in (0, -lo] above max(-hi, 0).
   const bool any_negative = !b.lo || *b.lo < 0;
   if (any_negative) {
-    double mlo = 0;
+    long double mlo = 0;
     bool mlo_ex = true;  // m > 0 ("-0" is not spelled)
     if (b.hi && *b.hi < 0) mlo = -*b.hi, mlo_ex = b.hi_exclusive;
-    std::optional<double> mhi;
+    std::optional<long double> mhi;
     if (b.lo) mhi = -*b.lo;
     if (std::string e = NonNegative(mlo, mlo_ex, mhi, b.lo_exclusive, integral); e != "never") {
       alts.push_back(Seq({"\"-\"", e}));

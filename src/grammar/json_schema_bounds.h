@@ -9,7 +9,9 @@
 // number may be written only as an integer or as `int.frac` whose integer
 // part already keeps it inside (for `minimum: 0.5` the values from 1 on;
 // no exponents). The texts stay within the 18 integer digits the schema's
-// plain `integer` and `number` rules allow.
+// plain `integer` and `number` rules allow, and fractions within 15 digits
+// (a longer one next to a bound, 2.9999999999999999 below 3, reads back as
+// the bound itself in double precision, which is how clients check).
 #pragma once
 
 #include <optional>
@@ -18,7 +20,7 @@
 namespace waste::schema {
 
 struct NumberBounds {
-  std::optional<double> lo, hi;  // absent: unbounded on that side
+  std::optional<long double> lo, hi;  // absent: unbounded on that side
   bool lo_exclusive = false, hi_exclusive = false;
 };
 

@@ -112,7 +112,13 @@ Ranges Normalized(Ranges r) {
 
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const Ranges kSpace = {{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x2028, 0x2029}, {0xFEFF, 0xFEFF}};
+// ECMAScript's WhiteSpace and LineTerminator (what \s matches).
+const Ranges kSpace = {{'\t', '\r'},     {' ', ' '},         {0xA0, 0xA0},     {0x1680, 0x1680},
+                       {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                       {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+// What `.` leaves out besides the characters JSON escapes: the line
+// terminators above 0x1f (\n and \r are among those JSON escapes).
+const Ranges kDotExcludes = {{0x2028, 0x2029}};
 
 // open + inner + close, built by appending (GCC 12 warns falsely about
 // `"literal" + std::string` chains: -Wrestrict).
@@ -158,8 +164,6 @@ std::string PositiveClass(const Ranges& in) {
   }
   if (!plain.empty()) alts.insert(alts.begin(), Bracketed("[", ClassBody(plain), "]"));
   if (alts.empty()) return "never";
-  if (alts.size() == 1) return alts[0];
-  std::string out = "(";
   return Alternatives(alts);
 }
 
@@ -186,7 +190,8 @@ class Parser {
       }
     }
     std::string body;
-    WASTE_TRY(Alternation(&body, 0));
+    bool nullable = false;
+    WASTE_TRY(Alternation(&body, 0, &nullable));
     if (i_ < p_.size()) return Unsupported("an unmatched ')'");
     *out = "\"\\\"\"";
     if (!anchored_start) *out += " char*";
@@ -203,12 +208,18 @@ class Parser {
   bool More() const { return i_ < p_.size(); }
   char32_t Peek() const { return p_[i_]; }
 
-  Status Alternation(std::string* out, int depth) {
+  // Each also says whether what it parsed can match the empty string: a
+  // repetition of such a part is refused (Quantifier), as the matcher
+  // would try exponentially many ways of repeating nothing.
+  Status Alternation(std::string* out, int depth, bool* nullable) {
     if (depth > kMaxDepth) return Unsupported("nesting deeper than 64 groups");
     std::vector<std::string> alts;
+    *nullable = false;
     while (true) {
       std::string seq;
-      WASTE_TRY(Sequence(&seq, depth));
+      bool seq_nullable = true;
+      WASTE_TRY(Sequence(&seq, depth, &seq_nullable));
+      *nullable = *nullable || seq_nullable;
       alts.push_back(seq.empty() ? "\"\"" : seq);
       if (More() && Peek() == '|') {
         ++i_;
@@ -224,17 +235,24 @@ class Parser {
     return Status::Ok();
   }
 
-  Status Sequence(std::string* out, int depth) {
+  Status Sequence(std::string* out, int depth, bool* nullable) {
+    *nullable = true;
     while (More() && Peek() != '|' && Peek() != ')') {
       std::string atom;
-      WASTE_TRY(Atom(&atom, depth));
-      WASTE_TRY(Quantifier(&atom));
-      if (!atom.empty()) *out += (out->empty() ? "" : " ") + atom;
+      bool atom_nullable = false;
+      WASTE_TRY(Atom(&atom, depth, &atom_nullable));
+      WASTE_TRY(Quantifier(&atom, &atom_nullable));
+      *nullable = *nullable && atom_nullable;
+      if (!atom.empty()) {
+        if (!out->empty()) *out += ' ';
+        *out += atom;
+      }
     }
     return Status::Ok();
   }
 
-  Status Atom(std::string* out, int depth) {
+  Status Atom(std::string* out, int depth, bool* nullable) {
+    *nullable = false;
     char32_t c = p_[i_++];
     switch (c) {
       case '^':
@@ -242,7 +260,7 @@ class Parser {
         --i_;
         return Unsupported(std::string("'") + static_cast<char>(c) + "' inside the pattern");
       case '.':
-        *out = std::string("[^") + kNeedsEscape + "]";
+        *out = NegatedClass(kDotExcludes);
         return Status::Ok();
       case '[':
         return Class(out);
@@ -259,7 +277,7 @@ class Parser {
           }
         }
         std::string inner;
-        WASTE_TRY(Alternation(&inner, depth + 1));
+        WASTE_TRY(Alternation(&inner, depth + 1, nullable));
         if (!More() || Peek() != ')') return Unsupported("an unterminated group");
         ++i_;
         *out = inner.empty() ? std::string("\"\"") : Bracketed("(", inner, ")");
@@ -400,12 +418,15 @@ class Parser {
   }
 
   // * + ? {n} {n,} {n,m} after an atom, and a lazy `?` after those.
-  Status Quantifier(std::string* atom) {
+  Status Quantifier(std::string* atom, bool* nullable) {
     if (!More()) return Status::Ok();
     char32_t c = Peek();
     std::string q;
+    int lo = 0, hi = -1;
     if (c == '*' || c == '+' || c == '?') {
       q = std::string(1, static_cast<char>(c));
+      lo = c == '+' ? 1 : 0;
+      hi = c == '?' ? 1 : -1;
       ++i_;
     } else if (c == '{') {
       size_t j = i_ + 1;
@@ -419,7 +440,6 @@ class Parser {
         *v = static_cast<int>(n);
         return j > start;
       };
-      int lo = 0, hi = -1;
       if (!number(&lo)) return Status::Ok();  // a literal '{' (as browsers read it)
       if (j < p_.size() && p_[j] == ',') {
         ++j;
@@ -447,6 +467,10 @@ class Parser {
       if (Peek() != '{') return Unsupported("a quantifier after a quantifier");
     }
     if (*atom == "\"\"") return Status::Ok();
+    if (*nullable && hi != 0 && hi != 1) {
+      return Unsupported("repeating a part that can match nothing (as in (a*)* or (a|b?)+)");
+    }
+    if (lo == 0) *nullable = true;
     *atom = Bracketed("(", *atom, ")") + q;
     return Status::Ok();
   }

@@ -11,10 +11,17 @@
 // Refused (kUnsupported, naming the construct): lookaround, back
 // references, \b \B, \p{...}, anchors elsewhere, counts above 1000.
 //
+// Also refused: repeating (*, +, {n,m} with m > 1) a part that can match
+// the empty string, as in (a*)* or (a|b?)+: the matcher would try
+// exponentially many ways of repeating nothing.
+//
 // The text is JSON: a `"`, `\` or control character the pattern asks for
 // is written escaped (\" \\ \n \u000b ...). `.` and negated classes match
 // characters that need no escape (sound: the model may not spell a quote
-// through `.`, a narrowing no real pattern notices).
+// through `.`, a narrowing no real pattern notices); `.` also leaves out
+// U+2028 and U+2029, and \s is ECMAScript's whitespace. Characters are code
+// points, as with the `u` flag (without it, `.` would take half of an
+// astral character).
 #pragma once
 
 #include <string>

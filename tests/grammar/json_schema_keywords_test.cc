@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -149,6 +150,45 @@ TEST(JsonSchemaBounds, Draft4BooleanExclusiveAndTheStricterBoundWins) {
   EXPECT_EQ(bad.error().code(), Errc::kFormat);
 }
 
+// Values a client checking in double precision would read back as the
+// bound itself are not spelled; integer bounds beyond 2^53 stay exact.
+TEST(JsonSchemaBounds, NothingReadsBackAsAnExclusiveBound) {
+  auto below3 = Schema(R"({"type": "number", "exclusiveMaximum": 3})");
+  EXPECT_FALSE(Accepts(below3, "2.9999999999999999"));
+  EXPECT_TRUE(Accepts(below3, "2.99999999999999"));
+  EXPECT_TRUE(Accepts(below3, "2.5"));
+  auto below100k = Schema(R"({"type": "number", "exclusiveMaximum": 100000})");
+  EXPECT_FALSE(Accepts(below100k, "99999.999999999999"));
+  EXPECT_TRUE(Accepts(below100k, "99999.5"));
+  auto above2 = Schema(R"({"type": "number", "exclusiveMinimum": 2})");
+  EXPECT_FALSE(Accepts(above2, "2.0000000000000001"));
+  EXPECT_TRUE(Accepts(above2, "2.00000000000001"));
+  auto between = Schema(R"({"type": "number", "exclusiveMinimum": 2, "exclusiveMaximum": 3})");
+  EXPECT_TRUE(Accepts(between, "2.5"));
+  EXPECT_TRUE(Accepts(between, "2.50"));
+  EXPECT_FALSE(Accepts(between, "2.99999999999999999"));
+  if (std::numeric_limits<long double>::digits >= 64) {
+    auto huge = Schema(R"({"type": "integer", "minimum": 9007199254740993})");
+    EXPECT_FALSE(Accepts(huge, "9007199254740992"));
+    EXPECT_TRUE(Accepts(huge, "9007199254740993"));
+  }
+}
+
+// What a grammar of one alternative cannot say together is refused, not
+// half applied.
+TEST(JsonSchemaBounds, KeywordsBesideEnumOrAllOfAreRefusedNotDropped) {
+  for (const char* schema : {R"({"enum": [1, 2, 3], "minimum": 2})",
+                             R"({"allOf": [{"type": "number"}], "minimum": 5})",
+                             R"({"allOf": [{"type": "string"}], "pattern": "^x$"})",
+                             R"({"anyOf": [{"type": "string"}, {"type": "null"}], "maxLength": 2})"}) {
+    auto g = Grammar::FromJsonSchema(schema);
+    ASSERT_FALSE(g.has_value()) << schema;
+    EXPECT_EQ(g.error().code(), Errc::kUnsupported) << schema;
+  }
+  // Annotations beside allOf stay fine (what Pydantic writes for a field).
+  EXPECT_NE(Schema(R"({"allOf": [{"type": "integer"}], "description": "d", "default": 1})"), nullptr);
+}
+
 struct PatternCase {
   const char* pattern;
   const char* json;  // the string's JSON text, quotes included
@@ -192,7 +232,14 @@ TEST(JsonSchemaPattern, MatchesAsJsonSpellsTheString) {
       {"^a{0}b$", R"("b")", true},
       {"^(ab)*?c$", R"("ababc")", true},
       {"^[]$", R"("")", false},
+      // `.` leaves out the line terminators; \s is ECMAScript's whitespace.
+      {"^a.b$", "\"a\xe2\x80\xa8" "b\"", false},
+      {"^a.b$", "\"a\xc3\xa9" "b\"", true},
+      {"^\\S$", "\"\xe3\x80\x80\"", false},
+      {"^\\S$", "\"\xe2\x80\x80\"", false},
+      {"^\\s$", "\"\xe3\x80\x80\"", true},
   };
+
   for (const PatternCase& c : cases) {
     const std::string schema = R"({"type": "string", "pattern": )" + nlohmann::json(c.pattern).dump() + "}";
     auto g = Schema(schema);
@@ -207,7 +254,12 @@ TEST(JsonSchemaPattern, WhatCannotBeAGrammarIsRefusedByName) {
       {"\\bword", "word boundary"},   {"^\\p{L}+$", "Unicode properties"},
       {"^a$b", "'$' inside"},           {"^a{2000}$", "count above"},
       {"^(a", "unterminated group"},    {"^[a-", "unterminated class"},
-      {"a**", "quantifier after"},      {"^[\\D]$", "inside a class"}};
+      {"a**", "quantifier after"},      {"^[\\D]$", "inside a class"},
+      // The matcher would try exponentially many ways of repeating nothing.
+      {"^([a-z]*|[0-9]*)+$", "match nothing"}, {"^(a*|b*)*$", "match nothing"},
+      {"(a|b?|c?)*x", "match nothing"},        {"^((a?)?)*$", "match nothing"},
+      {"^(a?){3}$", "match nothing"}};
+
   for (const auto& [pattern, what] : refused) {
     const std::string schema = R"({"type": "string", "pattern": )" + nlohmann::json(pattern).dump() + "}";
     auto g = Grammar::FromJsonSchema(schema);
