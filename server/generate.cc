@@ -4,10 +4,10 @@
 
 #include "chat_turn.h"
 #include "constraint.h"
-#include "thinking_budget.h"
 #include "follow_on.h"
 #include "generate_common.h"
 #include "logprobs.h"
+#include "thinking_budget.h"
 
 namespace waste::server {
 namespace {

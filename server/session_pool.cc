@@ -238,10 +238,13 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     from = static_cast<size_t>(best_len);
     // Going back to the request's mark dropped the follow-on's further on;
     // to an earlier point, the request's too (set again below).
+    // The request's mark is put there too at once (a copy), so that a
+    // prefill stopped before its end still leaves the slot a valid point.
+    const bool request_here = earlier && session.CopyMark(mark, kRequestMark).ok();
     if (mark == kRequestMark || earlier) {
       std::lock_guard<std::mutex> lock(mu_);
       slot.ahead.clear();
-      if (earlier) slot.tokens.resize(from);
+      if (earlier) slot.tokens.resize(request_here ? from : 0);
     }
     DropEarlierPast(slot, from);
   } else {

@@ -160,6 +160,15 @@ TEST(PrefixReuse, AnEditedEarlierTurnResumesFromAnEarlierPoint) {
   }));
   EXPECT_EQ(resumed, fresh);
 
+  // A prefill stopped right after going back to an earlier point leaves the
+  // slot that point: the next try resumes there, not from position 0.
+  { SessionPool::Run done = std::move(*run); }  // gives the slot back
+  auto stopped = (*pool)->Prepare(t4, [] { return true; });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code(), Errc::kCancelled);
+  EXPECT_TRUE(SameBits(Resumed(**pool, t4, &cached, nullptr, &earlier), Fresh(ref, t4)));
+  EXPECT_EQ(cached, point(t2));
+
   // Without earlier points (the same engine, marks to spare): starts over.
   auto plain = SessionPool::Create(*engine, 1, /*follow_on=*/true, /*earlier_points=*/0);
   ASSERT_TRUE(plain);
