@@ -100,7 +100,7 @@ inline std::vector<Json> ParseSse(const std::string& body) {
 // sessions, rewind marks), for the tests of concurrent requests.
 inline std::unique_ptr<Engine> TwoSlotEngine() {
   Config cfg;
-  cfg.rewind_marks = SessionPool::kMarks;
+  cfg.rewind_marks = RewindMarksFor(ServeOptions{});  // with the earlier points
   cfg.max_sessions = 2;
   auto engine = Engine::Open(TinyTokContainer(), cfg);
   EXPECT_TRUE(engine) << engine.error().ToString();
