@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/json_schema.h"
+#include "grammar/gbnf_literal.h"
 #include "grammar/json_schema_bounds.h"
 #include "grammar/json_schema_pattern.h"
 #include "base/exception_status.h"
@@ -55,23 +56,8 @@ const std::set<std::string> kSupported = {
     "definitions", "format", "minLength", "maxLength", "nullable", "additionalItems",
     "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
-// A GBNF string literal for raw text.
-std::string Literal(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
-}
+using schema::GbnfLiteral;
+std::string Literal(const std::string& text) { return GbnfLiteral(text); }
 
 // Compact JSON text of a value as the matcher sees it (non-ASCII raw).
 std::string JsonText(const Json& v) {

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/gbnf_literal.h"
+
 namespace waste::schema {
 namespace {
 
@@ -37,24 +39,6 @@ std::string Utf8(char32_t c) {
     out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
   }
   return out;
-}
-
-// A GBNF string literal of raw bytes.
-std::string GbnfLiteral(const std::string& bytes) {
-  std::string out = "\"";
-  for (unsigned char c : bytes) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
 }
 
 // One character as it stands in a JSON string's text.
