@@ -191,6 +191,23 @@ TEST_F(ThinkingBudgetServe, ACappedReplyKeepsTheFirstThoughtsAndAnswers) {
   EXPECT_EQ(e3["error"]["param"], "reasoning.max_tokens");
 }
 
+// With response_format the reply grammar and the cap both hold: the
+// reasoning ends at the cap and the answer is the JSON the grammar asks for.
+TEST_F(ThinkingBudgetServe, ComposesWithAResponseFormat) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  for (int cap : {0, 3}) {
+    auto [st, reply] = PostJson(c, "/v1/chat/completions",
+                                Chat({{"reasoning", {{"max_tokens", cap}}}, {"max_tokens", 60},
+                                      {"response_format", {{"type", "json_object"}}}}));
+    ASSERT_EQ(st, 200) << reply.dump();
+    EXPECT_LE(ReasoningTokens(reply), cap);
+    const Json& content = reply["choices"][0]["message"]["content"];
+    ASSERT_TRUE(content.is_string()) << reply.dump();
+    EXPECT_TRUE(ParseBody(content.get<std::string>()).is_object()) << content;
+  }
+}
+
 TEST_F(ThinkingBudgetServe, TheServersDefaultCapsRequestsThatNameNone) {
   std::string capped_thought, own_cap_thought;
   {
