@@ -2,6 +2,8 @@
 // the chat completions body it means (anthropic_request.h).
 #include "anthropic_request.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace waste::server {
@@ -219,6 +221,38 @@ std::optional<ApiError> ToolChoice(const Json& choice, Json* chat) {
   return std::nullopt;
 }
 
+// output_config: `effort` as the chat route's reasoning_effort (xhigh is
+// K3's max), `format` (structured outputs: a JSON Schema) as its
+// response_format json_schema.
+std::optional<ApiError> OutputConfig(const Json& output, Json* chat) {
+  if (!output.is_object()) return BadRequest("'output_config' must be an object", "output_config");
+  if (const Json* effort = Field(output, "effort"); effort && !effort->is_null()) {
+    static const std::pair<const char*, const char*> kEfforts[] = {
+        {"low", "low"}, {"medium", "medium"}, {"high", "high"}, {"xhigh", "max"}, {"max", "max"}};
+    const auto* found = std::find_if(std::begin(kEfforts), std::end(kEfforts),
+                                     [&](const auto& e) { return *effort == e.first; });
+    if (found == std::end(kEfforts)) {
+      return BadRequest("'output_config.effort' must be 'low', 'medium', 'high', 'xhigh' or 'max'",
+                        "output_config.effort");
+    }
+    // Without thinking the effort has nothing to steer on K3 (chat would
+    // call the pair a contradiction; Anthropic's effort also shapes the
+    // answer, which K3 has no control for).
+    if (chat->value("thinking", true)) (*chat)["reasoning_effort"] = found->second;
+  }
+  if (const Json* format = Field(output, "format"); format && !format->is_null()) {
+    const Json* type = format->is_object() ? Field(*format, "type") : nullptr;
+    const Json* schema = format->is_object() ? Field(*format, "schema") : nullptr;
+    if (!type || *type != "json_schema" || !schema || !schema->is_object()) {
+      return BadRequest("'output_config.format' must be {\"type\": \"json_schema\", \"schema\": {...}}",
+                        "output_config.format");
+    }
+    (*chat)["response_format"] = {{"type", "json_schema"},
+                                  {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
@@ -251,9 +285,19 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
   }
   if (const Json* thinking = Field(body, "thinking")) {
     const Json* type = thinking->is_object() ? Field(*thinking, "type") : nullptr;
-    if (!type || (*type != "enabled" && *type != "disabled")) {
-      return BadRequest("'thinking.type' must be 'enabled' or 'disabled'", "thinking.type");
-    }
+    // adaptive (the model decides how much to think) and between_tools are
+    // thinking on for K3, whose think channel opens every turn and whose
+    // length is its own unless capped.
+    if (type && (*type == "adaptive" || *type == "between_tools")) {
+      if (const Json* display = Field(*thinking, "display");
+          display && !display->is_null() && *display != "summarized" && *display != "omitted") {
+        return BadRequest("'thinking.display' must be 'summarized' or 'omitted'", "thinking.display");
+      }
+      (*chat)["thinking"] = true;
+    } else if (!type || (*type != "enabled" && *type != "disabled")) {
+      return BadRequest("'thinking.type' must be 'enabled', 'disabled', 'adaptive' or 'between_tools'",
+                        "thinking.type");
+    } else {
     if (const Json* budget = Field(*thinking, "budget_tokens")) {
       // Enforced (the think channel is closed when it is spent); not held
       // to Anthropic's minimum of 1024, which protects their service's
@@ -265,6 +309,10 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
       if (*type == "enabled") (*chat)["reasoning"] = {{"max_tokens", *budget}};
     }
     (*chat)["thinking"] = *type == "enabled";
+    }
+  }
+  if (const Json* output = Field(body, "output_config")) {
+    if (auto e = OutputConfig(*output, chat)) return e;
   }
   if (const Json* stops = Field(body, "stop_sequences")) {
     if (!stops->is_array()) return BadRequest("'stop_sequences' must be an array of strings", "stop_sequences");
@@ -295,6 +343,7 @@ void RenameChatFieldsForMessages(ApiError* e) {
     ReplaceAll(s, "'stop'", "'stop_sequences'");
     ReplaceAll(s, "'continue_final_message'", "a final assistant message (a prefill)");
     ReplaceAll(s, "'parallel_tool_calls'", "'tool_choice.disable_parallel_tool_use'");
+    ReplaceAll(s, "response_format", "output_config.format");
   };
   rename(&e->message);
   if (e->param) {
@@ -304,6 +353,7 @@ void RenameChatFieldsForMessages(ApiError* e) {
     if (p == "thinking") p = "thinking.type";
     if (p == "continue_final_message") p = "messages";
     if (p == "parallel_tool_calls") p = "tool_choice.disable_parallel_tool_use";
+    if (p == "reasoning_effort") p = "output_config.effort";
     if (p.rfind("messages", 0) == 0) {
       // The chat message index counts the system prompt and the tool
       // messages the results became: point at the request's messages.

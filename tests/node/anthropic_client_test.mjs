@@ -188,6 +188,19 @@ try {
         `budget_tokens 3 closes the reasoning early and the model answers: ` +
         `${JSON.stringify(thinkingOf(capped))} of ${JSON.stringify(thinkingOf(free))}`);
 
+  // Adaptive thinking and an effort, as the current SDK's clients send them.
+  const adaptive = await client.messages.create({ model: "tiny", max_tokens: 12, messages: hello,
+    thinking: { type: "adaptive" }, output_config: { effort: "high" } });
+  check(adaptive.type === "message" && adaptive.content.some((b) => b.type === "thinking"),
+        "thinking adaptive with output_config.effort: a thinking block");
+  // Structured output through output_config.format.
+  const structured = await client.messages.create({ model: "tiny", max_tokens: 60, messages: hello,
+    thinking: { type: "disabled" }, output_config: { format: { type: "json_schema",
+      schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"],
+                additionalProperties: false } } } });
+  check(typeof JSON.parse(textOf(structured)).ok === "boolean",
+        "output_config.format: the text is the JSON the schema asks for: " + textOf(structured));
+
   // Errors: typed by the SDK, in Anthropic's shape on the wire.
   try {
     await client.messages.create({ model: "tiny", max_tokens: 8, messages: [

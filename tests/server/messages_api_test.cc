@@ -320,6 +320,68 @@ TEST_F(MessagesApi, ErrorsInAnthropicsShapeAndTheKeyHeader) {
   EXPECT_TRUE(ParseBody(chat->body)["error"].contains("code")) << chat->body;
 }
 
+// What the current SDK sends beyond the first Messages API: adaptive
+// thinking (thinking on, the model's own length), output_config.effort (the
+// chat route's reasoning_effort) and output_config.format (structured
+// outputs: the reply is the JSON the schema asks for).
+TEST_F(MessagesApi, AdaptiveThinkingEffortAndStructuredOutput) {
+  Running s{ServeOptions{}};
+  httplib::Client c = s.Client();
+  const Json hello = Json::array({{{"role", "user"}, {"content", "Hello"}}});
+  auto [es, enabled] = Post(c, "/v1/messages",
+                            {{"max_tokens", 12}, {"messages", hello}, {"thinking", {{"type", "enabled"}}}});
+  ASSERT_EQ(es, 200) << enabled.dump();
+  auto [as, adaptive] = Post(c, "/v1/messages",
+                             {{"max_tokens", 12}, {"messages", hello},
+                              {"thinking", {{"type", "adaptive"}, {"display", "summarized"}}}});
+  ASSERT_EQ(as, 200) << adaptive.dump();
+  EXPECT_EQ(adaptive["content"], enabled["content"]);
+  // The effort is K3's thinking-effort note: the same prompt as the chat
+  // route's reasoning_effort (the count says so).
+  auto [cs, counted] = Post(c, "/v1/messages/count_tokens",
+                            {{"messages", hello}, {"thinking", {{"type", "adaptive"}}},
+                             {"output_config", {{"effort", "high"}}}});
+  ASSERT_EQ(cs, 200) << counted.dump();
+  auto [ps, plain_count] = Post(c, "/v1/messages/count_tokens",
+                                {{"messages", hello}, {"thinking", {{"type", "adaptive"}}}});
+  ASSERT_EQ(ps, 200);
+  EXPECT_GT(counted["input_tokens"].get<int>(), plain_count["input_tokens"].get<int>());
+  auto [xs, xhigh] = Post(c, "/v1/messages/count_tokens",
+                          {{"messages", hello}, {"output_config", {{"effort", "xhigh"}}}});
+  auto [ms, max] = Post(c, "/v1/messages/count_tokens",
+                        {{"messages", hello}, {"output_config", {{"effort", "max"}}}});
+  EXPECT_EQ(xhigh, max);
+  // Structured output.
+  const Json schema = {{"type", "object"},
+                       {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}, {"maximum", 9}}}}},
+                       {"required", {"n"}},
+                       {"additionalProperties", false}};
+  auto [fs, formatted] = Post(c, "/v1/messages",
+                              {{"max_tokens", 60}, {"messages", hello}, {"thinking", {{"type", "disabled"}}},
+                               {"output_config", {{"format", {{"type", "json_schema"}, {"schema", schema}}}}}});
+  ASSERT_EQ(fs, 200) << formatted.dump();
+  std::string text = Blocks(formatted, "text", "text");
+  Json parsed = ParseBody(text);
+  ASSERT_TRUE(parsed.is_object()) << text;
+  EXPECT_GE(parsed["n"].get<int>(), 1);
+  EXPECT_LE(parsed["n"].get<int>(), 9);
+  // Bad values name the Messages field.
+  const std::pair<Json, const char*> refused[] = {
+      {{{"thinking", {{"type", "adaptive"}, {"display", "loud"}}}}, "thinking.display"},
+      {{{"output_config", {{"effort", "extreme"}}}}, "output_config.effort"},
+      {{{"output_config", {{"format", {{"type", "regex"}}}}}}, "output_config.format"},
+      {{{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "integer"}, {"multipleOf", 3}}}}}}}},
+       "output_config.format"}};
+  for (const auto& [extra, param] : refused) {
+    Json req = {{"max_tokens", 4}, {"messages", hello}};
+    for (auto& [k, v] : extra.items()) req[k] = v;
+    auto [st, err] = Post(c, "/v1/messages", req);
+    EXPECT_EQ(st, 400) << req.dump();
+    EXPECT_EQ(err["type"], "error") << err.dump();
+    EXPECT_EQ(err["error"]["param"], param) << err.dump();
+  }
+}
+
 // Anthropic's clients list models with `anthropic-version` set: they get
 // Anthropic's model objects (and errors); OpenAI's clients keep OpenAI's.
 TEST_F(MessagesApi, ModelsInAnthropicsShapeForAnthropicsClients) {
