@@ -52,24 +52,11 @@ std::shared_ptr<const waste::Grammar> PersonSchema() {
   return *g;
 }
 
-void BM_MaskInsideString(benchmark::State& state) {
-  auto vocab = SyntheticVocab();
-  waste::GrammarMatcher m(PersonSchema(), vocab);
-  m.AcceptText("{\"name\": \"Ad");
-  std::vector<float> logits(163841, 0.0f);
-  m.Mask(logits);  // warm the transition cache, as after the first step
-  for (auto _ : state) {
-    std::fill(logits.begin(), logits.end(), 0.0f);
-    m.Mask(logits);
-    benchmark::DoNotOptimize(logits.data());
-  }
-}
-BENCHMARK(BM_MaskInsideString)->Unit(benchmark::kMillisecond);
-
-void BM_MaskAfterBrace(benchmark::State& state) {
-  auto vocab = SyntheticVocab();
-  waste::GrammarMatcher m(PersonSchema(), vocab);
-  m.AcceptText("{");
+// The full mask after `prefix`, the transition cache warm.
+void MaskAfter(benchmark::State& state, const std::shared_ptr<const waste::Grammar>& g,
+               const char* prefix) {
+  waste::GrammarMatcher m(g, SyntheticVocab());
+  m.AcceptText(prefix);
   std::vector<float> logits(163841, 0.0f);
   m.Mask(logits);
   for (auto _ : state) {
@@ -78,6 +65,13 @@ void BM_MaskAfterBrace(benchmark::State& state) {
     benchmark::DoNotOptimize(logits.data());
   }
 }
+
+void BM_MaskInsideString(benchmark::State& state) {
+  MaskAfter(state, PersonSchema(), "{\"name\": \"Ad");
+}
+BENCHMARK(BM_MaskInsideString)->Unit(benchmark::kMillisecond);
+
+void BM_MaskAfterBrace(benchmark::State& state) { MaskAfter(state, PersonSchema(), "{"); }
 BENCHMARK(BM_MaskAfterBrace)->Unit(benchmark::kMillisecond);
 
 void BM_MaskFirstStepColdCache(benchmark::State& state) {
@@ -99,20 +93,6 @@ std::shared_ptr<const waste::Grammar> PatternSchema() {
       R"({"type": "object", "properties": {"code": {"type": "string", "pattern": "[A-Z]{2}-\\d{3}(?:-[a-z]+)?"},
           "age": {"type": "integer", "minimum": 18, "maximum": 120}}, "required": ["code", "age"]})");
   return *g;
-}
-
-// The full mask after `prefix`, the transition cache warm.
-void MaskAfter(benchmark::State& state, const std::shared_ptr<const waste::Grammar>& g,
-               const char* prefix) {
-  waste::GrammarMatcher m(g, SyntheticVocab());
-  m.AcceptText(prefix);
-  std::vector<float> logits(163841, 0.0f);
-  m.Mask(logits);
-  for (auto _ : state) {
-    std::fill(logits.begin(), logits.end(), 0.0f);
-    m.Mask(logits);
-    benchmark::DoNotOptimize(logits.data());
-  }
 }
 
 void BM_MaskInsidePattern(benchmark::State& state) {
