@@ -302,7 +302,7 @@ std::optional<ApiError> MessagesToChat(const Json& body, Json* chat) {
       // Enforced (the think channel is closed when it is spent); not held
       // to Anthropic's minimum of 1024, which protects their service's
       // answers, not this one's.
-      if (!budget->is_number_integer() || (!budget->is_number_unsigned() && budget->get<int64_t>() < 0)) {
+      if (!IsNonNegativeInteger(*budget)) {
         return BadRequest("'thinking.budget_tokens' must be a non-negative integer",
                           "thinking.budget_tokens");
       }

@@ -66,7 +66,7 @@ std::optional<ApiError> ParseSampling(const Json& body, SamplingRequest* out,
   out->temperature = temperature.value_or(0.0f);
   if (auto e = NumberIn(body, "top_p", 0.0, 1.0, &out->top_p)) return e;
   if (const Json* k = Field(body, "top_k")) {
-    if (!IsInteger(*k) || (k->is_number_integer() && k->get<int64_t>() < 0 && !k->is_number_unsigned())) {
+    if (!IsNonNegativeInteger(*k)) {
       return BadRequest("'top_k' must be a non-negative integer", "top_k");
     }
     uint64_t v = k->get<uint64_t>();
@@ -173,8 +173,7 @@ std::optional<ApiError> ParseLogprobs(const Json& body, bool chat, LogprobsReque
   auto count = [&](const char* name, int* n) -> std::optional<ApiError> {
     const Json* v = Field(body, name);
     if (!v) return std::nullopt;
-    if (!IsInteger(*v) || (!v->is_number_unsigned() && v->get<int64_t>() < 0) ||
-        v->get<uint64_t>() > static_cast<uint64_t>(kMaxTopLogprobs)) {
+    if (!IsNonNegativeInteger(*v) || v->get<uint64_t>() > static_cast<uint64_t>(kMaxTopLogprobs)) {
       return BadRequest(std::string("'") + name + "' must be an integer from 0 to " +
                             std::to_string(kMaxTopLogprobs),
                         name);
@@ -455,7 +454,7 @@ std::optional<ApiError> ParseThinkingBudget(const Json& body, int* budget) {
   const Json* r = Field(body, "reasoning");
   const Json* m = r && r->is_object() ? Field(*r, "max_tokens") : nullptr;
   if (!m) return std::nullopt;
-  if (!m->is_number_integer() || (!m->is_number_unsigned() && m->get<int64_t>() < 0)) {
+  if (!IsNonNegativeInteger(*m)) {
     return BadRequest("'reasoning.max_tokens' must be a non-negative integer",
                       "reasoning.max_tokens");
   }

@@ -207,7 +207,7 @@ struct HttpServer::Impl {
              {"engine", BuildInfo()},
              {"uptime_s", static_cast<int64_t>(up)}});
     } else if (path == "/v1/models") {
-      if (req.has_header("anthropic-version")) {
+      if (WantsAnthropicShape(req)) {
         Reply(res, 200, AnthropicModelList(options.model_id, started_unix, engine.info().ctx_tokens));
       } else {
         Reply(res, 200, {{"object", "list"}, {"data", Json::array({ModelObject()})}});
@@ -215,7 +215,7 @@ struct HttpServer::Impl {
     } else if (path.rfind("/v1/models/", 0) == 0) {
       std::string id = path.substr(11);
       if (id == options.model_id) {
-        Reply(res, 200, req.has_header("anthropic-version") ? AnthropicModel(id, started_unix, engine.info().ctx_tokens)
+        Reply(res, 200, WantsAnthropicShape(req) ? AnthropicModel(id, started_unix, engine.info().ctx_tokens)
                                                             : ModelObject());
       } else {
         Fail(res, {404, "not_found_error", "no such model: " + id, "model", std::nullopt});

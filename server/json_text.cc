@@ -201,4 +201,8 @@ const Json* Field(const Json& body, const char* name) {
   return &*it;
 }
 
+bool IsNonNegativeInteger(const Json& v) {
+  return v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0);
+}
+
 }  // namespace waste::server

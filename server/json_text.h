@@ -28,6 +28,9 @@ std::string PythonFloat(double v);
 // else nullptr (OpenAI treats an explicit null as absent).
 const Json* Field(const Json& body, const char* name);
 
+// An integer >= 0 (a count, a cap): what several request fields must be.
+bool IsNonNegativeInteger(const Json& v);
+
 // Parses request JSON the permissive way clients expect (duplicate keys
 // keep the last value). Returns false and sets `error` on failure,
 // including an object with more than kMaxJsonMembers members (then

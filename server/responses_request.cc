@@ -210,7 +210,7 @@ std::optional<ApiError> ResponsesToChat(const Json& body, Json* chat) {
     // The think channel's cap (OpenRouter's reasoning.max_tokens), checked
     // here so that no chat-side renaming touches its message.
     if (const Json* cap = Field(*reasoning, "max_tokens")) {
-      if (!cap->is_number_integer() || (!cap->is_number_unsigned() && cap->get<int64_t>() < 0)) {
+      if (!IsNonNegativeInteger(*cap)) {
         return BadRequest("'reasoning.max_tokens' must be a non-negative integer",
                           "reasoning.max_tokens");
       }

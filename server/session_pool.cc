@@ -69,6 +69,7 @@ int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit, i
   }
   // The earlier points are prefixes of `tokens`: the longest that `ids`
   // starts with.
+  if (s.earlier.empty()) return 0;
   const size_t shared =
       std::mismatch(s.tokens.begin(), s.tokens.begin() + static_cast<std::ptrdiff_t>(
                                                               std::min(s.tokens.size(), ids.size())),

@@ -57,7 +57,6 @@ const std::set<std::string> kSupported = {
     "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 using schema::GbnfLiteral;
-std::string Literal(const std::string& text) { return GbnfLiteral(text); }
 
 // Compact JSON text of a value as the matcher sees it (non-ASCII raw).
 std::string JsonText(const Json& v) {
@@ -178,7 +177,7 @@ class Compiler {
       }
       std::string alts;
       for (const Json& v : values) {
-        if (OfDeclaredType(s, v)) alts += (alts.empty() ? "" : " | ") + Literal(JsonText(v));
+        if (OfDeclaredType(s, v)) alts += (alts.empty() ? "" : " | ") + GbnfLiteral(JsonText(v));
       }
       *expr = alts.empty() ? "never" : "(" + alts + ")";
       return Status::Ok();
@@ -450,7 +449,7 @@ class Compiler {
       std::string excluded = "\"\\\\\\x00-\\x1f";
       for (const auto& [c, child] : trie[i].next) {
         if (c >= 0x80) continue;
-        std::string ch = Literal(std::string(1, static_cast<char>(c)));
+        std::string ch = GbnfLiteral(std::string(1, static_cast<char>(c)));
         add(ch + " " + rule[static_cast<size_t>(child)]);
         if (c == ']' || c == '\\' || c == '^' || c == '-' || c == '[') excluded += "\\";
         excluded.push_back(static_cast<char>(c));
@@ -470,7 +469,7 @@ class Compiler {
         std::string v;
         WASTE_TRY(Compile(it.value(), path + "/properties/" + it.key(), &v));
         names.push_back(it.key());
-        kvs.push_back(Literal(JsonText(Json(it.key()))) + " ws \":\" ws " + v);
+        kvs.push_back(GbnfLiteral(JsonText(Json(it.key()))) + " ws \":\" ws " + v);
       }
     }
     std::set<std::string> required;
@@ -482,7 +481,7 @@ class Compiler {
       if (std::find(names.begin(), names.end(), r) == names.end()) {
         // Required but undeclared: any value under that name.
         names.push_back(r);
-        kvs.push_back(Literal(JsonText(Json(r))) + " ws \":\" ws value");
+        kvs.push_back(GbnfLiteral(JsonText(Json(r))) + " ws \":\" ws value");
       }
     }
     std::string extra;  // one additional "key": value, or empty
