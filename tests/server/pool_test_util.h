@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,21 @@ inline std::vector<float> Resumed(SessionPool& pool, const std::vector<int>& ids
   auto l = run->session->Eval(run->rest);
   EXPECT_TRUE(l);
   return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+// `n` greedy tokens generated after feeding `ids` to `s` (empty when
+// Generate fails, which the caller's comparison then shows).
+inline std::vector<int> Greedy(Session& s, std::span<const int> ids, int n) {
+  GenParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  std::vector<int> out;
+  auto done = s.Generate(ids, p, [&](const TokenEvent& ev) {
+    out.push_back(ev.token);
+    return true;
+  });
+  EXPECT_TRUE(done) << done.error().ToString();
+  return out;
 }
 
 inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

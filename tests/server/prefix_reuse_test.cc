@@ -19,6 +19,7 @@ namespace waste::server {
 namespace {
 
 using testing::Fresh;
+using testing::Greedy;
 using testing::Ids;
 using testing::Resumed;
 using testing::SameBits;
@@ -79,20 +80,9 @@ TEST(PrefixReuse, ResumedPrefillIsBitIdenticalToAFreshOne) {
   // And the sampled tokens after a resumed prompt equal the fresh ones.
   auto run = (*pool)->Prepare(b);
   ASSERT_TRUE(run);
-  GenParams p;
-  p.temperature = 0;
-  p.max_tokens = 12;
-  std::vector<int> resumed, fresh;
-  ASSERT_TRUE(run->session->Generate(run->rest, p, [&](const TokenEvent& ev) {
-    resumed.push_back(ev.token);
-    return true;
-  }));
+  const std::vector<int> resumed = Greedy(*run->session, run->rest, 12);
   ref.Reset();
-  ASSERT_TRUE(ref.Generate(b, p, [&](const TokenEvent& ev) {
-    fresh.push_back(ev.token);
-    return true;
-  }));
-  EXPECT_EQ(resumed, fresh);
+  EXPECT_EQ(resumed, Greedy(ref, b, 12));
   EXPECT_EQ(resumed.size(), 12u);
 }
 
@@ -146,19 +136,9 @@ TEST(PrefixReuse, AnEditedEarlierTurnResumesFromAnEarlierPoint) {
   auto run = (*pool)->Prepare(t3_edited);
   ASSERT_TRUE(run);
   EXPECT_TRUE(run->resumed_earlier);
-  GenParams p;
-  p.max_tokens = 8;
-  std::vector<int> resumed, fresh;
-  ASSERT_TRUE(run->session->Generate(run->rest, p, [&](const TokenEvent& ev) {
-    resumed.push_back(ev.token);
-    return true;
-  }));
+  const std::vector<int> edited = Greedy(*run->session, run->rest, 8);
   ref.Reset();
-  ASSERT_TRUE(ref.Generate(t3_edited, p, [&](const TokenEvent& ev) {
-    fresh.push_back(ev.token);
-    return true;
-  }));
-  EXPECT_EQ(resumed, fresh);
+  EXPECT_EQ(edited, Greedy(ref, t3_edited, 8));
 
   // A prefill stopped right after going back to an earlier point leaves the
   // slot that point: the next try resumes there, not from position 0.
