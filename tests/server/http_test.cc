@@ -605,6 +605,46 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
+// --earlier-points over HTTP, as `waste serve` opens the engine: editing the
+// last user message of a three-turn chat resumes from the point the second
+// turn left (not from position 0), /metrics counts it, and the reply is the
+// one a server that never saw the conversation gives.
+TEST_F(HttpTest, AnEditedMessageResumesFromAnEarlierPoint) {
+  std::unique_ptr<Engine> engine = TwoSlotEngine();
+  ASSERT_NE(engine, nullptr);
+  Json edited_reply, edited_usage;
+  Json turns = Json::array({{{"role", "user"}, {"content", std::string(200, 'a') + " one"}}});
+  const auto post = [](httplib::Client& c, const Json& messages) {
+    auto [st, reply] = PostJson(c, "/v1/chat/completions",
+                                {{"messages", messages}, {"max_tokens", 6}, {"thinking", false}});
+    EXPECT_EQ(st, 200) << reply.dump();
+    return reply;
+  };
+  {
+    Running s{ServeOptions{}, engine.get()};
+    httplib::Client c = s.Client();
+    for (const char* next : {"two", "three"}) {
+      Json reply = post(c, turns);
+      turns.push_back({{"role", "assistant"}, {"content", reply["choices"][0]["message"]["content"]}});
+      turns.push_back({{"role", "user"}, {"content", std::string(200, next[0]) + " " + next}});
+    }
+    post(c, turns);
+    turns.back()["content"] = std::string(200, 'z') + " edited";
+    Json edited = post(c, turns);
+    EXPECT_GE(edited["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 256);
+    EXPECT_EQ(s.Metric("waste_earlier_point_cached_tokens_total"),
+              edited["usage"]["prompt_tokens_details"]["cached_tokens"].get<long>());
+    edited_reply = edited["choices"];
+    edited_usage = edited["usage"]["prompt_tokens"];
+  }
+  Running fresh{ServeOptions{}, engine.get()};
+  httplib::Client c = fresh.Client();
+  Json scratch = post(c, turns);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(scratch["choices"], edited_reply);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens"], edited_usage);
+}
+
 // --prompt-cache: with one slot, a conversation the slot gave up to
 // another is stored, and its next turn has its point loaded back (from the
 // store, past the first turn's own point) with the reply a server computes

@@ -85,6 +85,14 @@ TEST_F(ServePlan, OptionsSpelledAsElsewhere) {
   test::ProcessResult c = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "-c", "1024", "-t", "1"});
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
   EXPECT_NE(c.out.find("(ctx 1024)"), std::string::npos) << c.out;
+  // The new options parse and check their range.
+  test::ProcessResult budget = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--reasoning-budget", "64",
+                                           "--earlier-points", "3"});
+  EXPECT_EQ(budget.exit_code, 0) << budget.out << budget.err;
+  for (const char* bad : {"--reasoning-budget", "--earlier-points"}) {
+    test::ProcessResult refused = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", bad, "-5"});
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out << refused.err;
+  }
   test::ProcessResult typo = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--prot", "9"});
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("unknown option --prot; did you mean --port?"), std::string::npos) << typo.err;
