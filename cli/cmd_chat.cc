@@ -124,12 +124,11 @@ void PrintStats(const Engine& engine, const Options& o, const SessionCounters& c
 }  // namespace
 
 int ChatCommand(const Options& o) {
-  const std::optional<ChatTemplate> loaded = LoadTemplate(o, /*quiet=*/o.quiet);
-  const ChatTemplate* tmpl = loaded && loaded->usable() ? &*loaded : nullptr;
-  const bool templated = tmpl != nullptr;
-
   std::unique_ptr<Engine> engine = OpenEngine(o);
   if (!engine) return 1;
+  const std::optional<ChatTemplate> loaded = LoadTemplate(o, *engine, /*quiet=*/o.quiet);
+  const ChatTemplate* tmpl = loaded && loaded->usable() ? &*loaded : nullptr;
+  const bool templated = tmpl != nullptr;
   if (!engine->info().has_tokenizer) {  // every message would fail
     return Failure(o, "unsupported", "chat: " + NoTokenizer(o));
   }
@@ -138,11 +137,14 @@ int ChatCommand(const Options& o) {
   if (!o.quiet) {
     Say(BuildInfo());
     if (templated) {
-      Say("chat format from " + o.model() + "/chat.json");
+      Say(tmpl->stock_name.empty()
+              ? "chat format from " + tmpl->Source(o.model())
+              : "chat format: " + tmpl->Source(o.model()) + " (no chat.json; the tokenizer has its markers)");
     } else if (o.raw) {
       Say("raw continuation (--raw)");
     } else {
-      Say("no chat.json in " + o.model() + ": each line is continued as plain text,");
+      Say("no chat.json in " + o.model() + " and no built-in format fits its tokenizer:");
+      Say("each line is continued as plain text,");
       Say("so an instruct model is being asked to continue text, not to answer");
     }
     Say("/help lists the commands; /exit or Ctrl-D leaves, Ctrl-C stops a reply");

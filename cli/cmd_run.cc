@@ -47,10 +47,6 @@ int RunCommand(const Options& o) {
     ReportFailure("grammar", grammar.error(), grammar.error().message(), o);
     return 1;
   }
-  // --ids are fed as they are: no template.
-  const std::optional<ChatTemplate> tmpl =
-      o.ids_given ? std::nullopt : LoadTemplate(o, /*quiet=*/o.quiet);
-
   InstallInterruptHandlers();
   const Clock::time_point load_start = Clock::now();
   std::unique_ptr<Engine> engine = OpenEngine(o);
@@ -61,6 +57,9 @@ int RunCommand(const Options& o) {
     return 1;
   }
   PrintOpenNotes(*engine, o, /*budget_note=*/true);
+  // --ids are fed as they are: no template.
+  const std::optional<ChatTemplate> tmpl =
+      o.ids_given ? std::nullopt : LoadTemplate(o, *engine, /*quiet=*/o.quiet);
 
   // Templated = system turn, user turn, hand-over; else the prompt as
   // markup, echoed; each --image's media block before the text.

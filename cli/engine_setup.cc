@@ -212,9 +212,9 @@ bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segme
   return true;
 }
 
-std::optional<ChatTemplate> LoadTemplate(const Options& o, bool quiet) {
+std::optional<ChatTemplate> LoadTemplate(const Options& o, const Engine& engine, bool quiet) {
   if (o.raw) return std::nullopt;
-  Result<std::optional<ChatTemplate>> loaded = ChatTemplate::Load(o.model());
+  Result<std::optional<ChatTemplate>> loaded = engine.FindChatTemplate();
   if (!loaded.has_value()) {
     if (!quiet) Line("waste: " + loaded.error().message() + "; continuing without a template");
     return std::nullopt;

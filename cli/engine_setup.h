@@ -49,7 +49,7 @@ bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segme
 // MODEL/chat.json for run and chat: nullopt with --raw, when there is none,
 // or when it cannot be used (then a note on stderr unless `quiet`, and the
 // command continues untemplated).
-std::optional<ChatTemplate> LoadTemplate(const Options& options, bool quiet);
+std::optional<ChatTemplate> LoadTemplate(const Options& options, const Engine& engine, bool quiet);
 
 // The stop strings in force: every --stop when given, else the plan's
 // default (none when that is empty).

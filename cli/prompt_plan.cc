@@ -36,7 +36,9 @@ PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view s
 
 std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl, std::string_view system) {
   std::vector<PromptSegment> segments;
-  if (!Templated(tmpl) || system.empty()) return segments;
+  if (!Templated(tmpl)) return segments;
+  Add(&segments, SegmentMode::kMarkup, tmpl->begin);
+  if (system.empty()) return segments;
   Add(&segments, SegmentMode::kMarkup, tmpl->system_prefix);
   Add(&segments, SegmentMode::kPlain, system);
   Add(&segments, SegmentMode::kMarkup, tmpl->system_suffix);

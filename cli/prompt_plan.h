@@ -27,12 +27,14 @@ struct PromptPlan {
 
 // `run`. Templated unless `tmpl` is null or unusable or `raw`: then the
 // media blocks and the prompt are all markup (the user may write control
-// tokens on purpose). `system` is used only when templated and non-empty.
+// tokens on purpose). Templated: the opening (BuildChatSystemTurn), the
+// user turn, the hand-over.
 PromptPlan BuildRunPrompt(const ChatTemplate* tmpl, bool raw, std::string_view system,
                           std::span<const std::string> media_blocks, std::string_view prompt);
 
-// `chat`: the system turn evaluated once at start; empty without a usable
-// template or without system text.
+// `chat`: what a conversation opens with, evaluated once at start: the
+// template's `begin` (DeepSeek's BOS) and the system turn; empty without a
+// usable template, and the system turn left out without system text.
 std::vector<PromptSegment> BuildChatSystemTurn(const ChatTemplate* tmpl, std::string_view system);
 
 // `chat`: one typed line. Templated, the turn ends with "open" (or the

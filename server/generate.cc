@@ -92,7 +92,8 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     }
     ReplyParser parser = format.kind == ChatFormat::Kind::kXtml
                              ? ReplyParser(format.markers, chat.prompt.think_channel)
-                             : ReplyParser(format.stop_id);
+                             : ReplyParser(format.stop_id, format.tmpl.think_open,
+                                           format.tmpl.think_close);
     ChatTurn turn(std::move(parser), chat.stops, eos);
     std::vector<Json> deltas;
     // logprobs.content: every generated token but the end of the reply; a

@@ -837,7 +837,15 @@ std::string HttpServer::FormatDescription() const {
       return std::string("chat format XTML, thinking ") + (f.default_thinking ? "on" : "off") +
              " by default";
     case ChatFormat::Kind::kChatJson:
-      return "chat format chat.json: plain conversation only (no tools, no reasoning)";
+      if (!f.tmpl.stock_name.empty()) {
+        return "chat format " + f.tmpl.stock_name +
+               " (built in: no chat.json, the tokenizer has its markers): conversation and "
+               "<think> reasoning, no tools";
+      }
+      return f.tmpl.think_open.empty()
+                 ? "chat format chat.json: plain conversation only (no tools, no reasoning)"
+                 : "chat format chat.json: conversation and " + f.tmpl.think_open +
+                       " reasoning, no tools";
     default:
       return "no chat format (" + f.none_reason + "): /v1/chat/completions is refused";
   }

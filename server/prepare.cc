@@ -77,7 +77,7 @@ ApiError EngineError(const std::string& what, const Status& st) {
 std::string ChatFormat::Name() const {
   switch (kind) {
     case Kind::kXtml: return "xtml";
-    case Kind::kChatJson: return "chat.json";
+    case Kind::kChatJson: return tmpl.stock_name.empty() ? "chat.json" : tmpl.stock_name;
     default: return "none";
   }
 }
@@ -105,13 +105,16 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
     return f;
   }
   std::string xtml_why = "the tokenizer lacks the XTML markers (<|open|> <|close|> <|sep|> <|end_of_msg|>)";
-  auto loaded = ChatTemplate::Load(container_dir);
+  // chat.json, else a built-in format the tokenizer's markers fit (the
+  // DeepSeek-V3 / Kimi-K2 family's containers have no chat.json).
+  auto loaded = engine.FindChatTemplate();
   if (!loaded) {
     f.none_reason = xtml_why + ", and chat.json is unreadable: " + loaded.error().message();
     return f;
   }
   if (!loaded->has_value() || !(*loaded)->usable()) {
-    f.none_reason = xtml_why + ", and the container has no usable chat.json";
+    f.none_reason = xtml_why + ", the container has no usable chat.json, and its tokenizer "
+                    "lacks the markers of the built-in kimi and deepseek formats";
     return f;
   }
   f.tmpl = **loaded;

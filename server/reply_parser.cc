@@ -131,13 +131,19 @@ ReplyParser::ReplyParser(XtmlMarkers markers, bool think_channel) : m_(markers) 
   stack_.push_back(think_channel ? "think" : "response");
 }
 
-ReplyParser::ReplyParser(int stop_id) : xtml_(false), stop_id_(stop_id) {}
+ReplyParser::ReplyParser(int stop_id, std::string think_open, std::string think_close)
+    : xtml_(false),
+      stop_id_(stop_id),
+      think_open_(std::move(think_open)),
+      think_close_(std::move(think_close)),
+      tag_state_(think_open_.empty() || think_close_.empty() ? TagState::kContent
+                                                             : TagState::kStart) {}
 
 void ReplyParser::Push(int id, std::string_view piece) {
   if (done_) return;
   if (!xtml_) {
     if (id == stop_id_) done_ = true;
-    else content_.append(piece);
+    else EmitTagged(piece);
     return;
   }
   if (id == m_.end_of_msg) {
@@ -155,6 +161,68 @@ void ReplyParser::Push(int id, std::string_view piece) {
     pending_->append(piece);
   } else {
     Emit(piece);
+  }
+}
+
+// The reasoning starts at its first non-space character.
+void ReplyParser::AppendReasoning(std::string_view text) {
+  if (reasoning_.empty()) {
+    while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
+  }
+  reasoning_.append(text);
+}
+
+void ReplyParser::EmitTagged(std::string_view text) {
+  switch (tag_state_) {
+    case TagState::kContent:
+      content_.append(text);
+      return;
+    case TagState::kAfterThinking: {
+      size_t i = 0;
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (i == text.size()) return;
+      tag_state_ = TagState::kContent;
+      content_.append(text.substr(i));
+      return;
+    }
+    case TagState::kStart: {
+      held_.append(text);
+      size_t i = 0;
+      while (i < held_.size() && IsSpace(held_[i])) ++i;
+      const std::string_view rest = std::string_view(held_).substr(i);
+      if (rest.size() >= think_open_.size() && rest.substr(0, think_open_.size()) == think_open_) {
+        const std::string after(rest.substr(think_open_.size()));
+        held_.clear();
+        tag_state_ = TagState::kThinking;
+        EmitTagged(after);
+      } else if (rest.empty() || std::string_view(think_open_).substr(0, rest.size()) == rest) {
+        // all whitespace, or the open tag's beginning: wait
+      } else {
+        tag_state_ = TagState::kContent;
+        content_.append(held_);
+        held_.clear();
+      }
+      return;
+    }
+    case TagState::kThinking: {
+      held_.append(text);
+      const size_t close = held_.find(think_close_);
+      if (close != std::string::npos) {
+        const std::string after = held_.substr(close + think_close_.size());
+        held_.resize(close);
+        AppendReasoning(held_);
+        held_.clear();
+        tag_state_ = TagState::kAfterThinking;
+        EmitTagged(after);
+        return;
+      }
+      // Keep the longest end that may begin the close tag.
+      size_t keep = std::min(held_.size(), think_close_.size() - 1);
+      while (keep > 0 && held_.compare(held_.size() - keep, keep, think_close_, 0, keep) != 0) --keep;
+      AppendReasoning(std::string_view(held_).substr(0, held_.size() - keep));
+      held_.erase(0, held_.size() - keep);
+      return;
+    }
   }
 }
 
@@ -228,7 +296,13 @@ void ReplyParser::CloseElement(const std::string& raw) {
 }
 
 void ReplyParser::Finish() {
-  if (!xtml_) return;
+  if (!xtml_) {
+    // Held text was not a tag after all: what it would have been part of.
+    if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
+    else content_.append(held_);
+    held_.clear();
+    return;
+  }
   if (pending_) {
     // A header cut by the end of generation is text; one cut by the end
     // marker is discarded (the model closed the message on purpose).

@@ -7,7 +7,11 @@
 // <|close|>NAME<|sep|> with an element stack; <think> text is reasoning,
 // <response> (and anything unknown) is content, <tools>/<call> hold calls
 // whose <argument key= type=> or <json> children become the arguments.
-// chat.json: every piece is content until the stop id.
+// chat.json and the built-in formats: every piece is content until the
+// stop id; with think tags, a reply that opens (after whitespace) with the
+// open tag is reasoning up to the close tag, content after it (the text
+// convention of DeepSeek-R1 and Kimi-K2-Thinking; tags matched in the
+// text, so a tag split over tokens or spelled in plain tokens counts).
 #pragma once
 
 #include <optional>
@@ -42,8 +46,9 @@ class ReplyParser {
  public:
   // XTML; `think_channel`: the prompt opened <think>.
   ReplyParser(XtmlMarkers markers, bool think_channel);
-  // chat.json: plain text until `stop_id`.
-  explicit ReplyParser(int stop_id);
+  // chat.json: plain text until `stop_id`; reasoning between `think_open`
+  // and `think_close` at the start (both empty: none).
+  explicit ReplyParser(int stop_id, std::string think_open = {}, std::string think_close = {});
 
   void Push(int id, std::string_view piece);
   // End of generation (also after the end marker).
@@ -56,6 +61,9 @@ class ReplyParser {
 
  private:
   void Emit(std::string_view text);
+  // chat.json text through the think tags (tag_state_).
+  void EmitTagged(std::string_view text);
+  void AppendReasoning(std::string_view text);
   void OpenElement(const std::string& header);
   void CloseElement(const std::string& header);
   void CloseArgument();
@@ -74,6 +82,13 @@ class ReplyParser {
   bool json_active_ = false;
   bool call_open_ = false;  // the last call's element has not closed
   std::string json_text_;
+  // chat.json's think tags: before the reply's first non-space text, in
+  // the reasoning, past it (leading whitespace still dropped), or plain
+  // content; `held_` is text that may still be (part of) a tag.
+  enum class TagState { kStart, kThinking, kAfterThinking, kContent };
+  std::string think_open_, think_close_;
+  TagState tag_state_ = TagState::kContent;
+  std::string held_;
 };
 
 // "call_" + 24 random lowercase hex digits.

@@ -11,6 +11,7 @@
 // prompts from these is the CLI's business: cli/prompt_plan.h.)
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,15 +30,44 @@ struct ChatTemplate {
   std::string assistant_prefix;
   std::string assistant_suffix;
   std::string open;
+  // Markup once before a conversation's first turn (DeepSeek's
+  // <｜begin▁of▁sentence｜>); chat.json "begin".
+  std::string begin;
+  // The tags a reasoning model (DeepSeek-R1, Kimi-K2-Thinking) writes its
+  // thinking between at the start of a reply, e.g. "<think>", "</think>";
+  // chat.json "think": [open, close]. Empty: the format has none. Hosts
+  // show such text as reasoning and drop it from earlier turns.
+  std::string think_open;
+  std::string think_close;
+  // The built-in format's name ("kimi", "deepseek"); empty when read from
+  // a chat.json.
+  std::string stock_name;
 
   // Parses chat.json as real JSON: an object whose optional "system",
-  // "user" and "assistant" are [prefix, suffix] string pairs and whose
-  // optional "open" is a string; other keys are ignored; no length caps.
+  // "user" and "assistant" are [prefix, suffix] string pairs, whose
+  // optional "open" and "begin" are strings and optional "think" an
+  // [open, close] pair; other keys are ignored; no length caps.
   // kFormat (the message names `name` and the field) otherwise.
   WASTE_EXPORT static Result<ChatTemplate> Parse(std::string_view json, std::string_view name) noexcept;
   // <dir>/chat.json; nullopt when the container has none; kIo when it
   // exists but cannot be read; kFormat when it is malformed.
   WASTE_EXPORT static Result<std::optional<ChatTemplate>> Load(const std::string& container_dir) noexcept;
+
+  // The built-in format for a container without chat.json, chosen by the
+  // tokenizer: the first whose every marker `is_special` says is one
+  // special token. "kimi" (<|im_user|>user<|im_middle|>…<|im_end|>:
+  // Kimi-Linear, Kimi-K2, Kimi-K2-Thinking), "deepseek" (<｜User｜>…
+  // <｜Assistant｜>…<｜end▁of▁sentence｜>: DeepSeek-V3, DeepSeek-R1). Both
+  // know the <think> tags. nullopt when none fits (or memory ran out).
+  WASTE_EXPORT static std::optional<ChatTemplate> Stock(
+      const std::function<bool(std::string_view)>& is_special) noexcept;
+  // chat.json when the container has one, else Stock(is_special); errors
+  // as Load's.
+  WASTE_EXPORT static Result<std::optional<ChatTemplate>> ForContainer(
+      const std::string& container_dir, const std::function<bool(std::string_view)>& is_special) noexcept;
+  // Where the template comes from, for banners: "DIR/chat.json" or
+  // "the built-in kimi format".
+  WASTE_EXPORT std::string Source(const std::string& container_dir) const;
 
   // The template applies only with a user prefix, an assistant prefix or
   // an open string.

@@ -58,6 +58,8 @@ class WASTE_EXPORT Engine {
                                             bool add_bos) const noexcept;
   Result<std::string> Detokenize(std::span<const int> ids) const noexcept;
   std::string TokenPiece(int id) const noexcept;  // raw bytes, "" when unknown
+  // Model::FindChatTemplate.
+  Result<std::optional<ChatTemplate>> FindChatTemplate() const noexcept;
 
   // Feeds `ids` at the current position; returns the last position's logits
   // (valid until the next call). Prompt must fit: ctx - position >= n.

@@ -119,6 +119,11 @@ class WASTE_EXPORT Model {
                                             bool add_bos) const noexcept;
   Result<std::string> Detokenize(std::span<const int> ids) const noexcept;
   std::string TokenPiece(int id) const noexcept;  // raw bytes, "" when unknown
+  // The chat format prompts are built with: the container's chat.json,
+  // else the built-in format whose markers are all special tokens of this
+  // tokenizer (ChatTemplate::Stock), else nullopt; errors as
+  // ChatTemplate::Load's (a chat.json that exists and is bad).
+  Result<std::optional<ChatTemplate>> FindChatTemplate() const noexcept;
 
   // Hotlist (usage.waste, FORMAT.md §9.5); empty path = the configured one.
   Status SaveUsage(const std::string& path = "") const noexcept;

@@ -44,6 +44,9 @@ Result<std::vector<int>> Engine::TokenizeSegments(std::span<const PromptSegment>
                                                   bool add_bos) const noexcept {
   return model_->TokenizeSegments(segments, add_bos);
 }
+Result<std::optional<ChatTemplate>> Engine::FindChatTemplate() const noexcept {
+  return model_->FindChatTemplate();
+}
 Result<std::string> Engine::Detokenize(std::span<const int> ids) const noexcept {
   return model_->Detokenize(ids);
 }

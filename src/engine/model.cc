@@ -328,6 +328,16 @@ Result<std::vector<int>> Model::Tokenize(std::string_view text, bool markup,
   }
 }
 
+Result<std::optional<ChatTemplate>> Model::FindChatTemplate() const noexcept {
+  const Tokenizer* tokenizer = core_->tokenizer.get();
+  return ChatTemplate::ForContainer(core_->container->dir(), [tokenizer](std::string_view text) {
+    if (tokenizer == nullptr) return false;
+    const auto& specials = tokenizer->specials();
+    return std::any_of(specials.begin(), specials.end(),
+                       [&](const SpecialToken& s) { return s.text == text; });
+  });
+}
+
 Result<std::vector<int>> Model::TokenizeSegments(std::span<const PromptSegment> segments,
                                                  bool add_bos) const noexcept {
   if (!core_->tokenizer) return UnsupportedError("this container has no tokenizer");

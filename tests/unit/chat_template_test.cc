@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -215,6 +216,124 @@ TEST(PromptTokens, SegmentsAreEncodedSeparately) {
   expected.push_back(309);
   EXPECT_EQ(TokenizeSegments(tok, segs), expected);
   EXPECT_NE(TokenizeSegments(tok, segs), tok.Encode("hello world<|close|>", true));
+}
+
+TEST(ChatTemplateParse, BeginAndThinkTags) {
+  Result<ChatTemplate> t = ChatTemplate::Parse(
+      R"({"begin": "<s>", "user": ["U:", ""], "open": "A:", "think": ["<think>", "</think>"]})", "c");
+  ASSERT_TRUE(t.has_value()) << t.error().ToString();
+  EXPECT_EQ(t->begin, "<s>");
+  EXPECT_EQ(t->think_open, "<think>");
+  EXPECT_EQ(t->think_close, "</think>");
+  EXPECT_EQ(t->stock_name, "");
+  for (const char* bad : {R"({"begin": 1})", R"({"think": ["<think>"]})",
+                          R"({"think": ["<think>", ""]})", R"({"think": "<think>"})"}) {
+    Result<ChatTemplate> b = ChatTemplate::Parse(bad, "chat.json");
+    ASSERT_FALSE(b.has_value()) << bad;
+    EXPECT_NE(b.error().message().find("chat.json"), std::string::npos) << b.error().message();
+  }
+}
+
+// A tokenizer's special texts, as the predicate Model::FindChatTemplate
+// passes.
+auto SpecialsAre(std::vector<std::string> specials) {
+  return [specials](std::string_view text) {
+    return std::find(specials.begin(), specials.end(), text) != specials.end();
+  };
+}
+
+TEST(ChatTemplateStock, KimiMarkersGiveTheKimiFormat) {
+  // Kimi-K2's specials (it ships DeepSeek-V3's architecture, so only the
+  // tokenizer tells it apart).
+  std::optional<ChatTemplate> t = ChatTemplate::Stock(SpecialsAre(
+      {"[BOS]", "[EOS]", "<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>",
+       "<|im_middle|>", "<|tool_calls_section_begin|>"}));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->stock_name, "kimi");
+  EXPECT_EQ(t->user_prefix, "<|im_user|>user<|im_middle|>");
+  EXPECT_EQ(t->assistant_suffix, "<|im_end|>");
+  EXPECT_EQ(t->open, "<|im_assistant|>assistant<|im_middle|>");
+  EXPECT_EQ(t->begin, "");
+  EXPECT_EQ(t->think_open, "<think>");
+  EXPECT_TRUE(t->usable());
+  EXPECT_EQ(t->Source("/m"), "the built-in kimi format");
+}
+
+TEST(ChatTemplateStock, DeepSeekMarkersGiveTheDeepSeekFormat) {
+  std::optional<ChatTemplate> t = ChatTemplate::Stock(SpecialsAre(
+      {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+       "<think>", "</think>"}));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->stock_name, "deepseek");
+  EXPECT_EQ(t->begin, "<｜begin▁of▁sentence｜>");
+  EXPECT_EQ(t->user_prefix, "<｜User｜>");
+  EXPECT_EQ(t->user_suffix, "");
+  EXPECT_EQ(t->system_prefix, "");
+  EXPECT_EQ(t->assistant_prefix, "<｜Assistant｜>");
+  EXPECT_EQ(t->assistant_suffix, "<｜end▁of▁sentence｜>");
+  EXPECT_EQ(t->open, "<｜Assistant｜>");
+  // A reply ends at EOS or where it starts a user turn.
+  EXPECT_EQ(t->ReplyStops(), (std::vector<std::string>{"<｜end▁of▁sentence｜>", "<｜User｜>"}));
+}
+
+TEST(ChatTemplateStock, NoneWithoutEveryMarker) {
+  // One marker missing (or present only as text the tokenizer would split)
+  // is not the format: a half-fitting template would encode markers as
+  // ordinary text and fail silently.
+  EXPECT_FALSE(ChatTemplate::Stock(SpecialsAre({"<|im_end|>", "<|im_user|>", "<|im_assistant|>",
+                                                "<|im_middle|>"}))
+                   .has_value());
+  EXPECT_FALSE(ChatTemplate::Stock(SpecialsAre({"<｜User｜>", "<｜Assistant｜>",
+                                                "<｜end▁of▁sentence｜>"}))
+                   .has_value());
+  EXPECT_FALSE(ChatTemplate::Stock(SpecialsAre({})).has_value());
+  EXPECT_FALSE(ChatTemplate::Stock(SpecialsAre({"<|open|>", "<|close|>", "<|sep|>",
+                                                "<|end_of_msg|>"}))
+                   .has_value());
+}
+
+TEST(ChatTemplateStock, ChatJsonComesFirst) {
+  const fs::path dir = fs::temp_directory_path() / ("waste-stock-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto kimi = SpecialsAre({"<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>",
+                           "<|im_middle|>"});
+  // No chat.json: the stock format.
+  Result<std::optional<ChatTemplate>> t = ChatTemplate::ForContainer(dir.string(), kimi);
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->has_value());
+  EXPECT_EQ((*t)->stock_name, "kimi");
+  // A chat.json wins, whatever the tokenizer.
+  std::ofstream(dir / "chat.json") << R"({"user": ["U:", "\n"], "open": "A:"})";
+  t = ChatTemplate::ForContainer(dir.string(), kimi);
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->has_value());
+  EXPECT_EQ((*t)->user_prefix, "U:");
+  EXPECT_EQ((*t)->stock_name, "");
+  EXPECT_EQ((*t)->Source(dir.string()), dir.string() + "/chat.json");
+  // A bad one is an error, not a silent fallback.
+  std::ofstream(dir / "chat.json") << R"({"user": 3})";
+  t = ChatTemplate::ForContainer(dir.string(), kimi);
+  EXPECT_FALSE(t.has_value());
+  fs::remove_all(dir);
+}
+
+TEST(PromptAssembly, BeginOpensTheConversationOnce) {
+  ChatTemplate t = *ChatTemplate::Stock(SpecialsAre(
+      {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"}));
+  // chat: the opening holds BOS even without a system prompt; the turns do not.
+  EXPECT_EQ(BuildChatSystemTurn(&t, ""),
+            (std::vector<PromptSegment>{{M::kMarkup, "<｜begin▁of▁sentence｜>"}}));
+  EXPECT_EQ(BuildChatSystemTurn(&t, "Be brief."),
+            (std::vector<PromptSegment>{{M::kMarkup, "<｜begin▁of▁sentence｜>"},
+                                        {M::kPlain, "Be brief."}}));
+  EXPECT_EQ(BuildChatTurn(&t, {}, "hi").segments,
+            (std::vector<PromptSegment>{{M::kMarkup, "<｜User｜>"}, {M::kPlain, "hi"},
+                                        {M::kMarkup, "<｜Assistant｜>"}}));
+  // run: DeepSeek's template, for one question.
+  EXPECT_EQ(BuildRunPrompt(&t, false, "", {}, "hi").segments,
+            (std::vector<PromptSegment>{{M::kMarkup, "<｜begin▁of▁sentence｜>"},
+                                        {M::kMarkup, "<｜User｜>"}, {M::kPlain, "hi"},
+                                        {M::kMarkup, "<｜Assistant｜>"}}));
 }
 
 }  // namespace

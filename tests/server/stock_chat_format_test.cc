@@ -1,0 +1,257 @@
+// The built-in chat formats (waste/chat.h ChatTemplate::Stock) served: a
+// container without chat.json whose tokenizer has DeepSeek's or Kimi's
+// markers chats (before: 400 unsupported_chat_format); a reasoning model's
+// <think>…</think> becomes reasoning_content, streamed or not, whatever
+// the token boundaries; an earlier reply's reasoning is not rendered
+// again. The containers are the tiny fixture with its XTML specials
+// renamed to the family's markers (same ids), so the format is found the
+// way a converted DeepSeek-V3 or Kimi-K2 container's is.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chat_turn.h"
+#include "http_test_util.h"
+#include "prepare.h"
+#include "render.h"
+
+namespace waste::server {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ParseBody;
+using testing::PostJson;
+using testing::Running;
+
+// The fixture container with specials 307..310 and 315 renamed.
+class RenamedContainer {
+ public:
+  RenamedContainer(const std::string& tag, const std::map<int, std::string>& names)
+      : dir_(fs::temp_directory_path() /
+             ("waste-stock-" + tag + "-" + std::to_string(getpid()))) {
+    fs::remove_all(dir_);
+    fs::copy(testing::TinyTokContainer(), dir_, fs::copy_options::recursive);
+    std::string err;
+    Json specials;
+    std::ifstream in(dir_ / "specials.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(ParseJson(text, &specials, &err)) << err;
+    for (Json& s : specials) {
+      auto it = names.find(s["id"].get<int>());
+      if (it != names.end()) s["text"] = it->second;
+    }
+    fs::remove(dir_ / "chat.json");
+    std::ofstream(dir_ / "specials.json") << Dump(specials, JsonStyle::kSpaced);
+    Config cfg;
+    cfg.rewind_marks = SessionPool::kMarks;
+    auto e = Engine::Open(dir_.string(), cfg);
+    EXPECT_TRUE(e.has_value()) << e.error().ToString();
+    if (e) engine_ = std::move(*e);
+  }
+  ~RenamedContainer() {
+    engine_.reset();
+    fs::remove_all(dir_);
+  }
+  Engine* engine() { return engine_.get(); }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+const std::map<int, std::string> kDeepSeek = {{307, "<｜end▁of▁sentence｜>"},
+                                              {308, "<｜User｜>"},
+                                              {309, "<｜Assistant｜>"},
+                                              {310, "<｜begin▁of▁sentence｜>"},
+                                              {315, "<think>"}};
+const std::map<int, std::string> kKimi = {{307, "<|im_end|>"},
+                                          {308, "<|im_user|>"},
+                                          {309, "<|im_assistant|>"},
+                                          {310, "<|im_system|>"},
+                                          {315, "<|im_middle|>"}};
+
+class StockFormatServe : public ::testing::Test {
+ protected:
+  void SetUp() override { WASTE_SKIP_WITHOUT_SERVE_FIXTURES(); }
+};
+
+TEST_F(StockFormatServe, DeepSeekContainerChatsWithItsTemplate) {
+  RenamedContainer c("deepseek", kDeepSeek);
+  ASSERT_NE(c.engine(), nullptr);
+  ChatFormat f = ResolveChatFormat(*c.engine(), "", /*no_thinking=*/false);
+  ASSERT_EQ(f.kind, ChatFormat::Kind::kChatJson) << f.none_reason;
+  EXPECT_EQ(f.Name(), "deepseek");
+  EXPECT_EQ(f.stop_id, 307);
+
+  ServeOptions o;
+  Running server(o, c.engine());
+  httplib::Client client = server.Client();
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(ParseBody(models->body)["data"][0]["waste"]["chat_format"], "deepseek") << models->body;
+
+  // System, a finished exchange whose reply still carries its reasoning,
+  // and a new question: what DeepSeek's template writes.
+  Json req = {{"messages", Json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                        {{"role", "user"}, {"content", "hi"}},
+                                        {{"role", "assistant"},
+                                         {"content", "<think>greet back</think>\n\nhello"},
+                                         {"reasoning_content", "greet back"}},
+                                        {{"role", "user"}, {"content", "and?"}}})},
+              {"max_tokens", 4},
+              {"temperature", 0}};
+  auto [status, body] = PostJson(client, "/v1/chat/completions", req);
+  ASSERT_EQ(status, 200) << Dump(body, JsonStyle::kSpaced);
+  using M = SegmentMode;
+  std::vector<PromptSegment> expected = {
+      {M::kMarkup, "<｜begin▁of▁sentence｜>"}, {M::kPlain, "Be brief."},
+      {M::kMarkup, "<｜User｜>"},              {M::kPlain, "hi"},
+      {M::kMarkup, "<｜Assistant｜>"},         {M::kPlain, "hello"},
+      {M::kMarkup, "<｜end▁of▁sentence｜>"},   {M::kMarkup, "<｜User｜>"},
+      {M::kPlain, "and?"},                     {M::kMarkup, "<｜Assistant｜>"}};
+  auto ids = c.engine()->TokenizeSegments(expected, /*add_bos=*/false);
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(ids->front(), 310);  // the BOS marker is one token
+  EXPECT_EQ(body["usage"]["prompt_tokens"].get<size_t>(), ids->size());
+
+  // Asking for thinking is accepted (the model decides); tools are not.
+  req["reasoning_effort"] = "high";
+  EXPECT_EQ(PostJson(client, "/v1/chat/completions", req).first, 200);
+  req.erase("reasoning_effort");
+  req["tools"] = ParseBody(R"([{"type": "function", "function": {"name": "f"}}])");
+  auto [tools_status, tools_body] = PostJson(client, "/v1/chat/completions", req);
+  EXPECT_EQ(tools_status, 400);
+  EXPECT_NE(Dump(tools_body, JsonStyle::kSpaced).find("built-in deepseek format"), std::string::npos)
+      << Dump(tools_body, JsonStyle::kSpaced);
+}
+
+TEST_F(StockFormatServe, KimiContainerChatsWithItsTemplate) {
+  RenamedContainer c("kimi", kKimi);
+  ASSERT_NE(c.engine(), nullptr);
+  ChatFormat f = ResolveChatFormat(*c.engine(), "", /*no_thinking=*/false);
+  ASSERT_EQ(f.kind, ChatFormat::Kind::kChatJson) << f.none_reason;
+  EXPECT_EQ(f.Name(), "kimi");
+  EXPECT_EQ(f.stop_id, 307);
+  PreparedChat prepared;
+  ServeLimits limits;
+  limits.ctx_max = 4096;
+  ASSERT_FALSE(PrepareChat(ParseBody(R"({"messages": [{"role": "system", "content": "S"},
+                                                        {"role": "user", "content": "U"}]})"),
+                           f, *c.engine(), limits, &prepared));
+  using M = SegmentMode;
+  EXPECT_EQ(prepared.prompt.segments,
+            (std::vector<PromptSegment>{{M::kMarkup, "<|im_system|>system<|im_middle|>"},
+                                        {M::kPlain, "S"},
+                                        {M::kMarkup, "<|im_end|>"},
+                                        {M::kMarkup, "<|im_user|>user<|im_middle|>"},
+                                        {M::kPlain, "U"},
+                                        {M::kMarkup, "<|im_end|>"},
+                                        {M::kMarkup, "<|im_assistant|>assistant<|im_middle|>"}}));
+}
+
+TEST_F(StockFormatServe, WithoutTheMarkersThereIsStillNoFormat) {
+  // Only some of DeepSeek's markers: neither format, and the reason says
+  // what was looked for.
+  RenamedContainer c("partial", {{307, "<｜end▁of▁sentence｜>"}, {308, "<｜User｜>"}});
+  ASSERT_NE(c.engine(), nullptr);
+  ChatFormat f = ResolveChatFormat(*c.engine(), "", false);
+  EXPECT_EQ(f.kind, ChatFormat::Kind::kNone);
+  EXPECT_NE(f.none_reason.find("built-in kimi and deepseek formats"), std::string::npos)
+      << f.none_reason;
+}
+
+// The reply of a reasoning model in the text convention, as tokens: each
+// (id, piece), the stop id 7 last.
+struct Reply {
+  std::string reasoning, content, streamed_reasoning, streamed_content;
+};
+
+Reply ParseReply(const std::vector<std::pair<int, std::string>>& tokens) {
+  ChatTurn turn(ReplyParser(/*stop_id=*/7, "<think>", "</think>"), {}, /*eos_id=*/7);
+  std::vector<Json> deltas;
+  for (const auto& [id, piece] : tokens) {
+    if (!turn.OnToken(id, piece, &deltas)) break;
+  }
+  turn.Finish(&deltas);
+  Reply r;
+  Json m = turn.Message();
+  if (m.contains("reasoning_content")) r.reasoning = m["reasoning_content"].get<std::string>();
+  if (m["content"].is_string()) r.content = m["content"].get<std::string>();
+  for (const Json& d : deltas) {
+    if (d.contains("reasoning_content")) r.streamed_reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content")) r.streamed_content += d["content"].get<std::string>();
+  }
+  return r;
+}
+
+TEST(ThinkTags, ReasoningThenContentWhateverTheSplit) {
+  const std::string text = "\n<think>\nFirst, 2+2.\nIt is 4.\n</think>\n\nThe answer is 4.";
+  // Every way of cutting the text in three pieces gives the same message,
+  // and the streamed deltas add up to it.
+  for (size_t a = 0; a <= text.size(); ++a) {
+    for (size_t b = a; b <= text.size(); b += 3) {
+      Reply r = ParseReply({{1, text.substr(0, a)}, {2, text.substr(a, b - a)}, {3, text.substr(b)}, {7, ""}});
+      ASSERT_EQ(r.reasoning, "First, 2+2.\nIt is 4.\n") << a << " " << b;
+      ASSERT_EQ(r.content, "The answer is 4.") << a << " " << b;
+      ASSERT_EQ(r.streamed_reasoning, r.reasoning);
+      ASSERT_EQ(r.streamed_content, r.content);
+    }
+  }
+}
+
+TEST(ThinkTags, OnlyAtTheStartAndOnlyWhole) {
+  // No tag: all content, a tag later in the reply included.
+  Reply r = ParseReply({{1, "Hello "}, {2, "<think>"}, {3, "x"}, {7, ""}});
+  EXPECT_EQ(r.reasoning, "");
+  EXPECT_EQ(r.content, "Hello <think>x");
+  // Something that begins like the tag but is not it.
+  r = ParseReply({{1, "<thi"}, {2, "s is html>"}, {7, ""}});
+  EXPECT_EQ(r.content, "<this is html>");
+  EXPECT_EQ(r.streamed_content, r.content);
+  // Cut by max_tokens inside the reasoning: the reasoning so far, a
+  // partial close tag included, and no content.
+  r = ParseReply({{1, "<think>"}, {2, "still going</th"}});
+  EXPECT_EQ(r.reasoning, "still going</th");
+  EXPECT_EQ(r.content, "");
+  EXPECT_EQ(r.streamed_reasoning, r.reasoning);
+  // Ended right after the open tag's first bytes: that text is content.
+  r = ParseReply({{1, "<th"}, {7, ""}});
+  EXPECT_EQ(r.content, "<th");
+  // An empty reasoning (K2-Thinking's <think></think> when it skips it).
+  r = ParseReply({{1, "<think></think>"}, {2, "ok"}, {7, ""}});
+  EXPECT_EQ(r.reasoning, "");
+  EXPECT_EQ(r.content, "ok");
+}
+
+TEST(ThinkTags, WithoutTagsEverythingIsContent) {
+  ChatTurn turn(ReplyParser(7), {}, 7);
+  std::vector<Json> deltas;
+  turn.OnToken(1, "<think>a</think>b", &deltas);
+  turn.OnToken(7, "", &deltas);
+  turn.Finish(&deltas);
+  EXPECT_EQ(turn.Message()["content"], "<think>a</think>b");
+}
+
+TEST(StopMarker, AsciiAndFullwidthBars) {
+  ChatTemplate t;
+  t.assistant_suffix = "<|im_end|>";
+  EXPECT_EQ(ChatJsonStopMarker(t), "<|im_end|>");
+  t.assistant_suffix = "\n<｜end▁of▁sentence｜>";
+  EXPECT_EQ(ChatJsonStopMarker(t), "<｜end▁of▁sentence｜>");
+  t.assistant_suffix = "<|x\n<|eot|>";
+  EXPECT_EQ(ChatJsonStopMarker(t), "<|eot|>");
+  t.assistant_suffix = "</s>";
+  EXPECT_EQ(ChatJsonStopMarker(t), "");
+  t.assistant_suffix = "<｜unclosed";
+  EXPECT_EQ(ChatJsonStopMarker(t), "");
+}
+
+}  // namespace
+}  // namespace waste::server
