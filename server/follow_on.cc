@@ -36,7 +36,7 @@ std::optional<std::vector<int>> Render(const Engine& engine, const ChatFormat& f
     e = RenderXtml(body, format.default_thinking, &prompt,
                    format.vision.enabled ? &no_blocks : nullptr);
   } else if (format.kind == ChatFormat::Kind::kChatJson) {
-    e = RenderChatJson(body, format.tmpl, &prompt);
+    e = RenderChatJson(body, format.tmpl, &prompt, format.kimi_tools.ok());
   } else {
     return std::nullopt;
   }

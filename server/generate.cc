@@ -94,6 +94,9 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
                              ? ReplyParser(format.markers, chat.prompt.think_channel)
                              : ReplyParser(format.stop_id, format.tmpl.think_open,
                                            format.tmpl.think_close);
+    if (format.kind == ChatFormat::Kind::kChatJson && format.kimi_tools.ok()) {
+      parser.EnableKimiTools(format.kimi_tools, chat.prompt.parallel_tool_calls ? -1 : 1);
+    }
     ChatTurn turn(std::move(parser), chat.stops, eos);
     std::vector<Json> deltas;
     // logprobs.content: every generated token but the end of the reply; a

@@ -839,13 +839,15 @@ std::string HttpServer::FormatDescription() const {
     case ChatFormat::Kind::kChatJson:
       if (!f.tmpl.stock_name.empty()) {
         return "chat format " + f.tmpl.stock_name +
-               " (built in: no chat.json, the tokenizer has its markers): conversation and "
-               "<think> reasoning, no tools";
+               " (built in: no chat.json, the tokenizer has its markers): conversation, "
+               "<think> reasoning, " + (f.kimi_tools.ok() ? "Kimi tool calls" : "no tools");
       }
-      return f.tmpl.think_open.empty()
-                 ? "chat format chat.json: plain conversation only (no tools, no reasoning)"
-                 : "chat format chat.json: conversation and " + f.tmpl.think_open +
-                       " reasoning, no tools";
+      if (f.tmpl.think_open.empty() && !f.kimi_tools.ok()) {
+        return "chat format chat.json: plain conversation only (no tools, no reasoning)";
+      }
+      return "chat format chat.json: conversation, " +
+             (f.tmpl.think_open.empty() ? "no reasoning" : f.tmpl.think_open + " reasoning") +
+             ", " + (f.kimi_tools.ok() ? "Kimi tool calls" : "no tools");
     default:
       return "no chat format (" + f.none_reason + "): /v1/chat/completions is refused";
   }

@@ -1,6 +1,7 @@
 #include "prepare.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include "chat_request.h"
@@ -126,6 +127,14 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
   }
   f.kind = ChatFormat::Kind::kChatJson;
   f.default_thinking = false;
+  if (f.tmpl.user_prefix == "<|im_user|>user<|im_middle|>" &&
+      f.tmpl.system_prefix == "<|im_system|>system<|im_middle|>") {
+    f.kimi_tools = {SingleId(engine, "<|tool_calls_section_begin|>"),
+                    SingleId(engine, "<|tool_calls_section_end|>"),
+                    SingleId(engine, "<|tool_call_begin|>"),
+                    SingleId(engine, "<|tool_call_argument_begin|>"),
+                    SingleId(engine, "<|tool_call_end|>")};
+  }
   return f;
 }
 
@@ -149,7 +158,7 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   } else if (format.kind == ChatFormat::Kind::kXtml) {
     if (auto e = RenderXtml(body, format.default_thinking, &out->prompt)) return e;
   } else {
-    if (auto e = RenderChatJson(body, format.tmpl, &out->prompt)) return e;
+    if (auto e = RenderChatJson(body, format.tmpl, &out->prompt, format.kimi_tools.ok())) return e;
   }
   if (auto e = ReplyGrammar(*out, format, &out->grammar, &out->grammar_triggers)) return e;
   // (A continued message is not a turn the follow-on could guess the next of.)
@@ -188,6 +197,11 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   out->params.logprobs = out->logprobs.on;
   out->params.top_logprobs = out->logprobs.top;
   out->params.stop_tokens = {format.stop_id};
+  if (format.kimi_tools.ok() && out->prompt.tool_choice == "none") {
+    // The tools stay declared (the conversation may hold calls); no new one.
+    out->params.logit_bias.emplace_back(format.kimi_tools.section_begin,
+                                        -std::numeric_limits<float>::infinity());
+  }
   out->stops = std::move(s.stops);
   if (format.kind == ChatFormat::Kind::kChatJson) {
     // A reply that starts another turn's header has ended (the model is

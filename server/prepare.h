@@ -32,6 +32,9 @@ struct ChatFormat {
   // and open the response (XTML; what the cap forces, thinking_budget.h).
   int default_thinking_budget = -1;
   std::vector<int> think_close_ids;
+  // chat.json / built-in Kimi turns whose tokenizer has Kimi's tool-call
+  // markers: tools are declared, rendered and parsed (render.h).
+  KimiToolMarkers kimi_tools;
   std::string none_reason;  // why neither format applies
   // The token trie constrained replies are matched against (XTML only;
   // markers and end-of-sequence never match as text).

@@ -40,10 +40,16 @@ struct RenderedPrompt {
 std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, RenderedPrompt* out,
                                    const std::vector<std::string>* media_blocks = nullptr);
 
-// chat.json: plain conversation only; tools, tool_choice, response_format,
-// reasoning and tool messages are refused naming the field.
+// chat.json and the built-in formats: conversation and <think> reasoning
+// (when the template has think tags: thinking requests accepted, earlier
+// reasoning dropped); tools, tool_choice, response_format and tool
+// messages are refused naming the field, except that with `kimi_tools`
+// (Kimi turns and a tokenizer with Kimi's tool-call markers) tools are
+// declared, calls and results rendered as Kimi-K2's template writes them,
+// and tool_choice "auto"/"none" accepted ("required" or a named function
+// refused: the format cannot force a call).
 std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
-                                       RenderedPrompt* out);
+                                       RenderedPrompt* out, bool kimi_tools = false);
 
 // An XTML attribute value: `&` and `"` escaped (the only characters the
 // format escapes), as the renderer writes it and a constraint must expect it.

@@ -51,8 +51,26 @@ void DropReasoning(const ChatTemplate& tmpl, std::vector<std::string>* parts) {
 
 }  // namespace
 
+// A message's text parts (a string content is one part).
+std::vector<std::string> TextParts(const Json& m) {
+  std::vector<std::string> parts;
+  auto content = m.find("content");
+  if (content != m.end() && content->is_string()) {
+    parts.push_back(content->get<std::string>());
+  } else if (content != m.end() && content->is_array()) {
+    for (const Json& part : *content) parts.push_back(part["text"].get<std::string>());
+  }
+  return parts;
+}
+
+std::string JoinParts(const std::vector<std::string>& parts) {
+  std::string all;
+  for (const std::string& p : parts) all += p;
+  return all;
+}
+
 std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
-                                       RenderedPrompt* out) {
+                                       RenderedPrompt* out, bool kimi_tools) {
   auto present = [&](const char* key) {
     auto it = body.find(key);
     return it != body.end() && !it->is_null();
@@ -62,14 +80,30 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
                     (tmpl.stock_name.empty() ? std::string("its chat.json")
                                              : "the built-in " + tmpl.stock_name + " format") +
                     ", which cannot express ";
-  if (present("tools") && !(body["tools"].is_array() && body["tools"].empty())) {
+  if (!kimi_tools && present("tools") && !(body["tools"].is_array() && body["tools"].empty())) {
     return BadRequest(why + "tool definitions; drop 'tools', or use a container whose chat "
-                            "format carries them (Kimi K3)",
+                            "format carries them (Kimi K3, or Kimi's tool-call markers)",
                       "tools");
   }
   if (auto e = ValidateToolOptions(body)) return e;
-  // tool_choice "none" and response_format text ask for nothing.
-  if (present("tool_choice") && body["tool_choice"] != "none") {
+  if (kimi_tools) {
+    if (present("tools")) out->tools = body["tools"];
+    if (present("tool_choice")) {
+      const Json& choice = body["tool_choice"];
+      out->tool_choice = choice.is_string() ? choice.get<std::string>() : "required";
+    }
+    if (auto p = body.find("parallel_tool_calls"); p != body.end() && p->is_boolean()) {
+      out->parallel_tool_calls = p->get<bool>();
+    }
+    // Kimi's format has no way to force a call; "none" bans the calls
+    // section's marker (prepare.cc).
+    if (out->tool_choice == "required") {
+      return BadRequest(why + "a forced tool call (tool_choice 'required' or a named "
+                              "function); use 'auto' or 'none'",
+                        "tool_choice");
+    }
+  } else if (present("tool_choice") && body["tool_choice"] != "none") {
+    // tool_choice "none" and response_format text ask for nothing.
     return BadRequest(why + "'tool_choice'", "tool_choice");
   }
   if (present("response_format") && body["response_format"]["type"] != "text") {
@@ -93,7 +127,7 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
         "reasoning_effort");
   }
   const Json& messages = body["messages"];
-  for (size_t i = 0; i < messages.size(); ++i) {
+  for (size_t i = 0; i < messages.size() && !kimi_tools; ++i) {
     const Json& m = messages[i];
     std::string role = m["role"].get<std::string>();
     auto calls = m.find("tool_calls");
@@ -110,6 +144,14 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
     if (!s.empty()) segs.push_back({SegmentMode::kPlain, s});
   };
   markup(tmpl.begin);
+  // Kimi-K2's template: the tools, as compact JSON, in a system turn of
+  // their own before the conversation.
+  if (kimi_tools && out->tools.is_array() && !out->tools.empty()) {
+    markup("<|im_system|>tool_declare<|im_middle|>");
+    plain(Dump(out->tools, JsonStyle::kCompact));
+    markup("<|im_end|>");
+  }
+  int call_counter = 0;  // ids for calls sent without one, numbered as Kimi numbers them
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& m = messages[i];
     std::string role = m["role"].get<std::string>();
@@ -127,6 +169,15 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
     } else if (role == "assistant") {
       prefix = &tmpl.assistant_prefix;
       suffix = &tmpl.assistant_suffix;
+    } else if (role == "tool" && kimi_tools) {
+      // "## Return of ID" then the result, in a system turn named tool.
+      static const std::string kToolPrefix = "<|im_system|>tool<|im_middle|>";
+      markup(kToolPrefix);
+      std::string id;
+      if (auto it = m.find("tool_call_id"); it != m.end() && it->is_string()) id = it->get<std::string>();
+      plain("## Return of " + id + "\n" + JoinParts(TextParts(m)));
+      markup(tmpl.system_suffix);
+      continue;
     }
     if (!prefix) {
       return BadRequest("messages[" + std::to_string(i) + "] is a \"" + role +
@@ -134,16 +185,32 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
                         "messages[" + std::to_string(i) + "].role");
     }
     markup(*prefix);
-    std::vector<std::string> parts;
-    auto content = m.find("content");
-    if (content != m.end() && content->is_string()) {
-      parts.push_back(content->get<std::string>());
-    } else if (content != m.end() && content->is_array()) {
-      for (const Json& part : *content) parts.push_back(part["text"].get<std::string>());
-    }
+    std::vector<std::string> parts = TextParts(m);
     const bool continued = continue_final && i + 1 == messages.size();
     if (role == "assistant" && !continued) DropReasoning(tmpl, &parts);
     for (const std::string& part : parts) plain(part);
+    auto calls = m.find("tool_calls");
+    if (kimi_tools && role == "assistant" && calls != m.end() && calls->is_array() &&
+        !calls->empty()) {
+      markup("<|tool_calls_section_begin|>");
+      for (const Json& call : *calls) {
+        const Json& fn = CallFunction(call);
+        std::string id;
+        if (auto it = call.find("id"); it != call.end() && it->is_string()) id = it->get<std::string>();
+        if (id.empty()) id = "functions." + fn.value("name", std::string()) + ":" + std::to_string(call_counter);
+        ++call_counter;
+        std::string args = "{}";
+        if (auto a = fn.find("arguments"); a != fn.end() && !a->is_null()) {
+          args = a->is_string() ? a->get<std::string>() : Dump(*a, JsonStyle::kCompact);
+        }
+        markup("<|tool_call_begin|>");
+        plain(id);
+        markup("<|tool_call_argument_begin|>");
+        plain(args);
+        markup("<|tool_call_end|>");
+      }
+      markup("<|tool_calls_section_end|>");
+    }
     // Continued: the last (assistant) turn stays open, and no new one starts.
     if (continue_final && i + 1 == messages.size()) break;
     markup(*suffix);

@@ -139,11 +139,33 @@ ReplyParser::ReplyParser(int stop_id, std::string think_open, std::string think_
       tag_state_(think_open_.empty() || think_close_.empty() ? TagState::kContent
                                                              : TagState::kStart) {}
 
+std::string KimiCallName(std::string_view id) {
+  const size_t colon = id.rfind(':');
+  if (colon != std::string_view::npos) id = id.substr(0, colon);
+  const size_t dot = id.rfind('.');
+  if (dot != std::string_view::npos) id = id.substr(dot + 1);
+  return Trim(id);
+}
+
+void ReplyParser::EnableKimiTools(const KimiToolMarkers& markers, int max_calls) {
+  kimi_ = markers;
+  max_calls_ = max_calls;
+}
+
 void ReplyParser::Push(int id, std::string_view piece) {
   if (done_) return;
   if (!xtml_) {
-    if (id == stop_id_) done_ = true;
-    else EmitTagged(piece);
+    if (id == stop_id_) {
+      done_ = true;
+    } else if (kimi_.ok() && (id == kimi_.section_begin || id == kimi_.section_end ||
+                              id == kimi_.call_begin || id == kimi_.argument_begin ||
+                              id == kimi_.call_end)) {
+      KimiMarker(id);
+    } else if (kimi_phase_ != KimiPhase::kNone) {
+      kimi_text_.append(piece);
+    } else if (!in_calls_section_) {
+      EmitTagged(piece);
+    }
     return;
   }
   if (id == m_.end_of_msg) {
@@ -162,6 +184,55 @@ void ReplyParser::Push(int id, std::string_view piece) {
   } else {
     Emit(piece);
   }
+}
+
+void ReplyParser::KimiMarker(int id) {
+  if (id == kimi_.section_begin || id == kimi_.call_begin) {
+    // Text held as a possible think tag is what it would have been part of.
+    if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
+    else content_.append(held_);
+    held_.clear();
+    tag_state_ = TagState::kContent;
+  }
+  if (id == kimi_.section_begin) {
+    in_calls_section_ = true;
+  } else if (id == kimi_.call_begin) {
+    if (kimi_phase_ == KimiPhase::kArguments) EndKimiCall();
+    kimi_phase_ = KimiPhase::kId;
+    kimi_text_.clear();
+  } else if (id == kimi_.argument_begin) {
+    if (kimi_phase_ != KimiPhase::kId) return;
+    kimi_phase_ = KimiPhase::kArguments;
+    ParsedCall call;
+    call.id = Trim(kimi_text_);
+    call.name = KimiCallName(call.id);
+    if (call.id.empty()) call.id = NewCallId();
+    call.index = static_cast<int>(calls_.size());
+    kimi_text_.clear();
+    if (max_calls_ >= 0 && calls_.size() >= static_cast<size_t>(max_calls_)) {
+      kimi_phase_ = KimiPhase::kNone;  // parallel_tool_calls false: later calls dropped
+      return;
+    }
+    calls_.push_back(std::move(call));
+    call_open_ = true;
+  } else if (id == kimi_.call_end) {
+    if (kimi_phase_ == KimiPhase::kArguments) EndKimiCall();
+    kimi_phase_ = KimiPhase::kNone;
+  } else if (id == kimi_.section_end) {
+    if (kimi_phase_ == KimiPhase::kArguments) EndKimiCall();
+    kimi_phase_ = KimiPhase::kNone;
+    in_calls_section_ = false;
+  }
+}
+
+void ReplyParser::EndKimiCall() {
+  ParsedCall& call = calls_.back();
+  call.json_block = Trim(kimi_text_);
+  Json v;
+  std::string err;
+  if (ParseJson(*call.json_block, &v, &err) && v.is_object()) call.arguments = std::move(v);
+  kimi_text_.clear();
+  call_open_ = false;
 }
 
 // The reasoning starts at its first non-space character.
@@ -301,6 +372,10 @@ void ReplyParser::Finish() {
     if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
     else content_.append(held_);
     held_.clear();
+    if (kimi_phase_ == KimiPhase::kArguments) {
+      EndKimiCall();
+      if (!done_) calls_.back().cut = true;  // max_tokens inside the call
+    }
     return;
   }
   if (pending_) {

@@ -42,6 +42,22 @@ struct ParsedCall {
   std::string ArgumentsString() const;
 };
 
+// Kimi's tool-call markers (Kimi-K2, Kimi-Linear; docs/SERVER.md "Built-in
+// chat formats"): a reply's calls are
+// <|tool_calls_section_begin|> (<|tool_call_begin|>ID<|tool_call_argument_begin|>
+// JSON<|tool_call_end|>)* <|tool_calls_section_end|>, ID "functions.NAME:N".
+struct KimiToolMarkers {
+  int section_begin = -1, section_end = -1, call_begin = -1, argument_begin = -1, call_end = -1;
+  bool ok() const {
+    return section_begin >= 0 && section_end >= 0 && call_begin >= 0 && argument_begin >= 0 &&
+           call_end >= 0;
+  }
+};
+
+// The function name in a Kimi call id: "functions.get_weather:0" ->
+// "get_weather" (the part before the last ':', after the last '.').
+std::string KimiCallName(std::string_view id);
+
 class ReplyParser {
  public:
   // XTML; `think_channel`: the prompt opened <think>.
@@ -49,6 +65,11 @@ class ReplyParser {
   // chat.json: plain text until `stop_id`; reasoning between `think_open`
   // and `think_close` at the start (both empty: none).
   explicit ReplyParser(int stop_id, std::string think_open = {}, std::string think_close = {});
+
+  // chat.json with Kimi's tool markers: calls parsed from them (text in a
+  // calls section but outside a call is dropped). `max_calls` >= 0 keeps
+  // that many (parallel_tool_calls false: 1).
+  void EnableKimiTools(const KimiToolMarkers& markers, int max_calls = -1);
 
   void Push(int id, std::string_view piece);
   // End of generation (also after the end marker).
@@ -64,6 +85,10 @@ class ReplyParser {
   // chat.json text through the think tags (tag_state_).
   void EmitTagged(std::string_view text);
   void AppendReasoning(std::string_view text);
+  // A Kimi tool marker (kimi_.ok()).
+  void KimiMarker(int id);
+  // Ends the Kimi call being read: its arguments are the text so far.
+  void EndKimiCall();
   void OpenElement(const std::string& header);
   void CloseElement(const std::string& header);
   void CloseArgument();
@@ -89,6 +114,12 @@ class ReplyParser {
   std::string think_open_, think_close_;
   TagState tag_state_ = TagState::kContent;
   std::string held_;
+  // Kimi tool calls: where the text goes (the call's id, its arguments).
+  KimiToolMarkers kimi_;
+  int max_calls_ = -1;
+  bool in_calls_section_ = false;
+  enum class KimiPhase { kNone, kId, kArguments } kimi_phase_ = KimiPhase::kNone;
+  std::string kimi_text_;
 };
 
 // "call_" + 24 random lowercase hex digits.

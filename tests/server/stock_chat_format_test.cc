@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -76,6 +77,18 @@ const std::map<int, std::string> kKimi = {{307, "<|im_end|>"},
                                           {309, "<|im_assistant|>"},
                                           {310, "<|im_system|>"},
                                           {315, "<|im_middle|>"}};
+
+// Kimi with its tool-call markers too (ids the chat never uses: BOS, the
+// media markers).
+std::map<int, std::string> KimiWithTools() {
+  std::map<int, std::string> m = kKimi;
+  m[305] = "<|tool_call_end|>";
+  m[311] = "<|tool_calls_section_begin|>";
+  m[312] = "<|tool_calls_section_end|>";
+  m[313] = "<|tool_call_begin|>";
+  m[314] = "<|tool_call_argument_begin|>";
+  return m;
+}
 
 class StockFormatServe : public ::testing::Test {
  protected:
@@ -165,6 +178,131 @@ TEST_F(StockFormatServe, WithoutTheMarkersThereIsStillNoFormat) {
   EXPECT_EQ(f.kind, ChatFormat::Kind::kNone);
   EXPECT_NE(f.none_reason.find("built-in kimi and deepseek formats"), std::string::npos)
       << f.none_reason;
+}
+
+TEST_F(StockFormatServe, KimiToolsAreDeclaredAndTheConversationsCallsRendered) {
+  RenamedContainer c("kimi-tools", KimiWithTools());
+  ASSERT_NE(c.engine(), nullptr);
+  ChatFormat f = ResolveChatFormat(*c.engine(), "", false);
+  ASSERT_TRUE(f.kimi_tools.ok());
+  EXPECT_EQ(f.kimi_tools.section_begin, 311);
+  EXPECT_EQ(f.kimi_tools.call_end, 305);
+  ServeLimits limits;
+  limits.ctx_max = 4096;
+  const Json body = ParseBody(R"({
+    "messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": "",
+       "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                       "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "18 C"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})");
+  PreparedChat prepared;
+  ASSERT_FALSE(PrepareChat(body, f, *c.engine(), limits, &prepared));
+  using M = SegmentMode;
+  EXPECT_EQ(prepared.prompt.segments,
+            (std::vector<PromptSegment>{
+                {M::kMarkup, "<|im_system|>tool_declare<|im_middle|>"},
+                {M::kPlain, R"([{"type":"function","function":{"name":"get_weather","parameters":)"
+                            R"({"type":"object","properties":{"city":{"type":"string"}}}}}])"},
+                {M::kMarkup, "<|im_end|>"},
+                {M::kMarkup, "<|im_user|>user<|im_middle|>"},
+                {M::kPlain, "Weather in Paris?"},
+                {M::kMarkup, "<|im_end|>"},
+                {M::kMarkup, "<|im_assistant|>assistant<|im_middle|>"},
+                {M::kMarkup, "<|tool_calls_section_begin|>"},
+                {M::kMarkup, "<|tool_call_begin|>"},
+                {M::kPlain, "functions.get_weather:0"},
+                {M::kMarkup, "<|tool_call_argument_begin|>"},
+                {M::kPlain, R"({"city":"Paris"})"},
+                {M::kMarkup, "<|tool_call_end|>"},
+                {M::kMarkup, "<|tool_calls_section_end|>"},
+                {M::kMarkup, "<|im_end|>"},
+                {M::kMarkup, "<|im_system|>tool<|im_middle|>"},
+                {M::kPlain, "## Return of functions.get_weather:0\n18 C"},
+                {M::kMarkup, "<|im_end|>"},
+                {M::kMarkup, "<|im_assistant|>assistant<|im_middle|>"}}));
+  EXPECT_TRUE(prepared.params.logit_bias.empty());
+
+  // tool_choice "none": the calls section's marker is banned; "required"
+  // cannot be expressed.
+  Json none = body;
+  none["tool_choice"] = "none";
+  ASSERT_FALSE(PrepareChat(none, f, *c.engine(), limits, &prepared));
+  ASSERT_EQ(prepared.params.logit_bias.size(), 1u);
+  EXPECT_EQ(prepared.params.logit_bias[0].first, 311);
+  EXPECT_TRUE(std::isinf(prepared.params.logit_bias[0].second));
+  Json required = body;
+  required["tool_choice"] = "required";
+  auto e = PrepareChat(required, f, *c.engine(), limits, &prepared);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->param, "tool_choice");
+
+  // Without the markers (plain Kimi turns) tools are still refused.
+  RenamedContainer plain("kimi-plain", kKimi);
+  ChatFormat g = ResolveChatFormat(*plain.engine(), "", false);
+  EXPECT_FALSE(g.kimi_tools.ok());
+  e = PrepareChat(body, g, *plain.engine(), limits, &prepared);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "tools");
+}
+
+// Kimi markers with made-up ids for the parser: 20..24 as KimiToolMarkers
+// lists them, the stop 7.
+constexpr KimiToolMarkers kKimiIds{20, 21, 22, 23, 24};
+
+Json KimiReply(const std::vector<std::pair<int, std::string>>& tokens, int max_calls = -1,
+               std::string* finish = nullptr) {
+  ReplyParser parser(7, "<think>", "</think>");
+  parser.EnableKimiTools(kKimiIds, max_calls);
+  ChatTurn turn(std::move(parser), {}, 7);
+  std::vector<Json> deltas;
+  for (const auto& [id, piece] : tokens) {
+    if (!turn.OnToken(id, piece, &deltas)) break;
+  }
+  turn.Finish(&deltas);
+  if (finish) *finish = turn.FinishReason(tokens.empty() || tokens.back().first != 7);
+  return turn.Message();
+}
+
+TEST(KimiToolCalls, ParsedFromTheMarkers) {
+  std::string finish;
+  Json m = KimiReply({{1, "<think>need the weather</think>"}, {2, "Checking."},
+                      {20, ""}, {22, ""}, {3, "functions.get_weather"}, {4, ":0"}, {23, ""},
+                      {5, "{\"city\": "}, {6, "\"Paris\"}"}, {24, ""},
+                      {22, ""}, {3, "functions.get_time:1"}, {23, ""}, {5, "{}"}, {24, ""},
+                      {21, ""}, {7, ""}},
+                     -1, &finish);
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(m["reasoning_content"], "need the weather");
+  EXPECT_EQ(m["content"], "Checking.");
+  ASSERT_EQ(m["tool_calls"].size(), 2u) << Dump(m, JsonStyle::kSpaced);
+  EXPECT_EQ(m["tool_calls"][0]["id"], "functions.get_weather:0");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+  EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_EQ(m["tool_calls"][1]["function"]["arguments"], "{}");
+
+  // parallel_tool_calls false: the first call only.
+  m = KimiReply({{20, ""}, {22, ""}, {3, "functions.a:0"}, {23, ""}, {5, "{}"}, {24, ""},
+                 {22, ""}, {3, "functions.b:1"}, {23, ""}, {5, "{}"}, {24, ""}, {21, ""}, {7, ""}},
+                1);
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "a");
+
+  // Cut by max_tokens inside the arguments: the text so far, and "length".
+  m = KimiReply({{20, ""}, {22, ""}, {3, "functions.a:0"}, {23, ""}, {5, "{\"x\": 1"}}, -1, &finish);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"x\": 1");
+}
+
+TEST(KimiToolCalls, NamesFromIds) {
+  EXPECT_EQ(KimiCallName("functions.get_weather:0"), "get_weather");
+  EXPECT_EQ(KimiCallName("get_weather:12"), "get_weather");
+  EXPECT_EQ(KimiCallName(" functions.f "), "f");
+  EXPECT_EQ(KimiCallName("plain"), "plain");
 }
 
 // The reply of a reasoning model in the text convention, as tokens: each
