@@ -19,7 +19,7 @@ struct CommandDoc {
 
 const CommandDoc kDocs[] = {
     {Command::kRun, "MODEL [PROMPT...]",
-     "generate a continuation (chat template from MODEL/chat.json unless --raw)"},
+     "generate a reply (the chat format: MODEL/chat.json, else a built-in one its tokenizer fits; --raw: a plain continuation)"},
     {Command::kChat, "MODEL",
      "interactive conversation (line editing, history; /help lists the /commands)"},
     {Command::kEval, "MODEL [PROMPT...]", "most likely next tokens after the prompt (no sampling)"},

@@ -464,7 +464,7 @@ const std::vector<OptionSpec>& OptionTable() {
       {"--system", nullptr, "STR", "system prompt (used with a chat template)", kRunChat},
       {"--image", nullptr, "F", "attach an image (repeatable, at most 32; needs a vision tower)",
        kRunChat | Bit(Command::kEval)},
-      {"--raw", nullptr, nullptr, "ignore the container's chat.json: continue the text as is",
+      {"--raw", nullptr, nullptr, "no chat format (chat.json or built in): continue the text as is",
        kRunChat},
       {"--json", nullptr, nullptr,
        "print one JSON object on stdout and nothing else (errors too: {\"error\": ...})", kJson},

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <new>
 
 #include <fmt/format.h>
@@ -25,6 +26,18 @@
 
 namespace waste {
 namespace {
+
+// Whether `text` is one of the tokenizer's special tokens (false without
+// one): what picks a built-in chat format (ChatTemplate::Stock).
+std::function<bool(std::string_view)> IsSpecialText(const Tokenizer* tokenizer) {
+  return [tokenizer](std::string_view text) {
+    if (tokenizer == nullptr) return false;
+    const auto& specials = tokenizer->specials();
+    return std::any_of(specials.begin(), specials.end(),
+                       [&](const SpecialToken& s) { return s.text == text; });
+  };
+}
+
 
 std::atomic<uint64_t> g_next_model_id{1};
 
@@ -151,7 +164,9 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
 
   m->info = DescribeModel(*m->container);
   m->info.has_tokenizer = m->tokenizer != nullptr;
-  m->info.has_chat_template = platform::PathExists(dir + "/chat.json");
+  m->info.has_chat_template =
+      platform::PathExists(dir + "/chat.json") ||
+      (m->tokenizer && ChatTemplate::Stock(IsSpecialText(m->tokenizer.get())).has_value());
   m->info.bos_id = m->tokenizer ? m->tokenizer->bos_id() : -1;
   m->info.eos_id = m->tokenizer ? m->tokenizer->eos_id()
                                 : (cfg.eos_token_id > 0 ? cfg.eos_token_id : -1);
@@ -329,13 +344,7 @@ Result<std::vector<int>> Model::Tokenize(std::string_view text, bool markup,
 }
 
 Result<std::optional<ChatTemplate>> Model::FindChatTemplate() const noexcept {
-  const Tokenizer* tokenizer = core_->tokenizer.get();
-  return ChatTemplate::ForContainer(core_->container->dir(), [tokenizer](std::string_view text) {
-    if (tokenizer == nullptr) return false;
-    const auto& specials = tokenizer->specials();
-    return std::any_of(specials.begin(), specials.end(),
-                       [&](const SpecialToken& s) { return s.text == text; });
-  });
+  return ChatTemplate::ForContainer(core_->container->dir(), IsSpecialText(core_->tokenizer.get()));
 }
 
 Result<std::vector<int>> Model::TokenizeSegments(std::span<const PromptSegment> segments,
