@@ -192,6 +192,34 @@ std::string GbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
+std::string KimiCallRules(const RenderedPrompt& p, const KimiToolMarkers& k, bool only_forced) {
+  if (!p.tools.is_array()) return "";
+  std::string rules, alternation;
+  int n = 0;
+  for (const Json& t : p.tools) {
+    std::string name;
+    const Json* fn = ToolFunction(t, &name);
+    if (!fn) continue;
+    if (only_forced && !p.forced_tool.empty() && name != p.forced_tool) continue;
+    std::string prefix = "t";
+    prefix += std::to_string(n++);
+    prefix += '-';
+    const Json params = fn->contains("parameters") && (*fn)["parameters"].is_object()
+                            ? (*fn)["parameters"]
+                            : Json{{"type", "object"}};
+    auto gbnf = Grammar::JsonSchemaToGbnf(Dump(params, JsonStyle::kCompact), prefix);
+    if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
+    if (!gbnf) continue;
+    // The id the model was trained to write: functions.NAME:N.
+    rules += prefix + "call ::= " + Tok(k.call_begin) + " " + GbnfLiteral("functions." + name + ":") +
+             " [0-9]{1,4} " + Tok(k.argument_begin) + " " + prefix + "root " + Tok(k.call_end) +
+             "\n" + *gbnf;
+    alternation += (alternation.empty() ? "" : " | ") + prefix + "call";
+  }
+  if (alternation.empty()) return "";
+  return "tool-call ::= " + alternation + "\n" + rules;
+}
+
 std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced) {
   if (!p.tools.is_array()) return "";
   std::string rules, alternation;

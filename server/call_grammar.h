@@ -29,6 +29,12 @@ namespace waste::server {
 // own. Empty when no tool qualifies.
 std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced);
 
+// The same for Kimi's tool calls (reply_parser.h KimiToolMarkers): each
+// alternative is <|tool_call_begin|>functions.NAME:N<|tool_call_argument_begin|>
+// ARGS<|tool_call_end|>, ARGS one JSON value of the tool's parameters
+// schema (any object when the compiler cannot take the schema).
+std::string KimiCallRules(const RenderedPrompt& p, const KimiToolMarkers& k, bool only_forced);
+
 // A GBNF string literal holding `text` byte for byte.
 std::string GbnfLiteral(const std::string& text);
 

@@ -60,6 +60,35 @@ std::shared_ptr<const Grammar> LazyCallGrammar(const RenderedPrompt& p, const Ch
   return grammar ? *grammar : nullptr;
 }
 
+// Kimi's tool calls (chat.json / built-in kimi turns with the tool-call
+// markers). A forced call: the reply is the calls section and then the end
+// of the message. Otherwise, with tools declared, a lazy grammar that
+// starts after <|tool_calls_section_begin|>: one or more calls of declared
+// tools with valid arguments, the section's end, the end of the message.
+// (A forced call leaves no room for <think>: the reply is the call.)
+std::optional<ApiError> BuildKimiGrammar(const RenderedPrompt& p, const ChatFormat& format,
+                                         std::shared_ptr<const Grammar>* out,
+                                         std::vector<int>* triggers) {
+  if (p.tool_choice == "none") return std::nullopt;
+  const KimiToolMarkers& k = format.kimi_tools;
+  auto tok = [](int id) { return "<[" + std::to_string(id) + "]>"; };
+  const bool forced = ForcesCall(p);
+  const bool single = !p.parallel_tool_calls || (forced && (!p.forced_tool.empty() || p.tools.size() == 1));
+  std::string calls = KimiCallRules(p, k, forced);
+  if (calls.empty()) return std::nullopt;
+  std::string root = "root ::= " + (forced ? tok(k.section_begin) + " " : std::string()) +
+                     (single ? "tool-call " : "tool-call+ ") + tok(k.section_end) + " " +
+                     tok(format.stop_id) + "\n";
+  auto grammar = Grammar::Parse(root + calls);
+  if (!grammar) {
+    return ApiError{500, "server_error", "tool call grammar: " + grammar.error().message(),
+                    std::nullopt, std::nullopt};
+  }
+  *out = *grammar;
+  if (!forced) *triggers = {k.section_begin};
+  return std::nullopt;
+}
+
 std::optional<ApiError> BuildReplyGrammar(const RenderedPrompt& p, const ChatFormat& format,
                                           std::shared_ptr<const Grammar>* out,
                                           std::vector<int>* triggers) {
@@ -145,7 +174,9 @@ std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat&
   out->reset();
   triggers->clear();
   const RenderedPrompt& p = chat.prompt;
-  if (format.kind != ChatFormat::Kind::kXtml) return std::nullopt;
+  const bool kimi = format.kind == ChatFormat::Kind::kChatJson && format.kimi_tools.ok();
+  if (format.kind != ChatFormat::Kind::kXtml && !kimi) return std::nullopt;
+  if (kimi && (!p.tools.is_array() || p.tools.empty())) return std::nullopt;
   const XtmlMarkers& m = format.markers;
   std::string key = std::to_string(m.open) + "," + std::to_string(m.close) + "," +
                     std::to_string(m.sep) + "," + std::to_string(m.end_of_msg) + "," +
@@ -153,6 +184,12 @@ std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat&
                     std::to_string(static_cast<int>(p.response_format)) +
                     "\n" + p.tool_choice + "\n" + p.forced_tool + "\n" +
                     Dump(p.schema, JsonStyle::kCompact) + "\n" + Dump(p.tools, JsonStyle::kCompact);
+  if (kimi) {
+    const KimiToolMarkers& k = format.kimi_tools;
+    key = "kimi," + std::to_string(k.section_begin) + "," + std::to_string(k.section_end) + "," +
+          std::to_string(k.call_begin) + "," + std::to_string(k.argument_begin) + "," +
+          std::to_string(k.call_end) + "," + std::to_string(format.stop_id) + "\n" + key;
+  }
   static GrammarCache cache;
   GrammarCache::Entry hit;
   if (cache.Find(key, &hit)) {
@@ -160,7 +197,11 @@ std::optional<ApiError> ReplyGrammar(const PreparedChat& chat, const ChatFormat&
     *triggers = std::move(hit.triggers);
     return std::nullopt;
   }
-  if (auto e = BuildReplyGrammar(p, format, out, triggers)) return e;  // errors are not kept
+  // Errors are not kept.
+  if (auto e = kimi ? BuildKimiGrammar(p, format, out, triggers)
+                    : BuildReplyGrammar(p, format, out, triggers)) {
+    return e;
+  }
   cache.Put(std::move(key), {*out, *triggers});
   return std::nullopt;
 }

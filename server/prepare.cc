@@ -135,6 +135,18 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
                     SingleId(engine, "<|tool_call_argument_begin|>"),
                     SingleId(engine, "<|tool_call_end|>")};
   }
+  if (f.kimi_tools.ok()) {
+    // The calls' grammar (constraint.cc) matches text against this trie;
+    // the markers never match as text (not even inside a JSON string).
+    const KimiToolMarkers& k = f.kimi_tools;
+    std::vector<int> opaque = {f.stop_id, k.section_begin, k.section_end, k.call_begin,
+                               k.argument_begin, k.call_end};
+    for (const char* marker : {"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>"}) {
+      if (int id = SingleId(engine, marker); id >= 0) opaque.push_back(id);
+    }
+    if (engine.info().eos_id >= 0) opaque.push_back(engine.info().eos_id);
+    f.vocab = Vocabulary::FromEngine(engine, opaque);
+  }
   return f;
 }
 

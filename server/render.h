@@ -46,8 +46,8 @@ std::optional<ApiError> RenderXtml(const Json& body, bool default_thinking, Rend
 // messages are refused naming the field, except that with `kimi_tools`
 // (Kimi turns and a tokenizer with Kimi's tool-call markers) tools are
 // declared, calls and results rendered as Kimi-K2's template writes them,
-// and tool_choice "auto"/"none" accepted ("required" or a named function
-// refused: the format cannot force a call).
+// and tool_choice / parallel_tool_calls read as for XTML (the calls
+// grammar is constraint.cc's).
 std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
                                        RenderedPrompt* out, bool kimi_tools = false);
 

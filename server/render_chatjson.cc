@@ -88,19 +88,23 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
   if (auto e = ValidateToolOptions(body)) return e;
   if (kimi_tools) {
     if (present("tools")) out->tools = body["tools"];
+    // (ValidateToolOptions checked the shapes.) "required" and a named
+    // function become the forced-call grammar, "none" a ban on the calls
+    // section's marker (constraint.cc, prepare.cc).
     if (present("tool_choice")) {
       const Json& choice = body["tool_choice"];
-      out->tool_choice = choice.is_string() ? choice.get<std::string>() : "required";
+      if (choice.is_string()) {
+        out->tool_choice = choice.get<std::string>();
+      } else {
+        out->tool_choice = "required";
+        const Json& fn = choice["function"];
+        if (fn.is_object() && fn.contains("name") && fn["name"].is_string()) {
+          out->forced_tool = fn["name"].get<std::string>();
+        }
+      }
     }
     if (auto p = body.find("parallel_tool_calls"); p != body.end() && p->is_boolean()) {
       out->parallel_tool_calls = p->get<bool>();
-    }
-    // Kimi's format has no way to force a call; "none" bans the calls
-    // section's marker (prepare.cc).
-    if (out->tool_choice == "required") {
-      return BadRequest(why + "a forced tool call (tool_choice 'required' or a named "
-                              "function); use 'auto' or 'none'",
-                        "tool_choice");
     }
   } else if (present("tool_choice") && body["tool_choice"] != "none") {
     // tool_choice "none" and response_format text ask for nothing.

@@ -225,20 +225,25 @@ TEST_F(StockFormatServe, KimiToolsAreDeclaredAndTheConversationsCallsRendered) {
                 {M::kMarkup, "<|im_assistant|>assistant<|im_middle|>"}}));
   EXPECT_TRUE(prepared.params.logit_bias.empty());
 
-  // tool_choice "none": the calls section's marker is banned; "required"
-  // cannot be expressed.
+  // With tools, "auto" gets the lazy calls grammar, started by the calls
+  // section's marker.
+  EXPECT_NE(prepared.grammar, nullptr);
+  EXPECT_EQ(prepared.grammar_triggers, (std::vector<int>{311}));
+  // tool_choice "none": the calls section's marker is banned, no grammar.
   Json none = body;
   none["tool_choice"] = "none";
   ASSERT_FALSE(PrepareChat(none, f, *c.engine(), limits, &prepared));
   ASSERT_EQ(prepared.params.logit_bias.size(), 1u);
   EXPECT_EQ(prepared.params.logit_bias[0].first, 311);
   EXPECT_TRUE(std::isinf(prepared.params.logit_bias[0].second));
+  EXPECT_EQ(prepared.grammar, nullptr);
+  // "required": the grammar from the first token.
   Json required = body;
   required["tool_choice"] = "required";
-  auto e = PrepareChat(required, f, *c.engine(), limits, &prepared);
-  ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->status, 400);
-  EXPECT_EQ(e->param, "tool_choice");
+  ASSERT_FALSE(PrepareChat(required, f, *c.engine(), limits, &prepared));
+  EXPECT_NE(prepared.grammar, nullptr);
+  EXPECT_TRUE(prepared.grammar_triggers.empty());
+  std::optional<ApiError> e;
 
   // Without the markers (plain Kimi turns) tools are still refused.
   RenamedContainer plain("kimi-plain", kKimi);
@@ -247,6 +252,69 @@ TEST_F(StockFormatServe, KimiToolsAreDeclaredAndTheConversationsCallsRendered) {
   e = PrepareChat(body, g, *plain.engine(), limits, &prepared);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tools");
+}
+
+// Random weights, held to the calls grammar: a forced call (required, a
+// named function) and a call the model starts on its own (auto, the
+// section's marker pushed up by logit_bias) are valid calls of declared
+// tools whose arguments match the schema, and come back as tool_calls.
+TEST_F(StockFormatServe, KimiCallsAreValidEvenFromRandomWeights) {
+  RenamedContainer c("kimi-grammar", KimiWithTools());
+  ASSERT_NE(c.engine(), nullptr);
+  ServeOptions o;
+  Running server(o, c.engine());
+  httplib::Client client = server.Client();
+  const Json tools = ParseBody(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+      "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "required": ["a", "b"]}}}])");
+  struct Case {
+    Json tool_choice;
+    Json logit_bias;
+    const char* only;  // the one tool it must call, or null
+  };
+  const std::vector<Case> cases = {
+      {"required", Json::object(), nullptr},
+      {ParseBody(R"({"type": "function", "function": {"name": "add"}})"), Json::object(), "add"},
+      {"auto", ParseBody(R"({"311": 100})"), nullptr}};
+  for (const Case& k : cases) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "go"}}})},
+                  {"tools", tools},
+                  {"tool_choice", k.tool_choice},
+                  {"max_tokens", 120},
+                  {"temperature", 1.0},
+                  {"seed", seed}};
+      if (!k.logit_bias.empty()) req["logit_bias"] = k.logit_bias;
+      auto [status, body] = PostJson(client, "/v1/chat/completions", req);
+      ASSERT_EQ(status, 200) << Dump(body, JsonStyle::kSpaced);
+      const Json& choice = body["choices"][0];
+      SCOPED_TRACE(Dump(choice, JsonStyle::kSpaced));
+      EXPECT_EQ(choice["finish_reason"], "tool_calls");
+      const Json& calls = choice["message"]["tool_calls"];
+      ASSERT_TRUE(calls.is_array());
+      ASSERT_GE(calls.size(), 1u);
+      for (const Json& call : calls) {
+        const std::string name = call["function"]["name"].get<std::string>();
+        const std::string id = call["id"].get<std::string>();
+        EXPECT_EQ(id.rfind("functions." + name + ":", 0), 0u) << id;
+        if (k.only) EXPECT_EQ(name, k.only);
+        Json args;
+        std::string err;
+        ASSERT_TRUE(ParseJson(call["function"]["arguments"].get<std::string>(), &args, &err)) << err;
+        if (name == "get_weather") {
+          ASSERT_TRUE(args["city"].is_string());
+          EXPECT_LE(args["city"].get<std::string>().size(), 8u * 4);  // 8 characters of UTF-8
+        } else {
+          ASSERT_EQ(name, "add");
+          EXPECT_TRUE(args["a"].is_number_integer());
+          EXPECT_TRUE(args["b"].is_number_integer());
+        }
+      }
+    }
+  }
 }
 
 // Kimi markers with made-up ids for the parser: 20..24 as KimiToolMarkers
