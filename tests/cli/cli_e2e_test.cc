@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -187,8 +188,11 @@ TEST_F(CliE2E, RunFollowsWhateverChatJsonTheContainerHas) {
   EXPECT_EQ(a["prompt_tokens"], b["prompt_tokens"]);
   EXPECT_EQ(Ids(a), Ids(b));
 
-  // No chat.json: raw continuation, echoed.
+  // No chat.json: raw continuation, echoed (the demo's tokenizer has no
+  // built-in format's markers).
   const std::string bare = CopyDemo("bare", "");
+  EXPECT_EQ(JsonOf(Waste({"info", bare, "--json"}))["chat_format"], "none");
+  EXPECT_EQ(JsonOf(Waste({"info", kDemo, "--json"}))["chat_format"], "chat.json");
   const json c = JsonOf(Waste({"run", bare, "some text", "-n", "24", "--json"}));
   const json d = JsonOf(Waste({"run", kDemo, "some text", "--raw", "-n", "24", "--json"}));
   EXPECT_EQ(c["prompt_tokens"], d["prompt_tokens"]);
@@ -203,6 +207,38 @@ TEST_F(CliE2E, RunFollowsWhateverChatJsonTheContainerHas) {
   EXPECT_TRUE(Contains(e.err, "chat.json") && Contains(e.err, "continuing without a template"))
       << Describe(e);
   EXPECT_EQ(Ids(JsonOf(e)), Ids(d));
+}
+
+TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
+  // The demo's specials renamed to Kimi's markers (same ids) and no
+  // chat.json: what a converted Kimi-K2 container looks like.
+  const std::string kimi = CopyDemo("kimi", "");
+  {
+    std::ifstream in(kimi + "/specials.json");
+    json specials = json::parse(in);
+    const std::map<std::string, std::string> renamed = {
+        {"<|end_of_msg|>", "<|im_end|>"}, {"<|open|>", "<|im_user|>"},
+        {"<|close|>", "<|im_assistant|>"}, {"<|sep|>", "<|im_middle|>"},
+        {"<|kimi_image_placeholder|>", "<|im_system|>"}};
+    for (json& e : specials) {
+      auto it = renamed.find(e["text"].get<std::string>());
+      if (it != renamed.end()) e["text"] = it->second;
+    }
+    std::ofstream(kimi + "/specials.json", std::ios::trunc) << specials.dump();
+  }
+  EXPECT_EQ(JsonOf(Waste({"info", kimi, "--json"}))["chat_format"], "kimi");
+  // The prompt is Kimi's turns: the same ids as that text as markup on the
+  // demo (whose specials have the old names).
+  const json a = JsonOf(Waste({"run", kimi, "some text", "-n", "24", "--json"}));
+  const json b = JsonOf(Waste({"run", kDemo,
+                               "<|open|>user<|sep|>some text<|end_of_msg|><|close|>assistant<|sep|>",
+                               "--raw", "-n", "24", "--json", "--stop", "<|end_of_msg|>"}));
+  EXPECT_EQ(a["prompt_tokens"], b["prompt_tokens"]);
+  EXPECT_EQ(Ids(a), Ids(b));
+  // chat says which format it uses.
+  const ProcessResult chat = Waste({"chat", kimi, "-n", "4"}, "hello\n");
+  ASSERT_EQ(chat.exit_code, 0) << Describe(chat);
+  EXPECT_TRUE(Contains(chat.out, "chat format: the built-in kimi format")) << Describe(chat);
 }
 
 TEST_F(CliE2E, StopStringSpanningTwoTokensFires) {
