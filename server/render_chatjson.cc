@@ -35,7 +35,8 @@ namespace {
 // An earlier reply's reasoning is not shown to the model again (the
 // DeepSeek and Kimi templates drop it): reasoning_content is never read,
 // and a content sent back with its <think> part keeps only what follows
-// the last close tag (leading whitespace trimmed), as those templates do.
+// the last close tag, as DeepSeek-R1's template does
+// (content.split('</think>')[-1]: the whitespace after the tag stays).
 void DropReasoning(const ChatTemplate& tmpl, std::vector<std::string>* parts) {
   if (tmpl.think_close.empty()) return;
   for (size_t k = parts->size(); k-- > 0;) {
@@ -43,7 +44,6 @@ void DropReasoning(const ChatTemplate& tmpl, std::vector<std::string>* parts) {
     const size_t close = part.rfind(tmpl.think_close);
     if (close == std::string::npos) continue;
     part.erase(0, close + tmpl.think_close.size());
-    part.erase(0, std::min(part.size(), part.find_first_not_of(" \t\r\n")));
     parts->erase(parts->begin(), parts->begin() + static_cast<std::ptrdiff_t>(k));
     return;
   }

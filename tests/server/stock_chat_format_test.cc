@@ -126,7 +126,7 @@ TEST_F(StockFormatServe, DeepSeekContainerChatsWithItsTemplate) {
   std::vector<PromptSegment> expected = {
       {M::kMarkup, "<｜begin▁of▁sentence｜>"}, {M::kPlain, "Be brief."},
       {M::kMarkup, "<｜User｜>"},              {M::kPlain, "hi"},
-      {M::kMarkup, "<｜Assistant｜>"},         {M::kPlain, "hello"},
+      {M::kMarkup, "<｜Assistant｜>"},         {M::kPlain, "\n\nhello"},
       {M::kMarkup, "<｜end▁of▁sentence｜>"},   {M::kMarkup, "<｜User｜>"},
       {M::kPlain, "and?"},                     {M::kMarkup, "<｜Assistant｜>"}};
   auto ids = c.engine()->TokenizeSegments(expected, /*add_bos=*/false);
