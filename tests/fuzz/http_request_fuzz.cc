@@ -2,8 +2,8 @@
 // the server does before a request waits for the engine: JSON parsing, the
 // field validation (messages, sampling, logprobs, stream, thinking), the
 // Responses and Anthropic Messages translations to a chat body, both chat
-// renderers (XTML with two media blocks on offer, and a chat.json
-// template), and the grammar compilation of `response_format` json_schema
+// renderers (XTML with two media blocks on offer, a chat.json template,
+// and the built-in kimi (with tools) and deepseek formats), and the grammar compilation of `response_format` json_schema
 // and of every declared tool's parameter schema.
 //
 // Invariants beyond "no crash, no sanitizer report":
@@ -22,6 +22,7 @@
 #include "render.h"
 #include "anthropic_request.h"
 #include "responses_request.h"
+#include "waste/chat.h"
 #include "waste/grammar.h"
 
 namespace {
@@ -41,6 +42,10 @@ void CheckMarkup(const waste::server::RenderedPrompt& p, const std::vector<std::
     if (s.mode != waste::SegmentMode::kMarkup) continue;
     bool known = s.text.rfind("<|", 0) == 0 && s.text.size() >= 4 &&
                  s.text.compare(s.text.size() - 2, 2, "|>") == 0;
+    // DeepSeek's markers: fullwidth bars.
+    static const std::string kOpen = "<\xEF\xBD\x9C", kClose = "\xEF\xBD\x9C>";
+    known = known || (s.text.rfind(kOpen, 0) == 0 && s.text.size() >= 8 &&
+                      s.text.compare(s.text.size() - 4, 4, kClose) == 0);
     for (const auto& b : blocks) known = known || s.text == b;
     if (!known) __builtin_trap();
   }
@@ -147,5 +152,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto ce = waste::server::RenderChatJson(body, tmpl, &chat);
   CheckError(ce);
   if (!ce) CheckMarkup(chat, {});
+  // The built-in formats: kimi with its tool calls, and deepseek (BOS,
+  // bare system text, <think> tags).
+  const auto kimi = waste::ChatTemplate::Stock([](std::string_view) { return true; });
+  const auto deepseek = waste::ChatTemplate::Stock(
+      [](std::string_view m) { return m.find("\xEF\xBD\x9C") != std::string_view::npos; });
+  if (!kimi || kimi->stock_name != "kimi" || !deepseek || deepseek->stock_name != "deepseek") {
+    __builtin_trap();
+  }
+  for (const auto& [stock, tools] : {std::pair{&*kimi, true}, std::pair{&*deepseek, false}}) {
+    waste::server::RenderedPrompt p;
+    auto e = waste::server::RenderChatJson(body, *stock, &p, tools);
+    CheckError(e);
+    if (!e) CheckMarkup(p, {});
+  }
   return 0;
 }

@@ -12,7 +12,7 @@
 # stb_image, seeded with tests/data/images), safetensors (a checkpoint's
 # safetensors header and index), http_request (a chat request body through
 # validation, both renderers and the schema compiler), grammar (GBNF and
-# JSON Schema compilers).
+# JSON Schema compilers), reply (model output through the reply parsers).
 # --budget caps build + run (default 55 s, for the 60 s ctest limit).
 # --binary skips the build (a CMake build with -DWASTE_BUILD_FUZZ=ON makes
 # one). Exit 0 = no finding, 77 = skipped (no clang, no libFuzzer, or for
@@ -83,7 +83,12 @@ case "$target" in
     target_sources=("$here/http_request_fuzz.cc" "${grammar_sources[@]}"
                     "$root/server/json_text.cc" "$root/server/chat_request.cc" "$root/server/render_xtml.cc"
                     "$root/server/render_chatjson.cc" "$root/server/api_error.cc"
-                    "$root/server/responses_request.cc" "$root/server/anthropic_request.cc")
+                    "$root/server/responses_request.cc" "$root/server/anthropic_request.cc"
+                    "$root/src/text/chat_template.cc")
+    extra_flags=(-I"$root/server") ;;
+  reply)
+    target_sources=("$here/reply_fuzz.cc" "$root/server/reply_parser.cc" "$root/server/chat_turn.cc"
+                    "$root/server/json_text.cc" "$root/server/api_error.cc")
     extra_flags=(-I"$root/server") ;;
   image)
     target_sources=("$here/image_fuzz.cc" "$root/src/vision/image_decode.cc"
@@ -227,6 +232,10 @@ case "$target" in
   http_request)
     printf '{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\\"x\\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}],"tool_choice":"auto","temperature":0.5,"top_p":0.9,"max_tokens":16,"stop":["\\n"],"stream":true,"stream_options":{"include_usage":true},"reasoning_effort":"high"}' > "$seeds/chat.json"
     printf '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}}}' > "$seeds/schema.json" ;;
+  reply)
+    # <think>why</think>ok, then a Kimi call; an XTML think/response pair.
+    printf '\x40\x07<think>\x40\x03why\x40\x08</think>\x40\x02ok\x0a\x0e\x40\x0dfunctions.f:0\x10\x40\x07{"a":1}\x12\x0c\x08' > "$seeds/kimi"
+    printf '\x40\x03abc\x04\x40\x05think\x06\x02\x40\x08response\x06\x40\x02hi\x00' > "$seeds/xtml" ;;
   image)
     for f in "$root"/tests/data/images/*; do
       case "$f" in *.png|*.jpg|*.gif|*.bmp|*.tga) cp "$f" "$seeds/" ;; esac
