@@ -7,6 +7,7 @@
 #include "follow_on.h"
 #include "generate_common.h"
 #include "logprobs.h"
+#include "think_tag_budget.h"
 #include "thinking_budget.h"
 
 namespace waste::server {
@@ -130,10 +131,16 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
                                                      chat.grammar_triggers);
       params.constraint = constraint.get();
     }
-    std::unique_ptr<ThinkingBudget> thinking_budget;
+    std::unique_ptr<TokenConstraint> thinking_budget;
     if (chat.thinking_budget >= 0 && format.kind == ChatFormat::Kind::kXtml) {
       thinking_budget = std::make_unique<ThinkingBudget>(chat.thinking_budget, format.think_close_ids,
                                                          format.markers, constraint.get());
+      params.constraint = thinking_budget.get();
+    } else if (chat.thinking_budget >= 0 && !format.tmpl.think_open.empty()) {
+      thinking_budget = std::make_unique<ThinkTagBudget>(
+          chat.thinking_budget, format.tmpl.think_open, format.tmpl.think_close,
+          format.think_close_ids, [&engine](int id) { return engine.TokenPiece(id); },
+          constraint.get());
       params.constraint = thinking_budget.get();
     }
     params.on_prefill = [&](int, int) { return !gone(); };

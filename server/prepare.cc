@@ -127,6 +127,14 @@ ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_
   }
   f.kind = ChatFormat::Kind::kChatJson;
   f.default_thinking = false;
+  if (!f.tmpl.think_close.empty()) {
+    // What a reasoning cap forces (think_tag_budget.h): the close tag (one
+    // token where the tokenizer has it as a special) and the blank line
+    // these models write after it.
+    std::vector<PromptSegment> close = {{SegmentMode::kMarkup, f.tmpl.think_close},
+                                        {SegmentMode::kPlain, "\n\n"}};
+    if (auto ids = engine.TokenizeSegments(close, /*add_bos=*/false)) f.think_close_ids = *ids;
+  }
   if (f.tmpl.user_prefix == "<|im_user|>user<|im_middle|>" &&
       f.tmpl.system_prefix == "<|im_system|>system<|im_middle|>") {
     f.kimi_tools = {SingleId(engine, "<|tool_calls_section_begin|>"),
@@ -200,7 +208,10 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   }
   if (auto e = ContextCheck(prompt_tokens, limits)) return e;
   out->prompt_tokens = static_cast<int>(prompt_tokens);
-  if (out->prompt.think_channel) {
+  // XTML: when the prompt opened the think channel; think tags: the model
+  // decides whether it thinks, the cap applies if it does.
+  if (out->prompt.think_channel ||
+      (format.kind == ChatFormat::Kind::kChatJson && !format.tmpl.think_open.empty())) {
     out->thinking_budget = out->prompt.thinking_budget >= 0 ? out->prompt.thinking_budget
                                                             : format.default_thinking_budget;
   }

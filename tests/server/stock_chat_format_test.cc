@@ -22,6 +22,7 @@
 #include "http_test_util.h"
 #include "prepare.h"
 #include "render.h"
+#include "think_tag_budget.h"
 
 namespace waste::server {
 namespace {
@@ -457,6 +458,102 @@ TEST(StopMarker, AsciiAndFullwidthBars) {
   EXPECT_EQ(ChatJsonStopMarker(t), "");
   t.assistant_suffix = "<｜unclosed";
   EXPECT_EQ(ChatJsonStopMarker(t), "");
+}
+
+// --- the reasoning cap in text tags (think_tag_budget.h) ---------------------
+
+// Made-up pieces: 10 "<think>", 11 "\n", 12 "a", 13 "</think>", 14 "\n\n",
+// 15 "answer", 16 "<th", 17 "ink>"; the cap forces {13, 14}.
+std::string Piece(int id) {
+  static const std::map<int, std::string> pieces = {{10, "<think>"}, {11, "\n"},  {12, "a"},
+                                                    {13, "</think>"}, {14, "\n\n"}, {15, "answer"},
+                                                    {16, "<th"},      {17, "ink>"}};
+  auto it = pieces.find(id);
+  return it == pieces.end() ? std::string() : it->second;
+}
+
+// Feeds `tokens` as a model would pick them: a forbidden one is replaced by
+// the only token the mask leaves.
+std::vector<int> Generate(ThinkTagBudget& b, const std::vector<int>& tokens) {
+  std::vector<int> out;
+  for (int t : tokens) {
+    if (!b.Allows(t)) {
+      std::vector<float> logits(32, 0.5f);
+      b.Mask(logits);
+      int kept = -1, finite = 0;
+      for (int i = 0; i < 32; ++i) {
+        if (std::isfinite(logits[i])) kept = i, ++finite;
+      }
+      EXPECT_EQ(finite, 1);
+      t = kept;
+    }
+    b.Accept(t);
+    out.push_back(t);
+  }
+  return out;
+}
+
+ThinkTagBudget Budget(int n, TokenConstraint* inner = nullptr) {
+  return ThinkTagBudget(n, "<think>", "</think>", {13, 14}, Piece, inner);
+}
+
+TEST(ThinkTagBudget, ClosesTheReasoningWhenSpent) {
+  ThinkTagBudget b = Budget(3);
+  EXPECT_EQ(Generate(b, {11, 10, 12, 12, 12, 12, 12, 15, 12}),
+            (std::vector<int>{11, 10, 12, 12, 12, 13, 14, 15, 12}));
+  EXPECT_TRUE(b.closed_early());
+  EXPECT_TRUE(b.done());
+  // At once with 0; the open tag split over two tokens counts.
+  ThinkTagBudget zero = Budget(0);
+  EXPECT_EQ(Generate(zero, {16, 17, 12, 12, 15}), (std::vector<int>{16, 17, 13, 14, 15}));
+}
+
+TEST(ThinkTagBudget, NeverTouchesAReplyThatClosesFirstOrDoesNotThink) {
+  ThinkTagBudget closes = Budget(3);
+  const std::vector<int> a = {10, 12, 13, 15, 12, 12, 12, 12};
+  EXPECT_EQ(Generate(closes, a), a);
+  EXPECT_FALSE(closes.closed_early());
+  ThinkTagBudget plain = Budget(1);
+  const std::vector<int> b = {15, 12, 12, 12, 10, 12, 12, 12};  // a tag later is content
+  EXPECT_EQ(Generate(plain, b), b);
+  EXPECT_FALSE(plain.closed_early());
+  // No close tokens (the tokenizer could not spell the tag): no cap.
+  ThinkTagBudget none(1, "<think>", "</think>", {}, Piece, nullptr);
+  const std::vector<int> c = {10, 12, 12, 12};
+  EXPECT_EQ(Generate(none, c), c);
+}
+
+// Through the server: a deepseek container whose <think> is a special
+// token (315), pushed up by logit_bias so the model opens its reasoning
+// and never closes it; reasoning.max_tokens closes it after that many
+// tokens and the reply goes on as content.
+TEST_F(StockFormatServe, ReasoningBudgetClosesTheThinkTag) {
+  RenamedContainer c("deepseek-budget", kDeepSeek);
+  ASSERT_NE(c.engine(), nullptr);
+  ServeOptions o;
+  Running server(o, c.engine());
+  httplib::Client client = server.Client();
+  Json req = {{"messages", Json::array({{{"role", "user"}, {"content", "think"}}})},
+              {"max_tokens", 24},
+              {"temperature", 0},
+              {"logit_bias", {{"315", 100}}},
+              {"reasoning", {{"max_tokens", 5}}}};
+  auto [status, body] = PostJson(client, "/v1/chat/completions", req);
+  ASSERT_EQ(status, 200) << Dump(body, JsonStyle::kSpaced);
+  const Json& m = body["choices"][0]["message"];
+  SCOPED_TRACE(Dump(m, JsonStyle::kSpaced));
+  // The first <think> opened it; five more were the reasoning; then the
+  // forced close, and the biased model writes <think> as content.
+  EXPECT_EQ(m["reasoning_content"], "<think><think><think><think><think>");
+  ASSERT_TRUE(m["content"].is_string());
+  EXPECT_EQ(m["content"].get<std::string>().rfind("<think>", 0), 0u);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 24);
+  // Without the cap the reasoning takes the whole reply.
+  req.erase("reasoning");
+  auto [status2, body2] = PostJson(client, "/v1/chat/completions", req);
+  ASSERT_EQ(status2, 200);
+  EXPECT_TRUE(body2["choices"][0]["message"]["content"].is_null());
+  EXPECT_EQ(body2["choices"][0]["finish_reason"], "length");
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+#include "think_tag_budget.h"
+
+#include <limits>
+#include <utility>
+
+namespace waste::server {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+}  // namespace
+
+ThinkTagBudget::ThinkTagBudget(int budget, std::string think_open, std::string think_close,
+                               std::vector<int> close_ids, std::function<std::string(int)> piece,
+                               TokenConstraint* inner)
+    : budget_(budget),
+      open_(std::move(think_open)),
+      close_(std::move(think_close)),
+      close_ids_(std::move(close_ids)),
+      piece_(std::move(piece)),
+      inner_(inner) {
+  // Nothing to force with, or no tags: no cap.
+  if (close_ids_.empty() || open_.empty() || close_.empty() || !piece_) state_ = State::kDone;
+}
+
+int ThinkTagBudget::Forced() const noexcept {
+  if (state_ != State::kThinking) return -1;
+  if (forced_ > 0) return close_ids_[forced_];
+  return spent_ >= budget_ ? close_ids_[0] : -1;
+}
+
+bool ThinkTagBudget::Allows(int token) noexcept {
+  const int forced = Forced();
+  if (forced >= 0 && token != forced) return false;
+  return inner_ == nullptr || inner_->Allows(token);
+}
+
+void ThinkTagBudget::Mask(std::span<float> logits) noexcept {
+  if (inner_) inner_->Mask(logits);
+  const int forced = Forced();
+  if (forced < 0 || static_cast<size_t>(forced) >= logits.size()) return;
+  float keep = logits[forced];
+  if (keep == -std::numeric_limits<float>::infinity()) keep = 0.0f;
+  for (float& l : logits) l = -std::numeric_limits<float>::infinity();
+  logits[forced] = keep;
+}
+
+void ThinkTagBudget::Accept(int token) noexcept {
+  if (inner_) inner_->Accept(token);
+  if (state_ == State::kDone) return;
+  if (forced_ > 0 || Forced() == token) {
+    if (++forced_ == close_ids_.size()) state_ = State::kDone;
+    return;
+  }
+  try {
+    text_ += piece_(token);
+  } catch (...) {
+    state_ = State::kDone;  // out of memory: stop capping rather than guess
+    return;
+  }
+  if (state_ == State::kStart) {
+    // As the reply parser: whitespace, then the open tag (or its beginning).
+    size_t i = 0;
+    while (i < text_.size() && IsSpace(text_[i])) ++i;
+    const std::string_view rest = std::string_view(text_).substr(i);
+    if (rest.size() >= open_.size() && rest.substr(0, open_.size()) == open_) {
+      state_ = State::kThinking;
+      text_.erase(0, i + open_.size());  // what follows the tag is reasoning
+    } else if (!(rest.empty() || std::string_view(open_).substr(0, rest.size()) == rest)) {
+      state_ = State::kDone;  // the reply does not think
+      return;
+    } else {
+      return;
+    }
+  } else {
+    ++spent_;
+  }
+  // In the reasoning: the model closing it ends the cap; keep only the end
+  // that may still begin the close tag.
+  if (text_.find(close_) != std::string::npos) {
+    state_ = State::kDone;
+    return;
+  }
+  if (text_.size() >= close_.size()) text_.erase(0, text_.size() - (close_.size() - 1));
+}
+
+}  // namespace waste::server
