@@ -161,9 +161,9 @@ void ReplyParser::Push(int id, std::string_view piece) {
                               id == kimi_.call_begin || id == kimi_.argument_begin ||
                               id == kimi_.call_end)) {
       KimiMarker(id);
-    } else if (kimi_phase_ != KimiPhase::kNone) {
+    } else if (kimi_phase_ == KimiPhase::kId || kimi_phase_ == KimiPhase::kArguments) {
       kimi_text_.append(piece);
-    } else if (!in_calls_section_) {
+    } else if (kimi_phase_ == KimiPhase::kNone && !in_calls_section_) {
       EmitTagged(piece);
     }
     return;
@@ -210,7 +210,7 @@ void ReplyParser::KimiMarker(int id) {
     call.index = static_cast<int>(calls_.size());
     kimi_text_.clear();
     if (max_calls_ >= 0 && calls_.size() >= static_cast<size_t>(max_calls_)) {
-      kimi_phase_ = KimiPhase::kNone;  // parallel_tool_calls false: later calls dropped
+      kimi_phase_ = KimiPhase::kDropped;  // parallel_tool_calls false: later calls dropped
       return;
     }
     calls_.push_back(std::move(call));

@@ -118,7 +118,8 @@ class ReplyParser {
   KimiToolMarkers kimi_;
   int max_calls_ = -1;
   bool in_calls_section_ = false;
-  enum class KimiPhase { kNone, kId, kArguments } kimi_phase_ = KimiPhase::kNone;
+  // (kDropped: a call past max_calls, its text swallowed up to its end.)
+  enum class KimiPhase { kNone, kId, kArguments, kDropped } kimi_phase_ = KimiPhase::kNone;
   std::string kimi_text_;
 };
 

@@ -360,6 +360,12 @@ TEST(KimiToolCalls, ParsedFromTheMarkers) {
                 1);
   ASSERT_EQ(m["tool_calls"].size(), 1u);
   EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "a");
+  // ... also when the model writes its calls without the section marker.
+  m = KimiReply({{2, "ok"}, {22, ""}, {3, "functions.a:0"}, {23, ""}, {5, "{}"}, {24, ""},
+                 {22, ""}, {3, "functions.b:1"}, {23, ""}, {5, "{\"x\": 1}"}, {24, ""}, {7, ""}},
+                1);
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["content"], "ok");
 
   // Cut by max_tokens inside the arguments: the text so far, and "length".
   m = KimiReply({{20, ""}, {22, ""}, {3, "functions.a:0"}, {23, ""}, {5, "{\"x\": 1"}}, -1, &finish);
