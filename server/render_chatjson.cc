@@ -1,7 +1,8 @@
 // chat.json containers (Kimi-Linear, ChatML) and the built-in kimi and
 // deepseek formats (waste/chat.h, ChatTemplate::Stock): `begin`, then
-// [prefix] content [suffix] per message, then `open`. Conversation and
-// <think> reasoning; no tools. See render.h.
+// [prefix] content [suffix] per message, then `open`. Conversation,
+// <think> reasoning, and Kimi's tool calls where the tokenizer has their
+// markers. See render.h.
 #include <algorithm>
 #include <cstddef>
 #include <string_view>
@@ -49,8 +50,6 @@ void DropReasoning(const ChatTemplate& tmpl, std::vector<std::string>* parts) {
   }
 }
 
-}  // namespace
-
 // A message's text parts (a string content is one part).
 std::vector<std::string> TextParts(const Json& m) {
   std::vector<std::string> parts;
@@ -68,6 +67,8 @@ std::string JoinParts(const std::vector<std::string>& parts) {
   for (const std::string& p : parts) all += p;
   return all;
 }
+
+}  // namespace
 
 std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmpl,
                                        RenderedPrompt* out, bool kimi_tools) {
