@@ -728,7 +728,7 @@ int RewindMarksFor(const ServeOptions& options) {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine, const ServeOptions& options) {
   auto impl = std::make_unique<Impl>(engine, options);
-  impl->format = ResolveChatFormat(engine, options.container_dir, options.no_thinking);
+  impl->format = ResolveChatFormat(engine, options.no_thinking);
   impl->format.default_thinking_budget = options.reasoning_budget;
   if (options.vision) {
     if (!engine.has_vision()) {

@@ -83,8 +83,7 @@ std::string ChatFormat::Name() const {
   }
 }
 
-ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_dir,
-                             bool no_thinking) {
+ChatFormat ResolveChatFormat(const Engine& engine, bool no_thinking) {
   ChatFormat f;
   f.markers = {SingleId(engine, "<|end_of_msg|>"), SingleId(engine, "<|open|>"),
                SingleId(engine, "<|close|>"), SingleId(engine, "<|sep|>")};

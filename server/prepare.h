@@ -45,9 +45,10 @@ struct ChatFormat {
   std::string Name() const;
 };
 
-// XTML when the four markers are single tokens, else a usable chat.json.
-ChatFormat ResolveChatFormat(const Engine& engine, const std::string& container_dir,
-                             bool no_thinking);
+// XTML when the four markers are single tokens, else the engine's chat
+// template (Engine::FindChatTemplate: the container's chat.json, else a
+// built-in format its tokenizer fits).
+ChatFormat ResolveChatFormat(const Engine& engine, bool no_thinking);
 
 struct ServeLimits {
   uint32_t ctx_max = 0;                  // the model's context

@@ -250,7 +250,7 @@ class NextTurnPrefixTest : public ::testing::Test {
     WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
     engine_ = testing::TinyEngine();
     ASSERT_NE(engine_, nullptr);
-    format_ = ResolveChatFormat(*engine_, testing::TinyTokContainer(), false);
+    format_ = ResolveChatFormat(*engine_, false);
     ASSERT_EQ(format_.kind, ChatFormat::Kind::kXtml);
   }
   std::vector<int> PromptOf(const Json& messages, const Json& extra = Json::object()) {

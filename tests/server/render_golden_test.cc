@@ -45,7 +45,7 @@ ChatFormat FormatFor(const Json& c, const Engine& engine) {
   ChatFormat f;
   const Json& server = c["server"];
   if (server["format"] == "xtml") {
-    f = ResolveChatFormat(engine, testing::TinyTokContainer(), false);
+    f = ResolveChatFormat(engine, false);
     f.default_thinking = server.value("default_thinking", true);
     f.vision.enabled = NeedsVision(c);
     f.vision.allow_local_paths = server.value("allow_local_images", false);
@@ -141,7 +141,7 @@ TEST(RenderGolden, RenderingTwiceGivesTheSameIds) {
   Engine* engine = TinyEngine();
   ASSERT_NE(engine, nullptr);
   Json fixture = LoadServeFixture("render.json");
-  ChatFormat format = ResolveChatFormat(*engine, testing::TinyTokContainer(), false);
+  ChatFormat format = ResolveChatFormat(*engine, false);
   for (const Json& c : fixture["cases"]) {
     if (c["server"]["format"] != "xtml" || c["expect"].value("status", 200) != 200) continue;
     if (OurAnswer(c["name"]) && OurAnswer(c["name"])->value("status", 200) != 200) continue;

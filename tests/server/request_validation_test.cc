@@ -63,7 +63,7 @@ TEST(JsonText, ObjectsWiderThanTheLimitAreRefused) {
   EXPECT_NE(err.find("parse error"), std::string::npos) << err;
 }
 
-ChatFormat Xtml() { return ResolveChatFormat(*TinyEngine(), testing::TinyTokContainer(), false); }
+ChatFormat Xtml() { return ResolveChatFormat(*TinyEngine(), false); }
 
 // Kimi-Linear's chat.json, as the render goldens serve it.
 ChatFormat ChatJson() {

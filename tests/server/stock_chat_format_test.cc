@@ -99,7 +99,7 @@ class StockFormatServe : public ::testing::Test {
 TEST_F(StockFormatServe, DeepSeekContainerChatsWithItsTemplate) {
   RenamedContainer c("deepseek", kDeepSeek);
   ASSERT_NE(c.engine(), nullptr);
-  ChatFormat f = ResolveChatFormat(*c.engine(), "", /*no_thinking=*/false);
+  ChatFormat f = ResolveChatFormat(*c.engine(), /*no_thinking=*/false);
   ASSERT_EQ(f.kind, ChatFormat::Kind::kChatJson) << f.none_reason;
   EXPECT_EQ(f.Name(), "deepseek");
   EXPECT_EQ(f.stop_id, 307);
@@ -149,7 +149,7 @@ TEST_F(StockFormatServe, DeepSeekContainerChatsWithItsTemplate) {
 TEST_F(StockFormatServe, KimiContainerChatsWithItsTemplate) {
   RenamedContainer c("kimi", kKimi);
   ASSERT_NE(c.engine(), nullptr);
-  ChatFormat f = ResolveChatFormat(*c.engine(), "", /*no_thinking=*/false);
+  ChatFormat f = ResolveChatFormat(*c.engine(), /*no_thinking=*/false);
   ASSERT_EQ(f.kind, ChatFormat::Kind::kChatJson) << f.none_reason;
   EXPECT_EQ(f.Name(), "kimi");
   EXPECT_EQ(f.stop_id, 307);
@@ -175,7 +175,7 @@ TEST_F(StockFormatServe, WithoutTheMarkersThereIsStillNoFormat) {
   // what was looked for.
   RenamedContainer c("partial", {{307, "<｜end▁of▁sentence｜>"}, {308, "<｜User｜>"}});
   ASSERT_NE(c.engine(), nullptr);
-  ChatFormat f = ResolveChatFormat(*c.engine(), "", false);
+  ChatFormat f = ResolveChatFormat(*c.engine(), false);
   EXPECT_EQ(f.kind, ChatFormat::Kind::kNone);
   EXPECT_NE(f.none_reason.find("built-in kimi and deepseek formats"), std::string::npos)
       << f.none_reason;
@@ -184,7 +184,7 @@ TEST_F(StockFormatServe, WithoutTheMarkersThereIsStillNoFormat) {
 TEST_F(StockFormatServe, KimiToolsAreDeclaredAndTheConversationsCallsRendered) {
   RenamedContainer c("kimi-tools", KimiWithTools());
   ASSERT_NE(c.engine(), nullptr);
-  ChatFormat f = ResolveChatFormat(*c.engine(), "", false);
+  ChatFormat f = ResolveChatFormat(*c.engine(), false);
   ASSERT_TRUE(f.kimi_tools.ok());
   EXPECT_EQ(f.kimi_tools.section_begin, 311);
   EXPECT_EQ(f.kimi_tools.call_end, 305);
@@ -248,7 +248,7 @@ TEST_F(StockFormatServe, KimiToolsAreDeclaredAndTheConversationsCallsRendered) {
 
   // Without the markers (plain Kimi turns) tools are still refused.
   RenamedContainer plain("kimi-plain", kKimi);
-  ChatFormat g = ResolveChatFormat(*plain.engine(), "", false);
+  ChatFormat g = ResolveChatFormat(*plain.engine(), false);
   EXPECT_FALSE(g.kimi_tools.ok());
   e = PrepareChat(body, g, *plain.engine(), limits, &prepared);
   ASSERT_TRUE(e.has_value());

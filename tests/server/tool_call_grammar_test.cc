@@ -41,7 +41,7 @@ class ToolCallGrammarTest : public ::testing::Test {
   void SetUp() override {
     WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
     ASSERT_NE(TinyEngine(), nullptr);
-    format_ = ResolveChatFormat(*TinyEngine(), testing::TinyTokContainer(), false);
+    format_ = ResolveChatFormat(*TinyEngine(), false);
     ASSERT_EQ(format_.kind, ChatFormat::Kind::kXtml);
     ASSERT_NE(format_.vocab, nullptr);
   }

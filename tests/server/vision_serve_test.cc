@@ -191,7 +191,7 @@ TEST_F(VisionServe, SameGreedyTokensAsTheLibrary) {
   ASSERT_EQ(status, 200) << Dump(reply, JsonStyle::kSpaced);
 
   // The library: the same rendered prompt, images from their files.
-  ChatFormat format = ResolveChatFormat(*library_, dir_, false);
+  ChatFormat format = ResolveChatFormat(*library_, false);
   ASSERT_EQ(format.kind, ChatFormat::Kind::kXtml);
   format.vision.enabled = true;
   PreparedChat chat;
