@@ -222,6 +222,17 @@ std::optional<ChatTemplate> LoadTemplate(const Options& o, const Engine& engine,
   return std::move(loaded).value();
 }
 
+std::unique_ptr<ThinkTagBudget> ReasoningCap(const Engine& engine, const ChatTemplate* tmpl,
+                                             const Options& o, TokenConstraint* inner) {
+  if (o.reasoning_budget < 0) return nullptr;
+  std::unique_ptr<ThinkTagBudget> cap =
+      tmpl ? ThinkTagBudget::ForTemplate(engine, *tmpl, o.reasoning_budget, inner) : nullptr;
+  if (!cap && !o.quiet) {
+    Line("waste: --reasoning-budget: this chat format has no <think> tags to close; no cap");
+  }
+  return cap;
+}
+
 std::vector<std::string> StopFor(const Options& o, const PromptPlan& plan) {
   if (o.stop_given) return o.stops;
   return plan.default_stops;

@@ -194,6 +194,10 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
       return false;
     }
     o->logit_bias.push_back(bias);
+  } else if (name == "--reasoning-budget") {
+    std::optional<int> n = ParseNonNegInt(v);
+    if (!n) return false;
+    o->reasoning_budget = *n;
   } else if (name == "--top-k") {
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
@@ -462,6 +466,10 @@ const std::vector<OptionSpec>& OptionTable() {
        "template's end of turn)",
        kRunChat},
       {"--system", nullptr, "STR", "system prompt (used with a chat template)", kRunChat},
+      {"--reasoning-budget", nullptr, "N",
+       "close a reasoning model's <think> after N tokens and let it answer (chat formats with "
+       "think tags: DeepSeek-R1, Kimi-K2-Thinking)",
+       kRunChat},
       {"--image", nullptr, "F", "attach an image (repeatable, at most 32; needs a vision tower)",
        kRunChat | Bit(Command::kEval)},
       {"--raw", nullptr, nullptr, "no chat format (chat.json or built in): continue the text as is",

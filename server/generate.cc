@@ -7,7 +7,6 @@
 #include "follow_on.h"
 #include "generate_common.h"
 #include "logprobs.h"
-#include "think_tag_budget.h"
 #include "thinking_budget.h"
 
 namespace waste::server {
@@ -136,12 +135,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
       thinking_budget = std::make_unique<ThinkingBudget>(chat.thinking_budget, format.think_close_ids,
                                                          format.markers, constraint.get());
       params.constraint = thinking_budget.get();
-    } else if (chat.thinking_budget >= 0 && !format.tmpl.think_open.empty()) {
-      thinking_budget = std::make_unique<ThinkTagBudget>(
-          chat.thinking_budget, format.tmpl.think_open, format.tmpl.think_close,
-          format.think_close_ids, [&engine](int id) { return engine.TokenPiece(id); },
-          constraint.get());
-      params.constraint = thinking_budget.get();
+    } else if (chat.thinking_budget >= 0 && format.kind == ChatFormat::Kind::kChatJson) {
+      thinking_budget = ThinkTagBudget::ForTemplate(engine, format.tmpl, chat.thinking_budget,
+                                                    constraint.get());
+      if (thinking_budget) params.constraint = thinking_budget.get();
     }
     params.on_prefill = [&](int, int) { return !gone(); };
     int delivered = 0;

@@ -126,14 +126,6 @@ ChatFormat ResolveChatFormat(const Engine& engine, bool no_thinking) {
   }
   f.kind = ChatFormat::Kind::kChatJson;
   f.default_thinking = false;
-  if (!f.tmpl.think_close.empty()) {
-    // What a reasoning cap forces (think_tag_budget.h): the close tag (one
-    // token where the tokenizer has it as a special) and the blank line
-    // these models write after it.
-    std::vector<PromptSegment> close = {{SegmentMode::kMarkup, f.tmpl.think_close},
-                                        {SegmentMode::kPlain, "\n\n"}};
-    if (auto ids = engine.TokenizeSegments(close, /*add_bos=*/false)) f.think_close_ids = *ids;
-  }
   if (f.tmpl.user_prefix == "<|im_user|>user<|im_middle|>" &&
       f.tmpl.system_prefix == "<|im_system|>system<|im_middle|>") {
     f.kimi_tools = {SingleId(engine, "<|tool_calls_section_begin|>"),

@@ -28,9 +28,9 @@ struct ChatFormat {
   int stop_id = -1;
   bool default_thinking = true;
   // The think channel's cap for requests that name none (serve
-  // --reasoning-budget; -1: none), and the tokens the cap forces: XTML's
-  // close of the channel and open of the response (thinking_budget.h), a
-  // think-tag format's close tag and blank line (think_tag_budget.h).
+  // --reasoning-budget; -1: none), and the tokens that close the channel
+  // and open the response (XTML; what the cap forces, thinking_budget.h;
+  // think tags are capped by waste::ThinkTagBudget, waste/grammar.h).
   int default_thinking_budget = -1;
   std::vector<int> think_close_ids;
   // chat.json / built-in Kimi turns whose tokenizer has Kimi's tool-call

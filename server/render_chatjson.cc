@@ -124,7 +124,7 @@ std::optional<ApiError> RenderChatJson(const Json& body, const ChatTemplate& tmp
   if (auto e = ParseThinkingBudget(body, &out->thinking_budget)) return e;
   // A format with <think> tags leaves thinking to the model (DeepSeek-R1
   // and Kimi-K2-Thinking think unasked, the others never): asking for it
-  // is accepted; a budget caps it when it does (think_tag_budget.h).
+  // is accepted; a budget caps it when it does (waste::ThinkTagBudget).
   if (thinking && tmpl.think_open.empty()) {
     return BadRequest(
         "this container has no reasoning channel in its tokenizer, so it cannot think on "

@@ -29,12 +29,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "waste/chat.h"
 #include "waste/export.h"
 #include "waste/status.h"
 
@@ -220,6 +222,56 @@ class WASTE_EXPORT BudgetedGrammar : public TokenConstraint {
   TriggeredGrammarMatcher matcher_;
   int max_tokens_;
   int used_ = 0;
+};
+
+// A cap on the reasoning of a model that thinks in text tags at the start
+// of its reply (ChatTemplate::think_open/think_close: DeepSeek-R1,
+// Kimi-K2-Thinking): once the reply, having opened with the open tag, has
+// spent `budget` tokens in it, the next tokens are forced to `close_ids`
+// (the close tag and a blank line, as these models write them) and the
+// model answers with what it has thought so far. The tags are found in the
+// tokens' text (`piece`), whether the tokenizer has them as special tokens
+// or not; a reply that does not open with the tag is never touched, nor
+// one whose model closed it first. `inner` (not owned, may be null) is the
+// generation's other constraint: a token must satisfy both, and where the
+// other forbids the forced token the cap wins. What `waste serve`'s
+// reasoning budget and `waste run/chat --reasoning-budget` use for such
+// models. One per generation.
+class WASTE_EXPORT ThinkTagBudget : public TokenConstraint {
+ public:
+  ThinkTagBudget(int budget, std::string think_open, std::string think_close,
+                 std::vector<int> close_ids, std::function<std::string(int)> piece,
+                 TokenConstraint* inner = nullptr);
+  // For `tmpl`'s think tags on `engine`'s tokenizer (the close tag as one
+  // token where it is a special one, then "\n\n" as text); null when the
+  // template has no think tags, the tokenizer cannot spell them, or memory
+  // ran out.
+  static std::unique_ptr<ThinkTagBudget> ForTemplate(const Engine& engine, const ChatTemplate& tmpl,
+                                                     int budget,
+                                                     TokenConstraint* inner = nullptr) noexcept;
+
+  bool Allows(int token) noexcept override;
+  void Mask(std::span<float> logits) noexcept override;
+  void Accept(int token) noexcept override;
+
+  // The budget ran out and the cap closed the reasoning (or is closing it).
+  bool closed_early() const noexcept { return forced_ > 0; }
+  // The reasoning has ended, or there is none (by the model or the cap).
+  bool done() const noexcept { return state_ == State::kDone; }
+
+ private:
+  int Forced() const noexcept;
+
+  enum class State { kStart, kThinking, kDone };
+  int budget_;
+  std::string open_, close_;
+  std::vector<int> close_ids_;
+  std::function<std::string(int)> piece_;
+  TokenConstraint* inner_;
+  State state_ = State::kStart;
+  std::string text_;   // kStart: the reply so far; kThinking: its last bytes
+  int spent_ = 0;      // tokens generated inside the reasoning
+  size_t forced_ = 0;  // close_ids_ already emitted
 };
 
 }  // namespace waste

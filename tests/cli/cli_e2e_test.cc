@@ -209,6 +209,43 @@ TEST_F(CliE2E, RunFollowsWhateverChatJsonTheContainerHas) {
   EXPECT_EQ(Ids(JsonOf(e)), Ids(d));
 }
 
+// --reasoning-budget on a deepseek-marker copy of the demo whose <think> is
+// a special token, pushed up by --logit-bias so the model opens its
+// reasoning and never closes it: after N tokens the tag is closed and the
+// reply goes on.
+TEST_F(CliE2E, ReasoningBudgetClosesTheThinkTag) {
+  const std::string ds = CopyDemo("deepseek", "");
+  int think_id = -1;
+  {
+    std::ifstream in(ds + "/specials.json");
+    json specials = json::parse(in);
+    const std::map<std::string, std::string> renamed = {
+        {"<|end_of_msg|>", "<｜end▁of▁sentence｜>"}, {"<|open|>", "<｜User｜>"},
+        {"<|close|>", "<｜Assistant｜>"}, {"<|sep|>", "<｜begin▁of▁sentence｜>"},
+        {"<|kimi_image_placeholder|>", "<think>"}};
+    for (json& e : specials) {
+      auto it = renamed.find(e["text"].get<std::string>());
+      if (it == renamed.end()) continue;
+      e["text"] = it->second;
+      if (it->second == "<think>") think_id = e["id"].get<int>();
+    }
+    std::ofstream(ds + "/specials.json", std::ios::trunc) << specials.dump();
+  }
+  ASSERT_GE(think_id, 0);
+  EXPECT_EQ(JsonOf(Waste({"info", ds, "--json"}))["chat_format"], "deepseek");
+  const std::string bias = std::to_string(think_id) + "+100";
+  const json capped = JsonOf(Waste({"run", ds, "hi", "-n", "12", "--logit-bias", bias,
+                                    "--reasoning-budget", "3", "--json"}));
+  const std::string text = capped["text"].get<std::string>();
+  EXPECT_EQ(text.rfind("<think><think><think><think></think>\n\n<think>", 0), 0u) << text;
+  const json free = JsonOf(Waste({"run", ds, "hi", "-n", "12", "--logit-bias", bias, "--json"}));
+  EXPECT_EQ(free["text"].get<std::string>().find("</think>"), std::string::npos);
+  // Without think tags there is nothing to cap: a note, and the same reply.
+  const ProcessResult plain = Waste({"run", kDemo, "hi", "-n", "4", "--reasoning-budget", "3"});
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+  EXPECT_TRUE(Contains(plain.err, "no <think> tags to close")) << Describe(plain);
+}
+
 TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
   // The demo's specials renamed to Kimi's markers (same ids) and no
   // chat.json: what a converted Kimi-K2 container looks like.

@@ -22,7 +22,6 @@
 #include "http_test_util.h"
 #include "prepare.h"
 #include "render.h"
-#include "think_tag_budget.h"
 
 namespace waste::server {
 namespace {
@@ -466,68 +465,8 @@ TEST(StopMarker, AsciiAndFullwidthBars) {
   EXPECT_EQ(ChatJsonStopMarker(t), "");
 }
 
-// --- the reasoning cap in text tags (think_tag_budget.h) ---------------------
-
-// Made-up pieces: 10 "<think>", 11 "\n", 12 "a", 13 "</think>", 14 "\n\n",
-// 15 "answer", 16 "<th", 17 "ink>"; the cap forces {13, 14}.
-std::string Piece(int id) {
-  static const std::map<int, std::string> pieces = {{10, "<think>"}, {11, "\n"},  {12, "a"},
-                                                    {13, "</think>"}, {14, "\n\n"}, {15, "answer"},
-                                                    {16, "<th"},      {17, "ink>"}};
-  auto it = pieces.find(id);
-  return it == pieces.end() ? std::string() : it->second;
-}
-
-// Feeds `tokens` as a model would pick them: a forbidden one is replaced by
-// the only token the mask leaves.
-std::vector<int> Generate(ThinkTagBudget& b, const std::vector<int>& tokens) {
-  std::vector<int> out;
-  for (int t : tokens) {
-    if (!b.Allows(t)) {
-      std::vector<float> logits(32, 0.5f);
-      b.Mask(logits);
-      int kept = -1, finite = 0;
-      for (int i = 0; i < 32; ++i) {
-        if (std::isfinite(logits[i])) kept = i, ++finite;
-      }
-      EXPECT_EQ(finite, 1);
-      t = kept;
-    }
-    b.Accept(t);
-    out.push_back(t);
-  }
-  return out;
-}
-
-ThinkTagBudget Budget(int n, TokenConstraint* inner = nullptr) {
-  return ThinkTagBudget(n, "<think>", "</think>", {13, 14}, Piece, inner);
-}
-
-TEST(ThinkTagBudget, ClosesTheReasoningWhenSpent) {
-  ThinkTagBudget b = Budget(3);
-  EXPECT_EQ(Generate(b, {11, 10, 12, 12, 12, 12, 12, 15, 12}),
-            (std::vector<int>{11, 10, 12, 12, 12, 13, 14, 15, 12}));
-  EXPECT_TRUE(b.closed_early());
-  EXPECT_TRUE(b.done());
-  // At once with 0; the open tag split over two tokens counts.
-  ThinkTagBudget zero = Budget(0);
-  EXPECT_EQ(Generate(zero, {16, 17, 12, 12, 15}), (std::vector<int>{16, 17, 13, 14, 15}));
-}
-
-TEST(ThinkTagBudget, NeverTouchesAReplyThatClosesFirstOrDoesNotThink) {
-  ThinkTagBudget closes = Budget(3);
-  const std::vector<int> a = {10, 12, 13, 15, 12, 12, 12, 12};
-  EXPECT_EQ(Generate(closes, a), a);
-  EXPECT_FALSE(closes.closed_early());
-  ThinkTagBudget plain = Budget(1);
-  const std::vector<int> b = {15, 12, 12, 12, 10, 12, 12, 12};  // a tag later is content
-  EXPECT_EQ(Generate(plain, b), b);
-  EXPECT_FALSE(plain.closed_early());
-  // No close tokens (the tokenizer could not spell the tag): no cap.
-  ThinkTagBudget none(1, "<think>", "</think>", {}, Piece, nullptr);
-  const std::vector<int> c = {10, 12, 12, 12};
-  EXPECT_EQ(Generate(none, c), c);
-}
+// The reasoning cap in text tags (waste::ThinkTagBudget; its unit tests are
+// tests/grammar/think_tag_budget_test.cc).
 
 // Through the server: a deepseek container whose <think> is a special
 // token (315), pushed up by logit_bias so the model opens its reasoning

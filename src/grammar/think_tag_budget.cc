@@ -1,9 +1,13 @@
-#include "think_tag_budget.h"
-
+// ThinkTagBudget (include/waste/grammar.h): the reasoning cap for models
+// that think in text tags.
+#include <exception>
 #include <limits>
 #include <utility>
 
-namespace waste::server {
+#include "waste/engine.h"
+#include "waste/grammar.h"
+
+namespace waste {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -21,6 +25,21 @@ ThinkTagBudget::ThinkTagBudget(int budget, std::string think_open, std::string t
       inner_(inner) {
   // Nothing to force with, or no tags: no cap.
   if (close_ids_.empty() || open_.empty() || close_.empty() || !piece_) state_ = State::kDone;
+}
+
+std::unique_ptr<ThinkTagBudget> ThinkTagBudget::ForTemplate(const Engine& engine,
+                                                            const ChatTemplate& tmpl, int budget,
+                                                            TokenConstraint* inner) noexcept try {
+  if (tmpl.think_open.empty() || tmpl.think_close.empty()) return nullptr;
+  const std::vector<PromptSegment> close = {{SegmentMode::kMarkup, tmpl.think_close},
+                                            {SegmentMode::kPlain, "\n\n"}};
+  Result<std::vector<int>> ids = engine.TokenizeSegments(close, /*add_bos=*/false);
+  if (!ids || ids->empty()) return nullptr;
+  return std::make_unique<ThinkTagBudget>(
+      budget, tmpl.think_open, tmpl.think_close, std::move(*ids),
+      [&engine](int id) { return engine.TokenPiece(id); }, inner);
+} catch (const std::exception&) {
+  return nullptr;
 }
 
 int ThinkTagBudget::Forced() const noexcept {
@@ -84,4 +103,4 @@ void ThinkTagBudget::Accept(int token) noexcept {
   if (text_.size() >= close_.size()) text_.erase(0, text_.size() - (close_.size() - 1));
 }
 
-}  // namespace waste::server
+}  // namespace waste
