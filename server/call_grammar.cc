@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "waste/grammar.h"
@@ -151,6 +152,18 @@ std::string TypedArgumentRules(const Json& params, const std::string& prefix,
   return rules;
 }
 
+// The GBNF of one JSON value of a tool's `parameters` schema, its rules
+// under `prefix` (start rule prefix + "root"); any object when the
+// compiler cannot take the schema (the model can still answer).
+Result<std::string> ParametersGbnf(const Json& fn, const std::string& prefix) {
+  const Json params = fn.contains("parameters") && fn["parameters"].is_object()
+                          ? fn["parameters"]
+                          : Json{{"type", "object"}};
+  auto gbnf = Grammar::JsonSchemaToGbnf(Dump(params, JsonStyle::kCompact), prefix);
+  if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
+  return gbnf;
+}
+
 // GBNF for one call of a tool, rule `prefix + "call"`: the call element
 // naming it (with the index attribute the encoder writes, optional), then
 // its arguments as typed elements or as a <json> block holding one JSON
@@ -162,8 +175,7 @@ std::string ToolCallRules(const Json& fn, const std::string& name, const std::st
   const Json params = fn.contains("parameters") && fn["parameters"].is_object()
                           ? fn["parameters"]
                           : Json{{"type", "object"}};
-  auto gbnf = Grammar::JsonSchemaToGbnf(Dump(params, JsonStyle::kCompact), prefix);
-  if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
+  Result<std::string> gbnf = ParametersGbnf(fn, prefix);
   if (!gbnf) return "";
   const std::string typed = TypedArgumentRules(params, prefix + "typed-", m);
   const std::string block = Open(m, "json type=\"object\"") + prefix + "root " + Close(m, "json");
@@ -192,35 +204,16 @@ std::string GbnfLiteral(const std::string& text) {
   return out + "\"";
 }
 
-std::string KimiCallRules(const RenderedPrompt& p, const KimiToolMarkers& k, bool only_forced) {
-  if (!p.tools.is_array()) return "";
-  std::string rules, alternation;
-  int n = 0;
-  for (const Json& t : p.tools) {
-    std::string name;
-    const Json* fn = ToolFunction(t, &name);
-    if (!fn) continue;
-    if (only_forced && !p.forced_tool.empty() && name != p.forced_tool) continue;
-    std::string prefix = "t";
-    prefix += std::to_string(n++);
-    prefix += '-';
-    const Json params = fn->contains("parameters") && (*fn)["parameters"].is_object()
-                            ? (*fn)["parameters"]
-                            : Json{{"type", "object"}};
-    auto gbnf = Grammar::JsonSchemaToGbnf(Dump(params, JsonStyle::kCompact), prefix);
-    if (!gbnf) gbnf = Grammar::JsonSchemaToGbnf(R"({"type": "object"})", prefix);
-    if (!gbnf) continue;
-    // The id the model was trained to write: functions.NAME:N.
-    rules += prefix + "call ::= " + Tok(k.call_begin) + " " + GbnfLiteral("functions." + name + ":") +
-             " [0-9]{1,4} " + Tok(k.argument_begin) + " " + prefix + "root " + Tok(k.call_end) +
-             "\n" + *gbnf;
-    alternation += (alternation.empty() ? "" : " | ") + prefix + "call";
-  }
-  if (alternation.empty()) return "";
-  return "tool-call ::= " + alternation + "\n" + rules;
-}
+namespace {
 
-std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced) {
+// `tool-call ::=` the alternation over the tools a reply may call (only
+// the forced one when `only_forced` and tool_choice names one), each with
+// the rules `rules_of(function, name, prefix)` gives it under a prefix of
+// its own (start rule prefix + "call"; "" to leave the tool out). Empty
+// when no tool qualifies.
+std::string ToolAlternation(
+    const RenderedPrompt& p, bool only_forced,
+    const std::function<std::string(const Json&, const std::string&, const std::string&)>& rules_of) {
   if (!p.tools.is_array()) return "";
   std::string rules, alternation;
   int k = 0;
@@ -233,14 +226,37 @@ std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_f
     std::string prefix = "t";
     prefix += std::to_string(k++);
     prefix += '-';
-    std::string text = ToolCallRules(*fn, name, prefix, m);
+    std::string text = rules_of(*fn, name, prefix);
     if (text.empty()) continue;
     rules += text;
     alternation += (alternation.empty() ? "" : " | ") + prefix + "call";
   }
   if (alternation.empty()) return "";
+  return "tool-call ::= " + alternation + "\n" + rules;
+}
+
+}  // namespace
+
+std::string KimiCallRules(const RenderedPrompt& p, const KimiToolMarkers& k, bool only_forced) {
+  return ToolAlternation(p, only_forced, [&](const Json& fn, const std::string& name,
+                                             const std::string& prefix) -> std::string {
+    Result<std::string> gbnf = ParametersGbnf(fn, prefix);
+    if (!gbnf) return "";
+    // The id the model was trained to write: functions.NAME:N.
+    return prefix + "call ::= " + Tok(k.call_begin) + " " + GbnfLiteral("functions." + name + ":") +
+           " [0-9]{1,4} " + Tok(k.argument_begin) + " " + prefix + "root " + Tok(k.call_end) +
+           "\n" + *gbnf;
+  });
+}
+
+std::string CallRules(const RenderedPrompt& p, const XtmlMarkers& m, bool only_forced) {
+  std::string rules = ToolAlternation(
+      p, only_forced, [&](const Json& fn, const std::string& name, const std::string& prefix) {
+        return ToolCallRules(fn, name, prefix, m);
+      });
+  if (rules.empty()) return "";
   // The encoder numbers calls from 1 (index="1"); the parser only orders by it.
-  return "tool-call ::= " + alternation + "\ncall-index ::= \" index=\\\"\" [0-9]{1,4} \"\\\"\"\n" + rules;
+  return rules + "call-index ::= \" index=\\\"\" [0-9]{1,4} \"\\\"\"\n";
 }
 
 }  // namespace waste::server

@@ -128,6 +128,23 @@ class CliE2E : public PerTestDir {
     if (!chat_json.empty()) std::ofstream(to / "chat.json") << chat_json;
     return to.string();
   }
+
+  // Renames the specials of a CopyDemo copy (same ids), as a converted
+  // container of another family would name them; returns each new text's id.
+  static std::map<std::string, int> RenameSpecials(const std::string& dir,
+                                                   const std::map<std::string, std::string>& renamed) {
+    std::ifstream in(dir + "/specials.json");
+    json specials = json::parse(in);
+    std::map<std::string, int> ids;
+    for (json& e : specials) {
+      auto it = renamed.find(e["text"].get<std::string>());
+      if (it == renamed.end()) continue;
+      e["text"] = it->second;
+      ids[it->second] = e["id"].get<int>();
+    }
+    std::ofstream(dir + "/specials.json", std::ios::trunc) << specials.dump();
+    return ids;
+  }
 };
 
 // --- run --------------------------------------------------------------------------
@@ -215,22 +232,11 @@ TEST_F(CliE2E, RunFollowsWhateverChatJsonTheContainerHas) {
 // reply goes on.
 TEST_F(CliE2E, ReasoningBudgetClosesTheThinkTag) {
   const std::string ds = CopyDemo("deepseek", "");
-  int think_id = -1;
-  {
-    std::ifstream in(ds + "/specials.json");
-    json specials = json::parse(in);
-    const std::map<std::string, std::string> renamed = {
-        {"<|end_of_msg|>", "<｜end▁of▁sentence｜>"}, {"<|open|>", "<｜User｜>"},
-        {"<|close|>", "<｜Assistant｜>"}, {"<|sep|>", "<｜begin▁of▁sentence｜>"},
-        {"<|kimi_image_placeholder|>", "<think>"}};
-    for (json& e : specials) {
-      auto it = renamed.find(e["text"].get<std::string>());
-      if (it == renamed.end()) continue;
-      e["text"] = it->second;
-      if (it->second == "<think>") think_id = e["id"].get<int>();
-    }
-    std::ofstream(ds + "/specials.json", std::ios::trunc) << specials.dump();
-  }
+  const std::map<std::string, int> ids = RenameSpecials(
+      ds, {{"<|end_of_msg|>", "<｜end▁of▁sentence｜>"}, {"<|open|>", "<｜User｜>"},
+           {"<|close|>", "<｜Assistant｜>"}, {"<|sep|>", "<｜begin▁of▁sentence｜>"},
+           {"<|kimi_image_placeholder|>", "<think>"}});
+  const int think_id = ids.count("<think>") ? ids.at("<think>") : -1;
   ASSERT_GE(think_id, 0);
   EXPECT_EQ(JsonOf(Waste({"info", ds, "--json"}))["chat_format"], "deepseek");
   const std::string bias = std::to_string(think_id) + "+100";
@@ -250,19 +256,9 @@ TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
   // The demo's specials renamed to Kimi's markers (same ids) and no
   // chat.json: what a converted Kimi-K2 container looks like.
   const std::string kimi = CopyDemo("kimi", "");
-  {
-    std::ifstream in(kimi + "/specials.json");
-    json specials = json::parse(in);
-    const std::map<std::string, std::string> renamed = {
-        {"<|end_of_msg|>", "<|im_end|>"}, {"<|open|>", "<|im_user|>"},
-        {"<|close|>", "<|im_assistant|>"}, {"<|sep|>", "<|im_middle|>"},
-        {"<|kimi_image_placeholder|>", "<|im_system|>"}};
-    for (json& e : specials) {
-      auto it = renamed.find(e["text"].get<std::string>());
-      if (it != renamed.end()) e["text"] = it->second;
-    }
-    std::ofstream(kimi + "/specials.json", std::ios::trunc) << specials.dump();
-  }
+  RenameSpecials(kimi, {{"<|end_of_msg|>", "<|im_end|>"}, {"<|open|>", "<|im_user|>"},
+                        {"<|close|>", "<|im_assistant|>"}, {"<|sep|>", "<|im_middle|>"},
+                        {"<|kimi_image_placeholder|>", "<|im_system|>"}});
   EXPECT_EQ(JsonOf(Waste({"info", kimi, "--json"}))["chat_format"], "kimi");
   // The prompt is Kimi's turns: the same ids as that text as markup on the
   // demo (whose specials have the old names).

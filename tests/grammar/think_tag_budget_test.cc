@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/forced_generation.h"
 #include "waste/grammar.h"
 
 namespace waste {
@@ -23,25 +24,8 @@ std::string Piece(int id) {
   return it == pieces.end() ? std::string() : it->second;
 }
 
-// Feeds `tokens` as a model would pick them: a forbidden one is replaced by
-// the only token the mask leaves.
-std::vector<int> Generate(ThinkTagBudget& b, const std::vector<int>& tokens) {
-  std::vector<int> out;
-  for (int t : tokens) {
-    if (!b.Allows(t)) {
-      std::vector<float> logits(32, 0.5f);
-      b.Mask(logits);
-      int kept = -1, finite = 0;
-      for (int i = 0; i < 32; ++i) {
-        if (std::isfinite(logits[i])) kept = i, ++finite;
-      }
-      EXPECT_EQ(finite, 1);
-      t = kept;
-    }
-    b.Accept(t);
-    out.push_back(t);
-  }
-  return out;
+std::vector<int> Generate(TokenConstraint& c, const std::vector<int>& tokens) {
+  return ::waste::testing::ForcedGeneration(c, tokens);
 }
 
 ThinkTagBudget Budget(int n, TokenConstraint* inner = nullptr) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/forced_generation.h"
 #include "http_test_util.h"
 #include "thinking_budget.h"
 
@@ -27,26 +28,8 @@ using testing::Running;
 constexpr XtmlMarkers kMarkers{/*end_of_msg=*/1, /*open=*/2, /*close=*/3, /*sep=*/4};
 const std::vector<int> kClose = {3, 10, 4, 2, 11, 4};
 
-// Feeds `tokens` as a model would pick them (each one it allows is taken;
-// a forbidden one is replaced by the only token the mask leaves) and
-// returns what was generated.
-std::vector<int> Generate(ThinkingBudget& b, const std::vector<int>& tokens) {
-  std::vector<int> out;
-  for (int t : tokens) {
-    if (!b.Allows(t)) {
-      std::vector<float> logits(32, 0.5f);
-      b.Mask(logits);
-      int kept = -1, finite = 0;
-      for (int i = 0; i < 32; ++i) {
-        if (std::isfinite(logits[i])) kept = i, ++finite;
-      }
-      EXPECT_EQ(finite, 1);
-      t = kept;
-    }
-    b.Accept(t);
-    out.push_back(t);
-  }
-  return out;
+std::vector<int> Generate(TokenConstraint& c, const std::vector<int>& tokens) {
+  return ::waste::testing::ForcedGeneration(c, tokens);
 }
 
 TEST(ThinkingBudget, ClosesTheChannelWhenSpent) {
