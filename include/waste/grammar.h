@@ -245,7 +245,7 @@ class WASTE_EXPORT ThinkTagBudget : public TokenConstraint {
   // For `tmpl`'s think tags on `engine`'s tokenizer (the close tag as one
   // token where it is a special one, then "\n\n" as text); null when the
   // template has no think tags, the tokenizer cannot spell them, or memory
-  // ran out.
+  // ran out. It reads pieces through `engine`, which must outlive it.
   static std::unique_ptr<ThinkTagBudget> ForTemplate(const Engine& engine, const ChatTemplate& tmpl,
                                                      int budget,
                                                      TokenConstraint* inner = nullptr) noexcept;
