@@ -317,6 +317,41 @@ TEST_F(StockFormatServe, KimiCallsAreValidEvenFromRandomWeights) {
   }
 }
 
+// The Messages API on the same format: a forced tool_use block whose input
+// matches the schema, and its tool_result sent back.
+TEST_F(StockFormatServe, KimiToolsThroughTheMessagesApi) {
+  RenamedContainer c("kimi-messages", KimiWithTools());
+  ASSERT_NE(c.engine(), nullptr);
+  ServeOptions o;
+  Running server(o, c.engine());
+  httplib::Client client = server.Client();
+  Json req = ParseBody(R"({"model": "m", "max_tokens": 60,
+    "tools": [{"name": "add", "input_schema": {"type": "object",
+               "properties": {"a": {"type": "integer"}}, "required": ["a"]}}],
+    "tool_choice": {"type": "tool", "name": "add"},
+    "messages": [{"role": "user", "content": "add"}]})");
+  auto [status, body] = PostJson(client, "/v1/messages", req);
+  ASSERT_EQ(status, 200) << Dump(body, JsonStyle::kSpaced);
+  EXPECT_EQ(body["stop_reason"], "tool_use") << Dump(body, JsonStyle::kSpaced);
+  const Json& use = body["content"].back();
+  ASSERT_EQ(use["type"], "tool_use") << Dump(body, JsonStyle::kSpaced);
+  EXPECT_EQ(use["name"], "add");
+  EXPECT_TRUE(use["input"]["a"].is_number_integer()) << Dump(use, JsonStyle::kSpaced);
+  req.erase("tool_choice");
+  req["messages"].push_back({{"role", "assistant"}, {"content", body["content"]}});
+  req["messages"].push_back(
+      {{"role", "user"},
+       {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", use["id"]}, {"content", "3"}}})}});
+  req["max_tokens"] = 4;
+  auto [status2, body2] = PostJson(client, "/v1/messages", req);
+  EXPECT_EQ(status2, 200) << Dump(body2, JsonStyle::kSpaced);
+  // (Anthropic's input_tokens leaves out the prefix the slot already held.)
+  auto prompt = [](const Json& b) {
+    return b["usage"]["input_tokens"].get<int>() + b["usage"]["cache_read_input_tokens"].get<int>();
+  };
+  EXPECT_GT(prompt(body2), prompt(body));
+}
+
 // Kimi markers with made-up ids for the parser: 20..24 as KimiToolMarkers
 // lists them, the stop 7.
 constexpr KimiToolMarkers kKimiIds{20, 21, 22, 23, 24};
