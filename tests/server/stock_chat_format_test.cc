@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "chat_turn.h"
+#include "follow_on.h"
 #include "http_test_util.h"
 #include "prepare.h"
 #include "render.h"
@@ -350,6 +351,25 @@ TEST_F(StockFormatServe, KimiToolsThroughTheMessagesApi) {
     return b["usage"]["input_tokens"].get<int>() + b["usage"]["cache_read_input_tokens"].get<int>();
   };
   EXPECT_GT(prompt(body2), prompt(body));
+}
+
+// The follow-on prefill's guess (follow_on.h) on a think-tag format: the
+// reply goes back without its reasoning, as the next request will render it.
+TEST_F(StockFormatServe, FollowOnGuessDropsTheReasoning) {
+  RenamedContainer c("deepseek-follow-on", kDeepSeek);
+  ASSERT_NE(c.engine(), nullptr);
+  ChatFormat f = ResolveChatFormat(*c.engine(), false);
+  const Json body = ParseBody(R"({"messages": [{"role": "user", "content": "hi"}]})");
+  const Json reply = ParseBody(R"({"role": "assistant", "content": "hello",
+                                   "reasoning_content": "greet back"})");
+  using M = SegmentMode;
+  const std::vector<PromptSegment> expected = {
+      {M::kMarkup, "<｜begin▁of▁sentence｜>"}, {M::kMarkup, "<｜User｜>"}, {M::kPlain, "hi"},
+      {M::kMarkup, "<｜Assistant｜>"}, {M::kPlain, "hello"}, {M::kMarkup, "<｜end▁of▁sentence｜>"},
+      {M::kMarkup, "<｜User｜>"}};
+  auto ids = c.engine()->TokenizeSegments(expected, /*add_bos=*/false);
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(NextTurnPrefix(*c.engine(), f, body, reply), *ids);
 }
 
 // Kimi markers with made-up ids for the parser: 20..24 as KimiToolMarkers
