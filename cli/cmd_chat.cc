@@ -149,9 +149,7 @@ int ChatCommand(const Options& o) {
     }
     Say("/help lists the commands; /exit or Ctrl-D leaves, Ctrl-C stops a reply");
   }
-  if (o.reasoning_budget >= 0 && (tmpl == nullptr || tmpl->think_open.empty()) && !o.quiet) {
-    std::fprintf(stderr, "waste: --reasoning-budget: this chat format has no <think> tags to close; no cap\n");
-  }
+  const bool cap_reasoning = ReasoningCapApplies(tmpl, o);  // (says once why not)
 
   ChatHistory history;
   if (const std::vector<PromptSegment> system = BuildChatSystemTurn(tmpl, o.system);
@@ -252,10 +250,9 @@ int ChatCommand(const Options& o) {
       WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
     });
     GenParams params = ParamsFromOptions(o, turn_seed);
-    // A cap of its own for each reply (--reasoning-budget); the note that a
-    // format has no tags is said once, at start.
+    // A cap of its own for each reply (--reasoning-budget).
     std::unique_ptr<ThinkTagBudget> reasoning_cap =
-        tmpl && !tmpl->think_open.empty() ? ReasoningCap(*engine, tmpl, o, nullptr) : nullptr;
+        cap_reasoning ? ReasoningCap(*engine, *tmpl, o, nullptr) : nullptr;
     if (reasoning_cap) params.constraint = reasoning_cap.get();
     GenerationTimer timer(!o.quiet && StderrIsTerminal());
     timer.Watch(&params);

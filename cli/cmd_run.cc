@@ -114,9 +114,11 @@ int RunCommand(const Options& o) {
                                                    params.max_tokens, std::vector<int>{}, end_ids);
     params.constraint = constraint.get();
   }
-  std::unique_ptr<ThinkTagBudget> reasoning_cap =
-      ReasoningCap(*engine, tmpl ? &*tmpl : nullptr, o, constraint.get());
-  if (reasoning_cap) params.constraint = reasoning_cap.get();
+  std::unique_ptr<ThinkTagBudget> reasoning_cap;
+  if (ReasoningCapApplies(tmpl ? &*tmpl : nullptr, o)) {
+    reasoning_cap = ReasoningCap(*engine, *tmpl, o, constraint.get());
+    if (reasoning_cap) params.constraint = reasoning_cap.get();
+  }
   const Stats before = engine->stats();
   const Result<FinishReason> finished = engine->Generate(ids, params, [&](const TokenEvent& e) {
     timer.Token();

@@ -222,15 +222,16 @@ std::optional<ChatTemplate> LoadTemplate(const Options& o, const Engine& engine,
   return std::move(loaded).value();
 }
 
-std::unique_ptr<ThinkTagBudget> ReasoningCap(const Engine& engine, const ChatTemplate* tmpl,
+bool ReasoningCapApplies(const ChatTemplate* tmpl, const Options& o) {
+  if (o.reasoning_budget < 0) return false;
+  if (tmpl != nullptr && !tmpl->think_open.empty()) return true;
+  if (!o.quiet) Line("waste: --reasoning-budget: this chat format has no <think> tags to close; no cap");
+  return false;
+}
+
+std::unique_ptr<ThinkTagBudget> ReasoningCap(const Engine& engine, const ChatTemplate& tmpl,
                                              const Options& o, TokenConstraint* inner) {
-  if (o.reasoning_budget < 0) return nullptr;
-  std::unique_ptr<ThinkTagBudget> cap =
-      tmpl ? ThinkTagBudget::ForTemplate(engine, *tmpl, o.reasoning_budget, inner) : nullptr;
-  if (!cap && !o.quiet) {
-    Line("waste: --reasoning-budget: this chat format has no <think> tags to close; no cap");
-  }
-  return cap;
+  return ThinkTagBudget::ForTemplate(engine, tmpl, o.reasoning_budget, inner);
 }
 
 std::vector<std::string> StopFor(const Options& o, const PromptPlan& plan) {

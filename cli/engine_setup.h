@@ -51,11 +51,12 @@ bool TokenizeSegments(const Engine& engine, std::span<const PromptSegment> segme
 // command continues untemplated).
 std::optional<ChatTemplate> LoadTemplate(const Options& options, const Engine& engine, bool quiet);
 
-// --reasoning-budget: the cap on the reasoning of a model that thinks in
-// the template's <think> tags (waste::ThinkTagBudget), chained with the
-// generation's other constraint `inner`; null without the option, and
-// with a note on stderr (unless quiet) when the format has no think tags.
-std::unique_ptr<ThinkTagBudget> ReasoningCap(const Engine& engine, const ChatTemplate* tmpl,
+// --reasoning-budget: whether it applies (given, and the chat format has
+// <think> tags; a note on stderr, unless quiet, when it has none), and the
+// cap itself for one reply (waste::ThinkTagBudget), chained with the
+// generation's other constraint `inner`.
+bool ReasoningCapApplies(const ChatTemplate* tmpl, const Options& options);
+std::unique_ptr<ThinkTagBudget> ReasoningCap(const Engine& engine, const ChatTemplate& tmpl,
                                              const Options& options, TokenConstraint* inner);
 
 // The stop strings in force: every --stop when given, else the plan's
