@@ -836,18 +836,18 @@ std::string HttpServer::FormatDescription() const {
     case ChatFormat::Kind::kXtml:
       return std::string("chat format XTML, thinking ") + (f.default_thinking ? "on" : "off") +
              " by default";
-    case ChatFormat::Kind::kChatJson:
-      if (!f.tmpl.stock_name.empty()) {
-        return "chat format " + f.tmpl.stock_name +
-               " (built in: no chat.json, the tokenizer has its markers): conversation, "
-               "<think> reasoning, " + (f.kimi_tools.ok() ? "Kimi tool calls" : "no tools");
-      }
+    case ChatFormat::Kind::kChatJson: {
+      const std::string source =
+          f.tmpl.stock_name.empty()
+              ? "chat.json"
+              : f.tmpl.stock_name + " (built in: no chat.json, the tokenizer has its markers)";
       if (f.tmpl.think_open.empty() && !f.kimi_tools.ok()) {
-        return "chat format chat.json: plain conversation only (no tools, no reasoning)";
+        return "chat format " + source + ": plain conversation only (no tools, no reasoning)";
       }
-      return "chat format chat.json: conversation, " +
+      return "chat format " + source + ": conversation, " +
              (f.tmpl.think_open.empty() ? "no reasoning" : f.tmpl.think_open + " reasoning") +
              ", " + (f.kimi_tools.ok() ? "Kimi tool calls" : "no tools");
+    }
     default:
       return "no chat format (" + f.none_reason + "): /v1/chat/completions is refused";
   }

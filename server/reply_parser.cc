@@ -188,10 +188,7 @@ void ReplyParser::Push(int id, std::string_view piece) {
 
 void ReplyParser::KimiMarker(int id) {
   if (id == kimi_.section_begin || id == kimi_.call_begin) {
-    // Text held as a possible think tag is what it would have been part of.
-    if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
-    else content_.append(held_);
-    held_.clear();
+    FlushHeld();
     tag_state_ = TagState::kContent;
   }
   if (id == kimi_.section_begin) {
@@ -233,6 +230,14 @@ void ReplyParser::EndKimiCall() {
   if (ParseJson(*call.json_block, &v, &err) && v.is_object()) call.arguments = std::move(v);
   kimi_text_.clear();
   call_open_ = false;
+}
+
+// Text held as a possible think tag was not one after all: it goes where it
+// would have been part of.
+void ReplyParser::FlushHeld() {
+  if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
+  else content_.append(held_);
+  held_.clear();
 }
 
 // The reasoning starts at its first non-space character.
@@ -368,10 +373,7 @@ void ReplyParser::CloseElement(const std::string& raw) {
 
 void ReplyParser::Finish() {
   if (!xtml_) {
-    // Held text was not a tag after all: what it would have been part of.
-    if (tag_state_ == TagState::kThinking) AppendReasoning(held_);
-    else content_.append(held_);
-    held_.clear();
+    FlushHeld();
     if (kimi_phase_ == KimiPhase::kArguments) {
       EndKimiCall();
       if (!done_) calls_.back().cut = true;  // max_tokens inside the call

@@ -85,6 +85,7 @@ class ReplyParser {
   // chat.json text through the think tags (tag_state_).
   void EmitTagged(std::string_view text);
   void AppendReasoning(std::string_view text);
+  void FlushHeld();
   // A Kimi tool marker (kimi_.ok()).
   void KimiMarker(int id);
   // Ends the Kimi call being read: its arguments are the text so far.

@@ -1,6 +1,5 @@
 #include "thinking_budget.h"
 
-#include <limits>
 #include <utility>
 
 namespace waste::server {
@@ -26,15 +25,10 @@ bool ThinkingBudget::Allows(int token) noexcept {
 
 void ThinkingBudget::Mask(std::span<float> logits) noexcept {
   if (inner_) inner_->Mask(logits);
-  int forced = Forced();
-  if (forced < 0 || static_cast<size_t>(forced) >= logits.size()) return;
   // Only the forced token stays. When the other constraint forbade it too
   // (a grammar that cannot close the channel here), the budget wins: its
   // markup is what every reply grammar accepts after a think channel.
-  float keep = logits[forced];
-  if (keep == -std::numeric_limits<float>::infinity()) keep = 0.0f;
-  for (float& l : logits) l = -std::numeric_limits<float>::infinity();
-  logits[forced] = keep;
+  if (const int forced = Forced(); forced >= 0) KeepOnlyToken(logits, forced);
 }
 
 void ThinkingBudget::Accept(int token) noexcept {

@@ -224,6 +224,12 @@ class WASTE_EXPORT BudgetedGrammar : public TokenConstraint {
   int used_ = 0;
 };
 
+// Leaves only `token` possible: every other logit becomes -infinity, and
+// `token` keeps its logit, or 0 where another constraint had forbidden it
+// (a forced token wins). A token outside `logits` changes nothing. What
+// the reasoning caps (ThinkTagBudget, the server's XTML one) force with.
+WASTE_EXPORT void KeepOnlyToken(std::span<float> logits, int token) noexcept;
+
 // A cap on the reasoning of a model that thinks in text tags at the start
 // of its reply (ChatTemplate::think_open/think_close: DeepSeek-R1,
 // Kimi-K2-Thinking): once the reply, having opened with the open tag, has

@@ -14,6 +14,14 @@ bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
 
 }  // namespace
 
+void KeepOnlyToken(std::span<float> logits, int token) noexcept {
+  if (token < 0 || static_cast<size_t>(token) >= logits.size()) return;
+  float keep = logits[static_cast<size_t>(token)];
+  if (keep == -std::numeric_limits<float>::infinity()) keep = 0.0f;
+  for (float& l : logits) l = -std::numeric_limits<float>::infinity();
+  logits[static_cast<size_t>(token)] = keep;
+}
+
 ThinkTagBudget::ThinkTagBudget(int budget, std::string think_open, std::string think_close,
                                std::vector<int> close_ids, std::function<std::string(int)> piece,
                                TokenConstraint* inner)
@@ -56,12 +64,7 @@ bool ThinkTagBudget::Allows(int token) noexcept {
 
 void ThinkTagBudget::Mask(std::span<float> logits) noexcept {
   if (inner_) inner_->Mask(logits);
-  const int forced = Forced();
-  if (forced < 0 || static_cast<size_t>(forced) >= logits.size()) return;
-  float keep = logits[forced];
-  if (keep == -std::numeric_limits<float>::infinity()) keep = 0.0f;
-  for (float& l : logits) l = -std::numeric_limits<float>::infinity();
-  logits[forced] = keep;
+  if (const int forced = Forced(); forced >= 0) KeepOnlyToken(logits, forced);
 }
 
 void ThinkTagBudget::Accept(int token) noexcept {

@@ -103,6 +103,10 @@ TEST_F(StockFormatServe, DeepSeekContainerChatsWithItsTemplate) {
   ASSERT_EQ(f.kind, ChatFormat::Kind::kChatJson) << f.none_reason;
   EXPECT_EQ(f.Name(), "deepseek");
   EXPECT_EQ(f.stop_id, 307);
+  // ModelInfo (and the C API's waste_model_info) count a built-in format
+  // as a chat template; the fixture itself, with neither, has none.
+  EXPECT_TRUE(c.engine()->info().has_chat_template);
+  EXPECT_FALSE(testing::TinyEngine()->info().has_chat_template);
 
   ServeOptions o;
   Running server(o, c.engine());
