@@ -486,7 +486,7 @@ void RegisterAll() {
     benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_64tok").c_str(), TrunkMatMul, isa, trunk_q4, 64);
     // Prefill shapes of a Kimi-Linear layer (rows x cols): KDA q/k/v, o_proj,
     // the dense MLP's down; and short chunks.
-    for (size_t tokens : {4, 8, 12, 16, 256}) {
+    for (size_t tokens : {2, 3, 4, 8, 11, 12, 16, 256}) {
       benchmark::RegisterBenchmark((p + "matmul_q4g_2304x2304_" + std::to_string(tokens) + "tok").c_str(),
                                    TrunkMatMul, isa, trunk_q4, tokens);
     }

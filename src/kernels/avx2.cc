@@ -84,47 +84,6 @@ inline void LoadTailX(const float* x, size_t n, float* buf32) {
   memcpy(buf32, x, n * sizeof(float));
 }
 
-template <int R>
-void Q8gRows(const MatVecArgs& a, size_t r0) {
-  const uint8_t* rows[R];
-  __m256 outer[R];
-  for (int j = 0; j < R; ++j) {
-    rows[j] = a.weights + (r0 + j) * a.row_bytes;
-    outer[j] = _mm256_setzero_ps();
-  }
-  alignas(32) float xt[32];
-  alignas(16) uint8_t qt[R][16];
-  for (size_t k = 0; k < a.groups; ++k) {
-    const size_t begin = k * a.group;
-    const size_t n = MinSize(a.group, a.cols - begin);
-    __m256 inner[R];
-    for (int j = 0; j < R; ++j) inner[j] = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      const __m256 xv = _mm256_loadu_ps(a.x + begin + i);
-      for (int j = 0; j < R; ++j) {
-        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[j] + begin + i));
-        inner[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), xv, inner[j]);
-      }
-    }
-    if (i < n) {
-      LoadTailX(a.x + begin + i, n - i, xt);
-      const __m256 xv = _mm256_load_ps(xt);
-      for (int j = 0; j < R; ++j) {
-        memset(qt[j], 0, 16);
-        memcpy(qt[j], rows[j] + begin + i, n - i);
-        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qt[j]));
-        inner[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), xv, inner[j]);
-      }
-    }
-    for (int j = 0; j < R; ++j) {
-      const float s = _cvtsh_ss(a.scales[(r0 + j) * a.groups + k]);
-      outer[j] = _mm256_fmadd_ps(_mm256_set1_ps(s), inner[j], outer[j]);
-    }
-  }
-  for (int j = 0; j < R; ++j) a.y[r0 + j] = HSum(outer[j]);
-}
-
 // Q4G: 8 bytes = 16 elements. x is split into even/odd lanes (shared by the
 // R rows); nibbles become floats by integer subtract and convert.
 inline void SplitEvenOdd(const float* x16, __m256* even, __m256* odd) {
@@ -182,10 +141,47 @@ void Q4gRows(const MatVecArgs& a, size_t r0) {
   for (int j = 0; j < R; ++j) a.y[r0 + j] = HSum(outer[j]);
 }
 
+// One row, four independent accumulator chains per group, as avx512.cc's
+// Q8gRow: with one chain the 16 FMAs of a 128-element group wait on each
+// other (docs/PERFORMANCE.md, "Short chunks").
+void Q8gRow(const MatVecArgs& a, size_t r) {
+  const uint8_t* row = a.weights + r * a.row_bytes;
+  __m256 outer = _mm256_setzero_ps();
+  alignas(32) float xt[32];
+  alignas(16) uint8_t qt[16];
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float* x = a.x + begin;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      for (int j = 0; j < 4; ++j) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i + 8 * j));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_loadu_ps(x + i + 8 * j), acc[j]);
+      }
+    }
+    for (int j = 0; i + 8 <= n; i += 8, ++j) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i));
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_loadu_ps(x + i), acc[j]);
+    }
+    if (i < n) {
+      LoadTailX(x + i, n - i, xt);
+      memset(qt, 0, 16);
+      memcpy(qt, row + begin + i, n - i);
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qt));
+      acc[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_load_ps(xt), acc[3]);
+    }
+    const __m256 inner = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    outer = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a.scales[r * a.groups + k])), inner, outer);
+  }
+  a.y[r] = HSum(outer);
+}
+
 // One row at a time: four interleaved row streams measured at about half
 // the DRAM throughput of one sequential stream (docs/KERNELS.md).
 void MatVecQ8G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
-  for (size_t r = row_begin; r < row_end; ++r) Q8gRows<1>(a, r);
+  for (size_t r = row_begin; r < row_end; ++r) Q8gRow(a, r);
 }
 
 void MatVecQ4G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
@@ -196,8 +192,10 @@ void MatVecQ4G(const MatVecArgs& a, size_t row_begin, size_t row_end) {
 }
 
 // ---- MARK: batched matmul (prefill) -------------------------------------------
-// Dequantise rows exactly like the baseline (q * s, one rounding) with the
-// baseline's own scalar code, then an R x T tile of AVX2 dot products.
+// Dequantise rows exactly like the baseline (q * s, one rounding), then an
+// R x T tile of AVX2 dot products. (A few-token kernel running the matvec's
+// arithmetic per token, as avx512.cc has, was slower here than this path
+// once the dequantisers were vectorised: docs/PERFORMANCE.md.)
 
 template <int R, int T>
 void DotTile(const float* const* w, const MatMulArgs& m, size_t r0, size_t t0) {
@@ -249,23 +247,65 @@ void DotRowsAny(const float* const* w, int nrows, const MatMulArgs& m, size_t r0
   }
 }
 
+// Dequantisers: out[i] = q[i] * f16(scale) for i < cols, one rounding per
+// element as in the baseline (an int converts to float exactly), eight or
+// sixteen elements at a time; a group's ragged end goes element by element.
 void DequantQ8(const MatVecArgs& a, size_t r, float* out) {
   const uint8_t* row = a.weights + r * a.row_bytes;
-  for (size_t i = 0; i < a.cols; ++i) {
-    out[i] = static_cast<float>(static_cast<int8_t>(row[i])) * _cvtsh_ss(a.scales[r * a.groups + i / a.group]);
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float s = _cvtsh_ss(a.scales[r * a.groups + k]);
+    const __m256 sv = _mm256_set1_ps(s);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i));
+      _mm256_storeu_ps(out + begin + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), sv));
+    }
+    for (; i < n; ++i) out[begin + i] = static_cast<float>(static_cast<int8_t>(row[begin + i])) * s;
   }
 }
 
 void DequantQ4(const MatVecArgs& a, size_t r, float* out) {
+  const __m256i low4 = _mm256_set1_epi32(15), eight = _mm256_set1_epi32(8);
   const uint8_t* row = a.weights + r * a.row_bytes;
-  for (size_t i = 0; i < a.cols; ++i) {
-    const unsigned b = row[i >> 1];
-    const int q = static_cast<int>((i & 1) ? (b >> 4) : (b & 15u)) - 8;
-    out[i] = static_cast<float>(q) * _cvtsh_ss(a.scales[r * a.groups + i / a.group]);
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float s = _cvtsh_ss(a.scales[r * a.groups + k]);
+    const __m256 sv = _mm256_set1_ps(s);
+    size_t i = 0;
+    if (begin % 2 == 0) {
+      for (; i + 16 <= n; i += 16) {
+        const __m256i b =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + (begin + i) / 2)));
+        const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(b, low4), eight);   // even elements
+        const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(b, 4), eight);     // odd elements
+        const __m256i a0 = _mm256_unpacklo_epi32(lo, hi), a1 = _mm256_unpackhi_epi32(lo, hi);
+        const __m256i e0 = _mm256_permute2x128_si256(a0, a1, 0x20);  // elements 0..7
+        const __m256i e1 = _mm256_permute2x128_si256(a0, a1, 0x31);  // elements 8..15
+        _mm256_storeu_ps(out + begin + i, _mm256_mul_ps(_mm256_cvtepi32_ps(e0), sv));
+        _mm256_storeu_ps(out + begin + i + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(e1), sv));
+      }
+    }
+    for (; i < n; ++i) {
+      const size_t e = begin + i;
+      const unsigned b = row[e >> 1];
+      out[e] = static_cast<float>(static_cast<int>((e & 1) ? (b >> 4) : (b & 15u)) - 8) * s;
+    }
   }
 }
 
 using DequantFn = void (*)(const MatVecArgs&, size_t, float*);
+
+// The dequant slots: the same row dequantisers the matmuls use.
+void DequantQ8G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  for (size_t r = row_begin; r < row_end; ++r) DequantQ8(d.w, r, d.out + r * d.out_stride);
+}
+
+void DequantQ4G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  for (size_t r = row_begin; r < row_end; ++r) DequantQ4(d.w, r, d.out + r * d.out_stride);
+}
 
 bool MatMulGrouped(const MatMulArgs& m, size_t row_begin, size_t row_end, DequantFn deq) {
   const size_t stride = (m.w.cols + 7) & ~size_t{7};
@@ -427,6 +467,8 @@ void RegisterAvx2(KernelTable& t) {
   t.matmul_f32 = MatMulF32;
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
+  t.dequant_q8g = DequantQ8G;
+  t.dequant_q4g = DequantQ4G;
   t.lut_build = LutBuild;
   t.lut_quantize = LutQuantize;
   t.kda_step = KdaStep;

@@ -684,6 +684,144 @@ void DequantQ3G(const DequantArgs& d, size_t row_begin, size_t row_end) {
 // 8 tokens 81 vs 76 GFLOP/s, 16 tokens 97 vs 109, 64 tokens 118 vs 145).
 constexpr size_t kPanelMinTokens = 12;
 
+// ---- MARK: few-token matmul (short prompt chunks) ---------------------------
+// Below kPanelMinTokens a matmul used to dequantise each row to f32 and dot
+// it with every token: at 2 tokens the trunk's projections took 5-8x the
+// time of two matvecs (docs/PERFORMANCE.md, "Short chunks"). These run the
+// matvec's own arithmetic for up to kFewTokens tokens per pass over a row:
+// each group's weights are turned into floats once, in registers, and
+// multiplied into every token, and every token's chain of operations is the
+// matvec's, op for op. So each token's output is bit-identical to a matvec
+// of that token alone (kernel test MatMulFewTokensEqualMatVec), and the
+// weights stream once per chunk instead of once per token.
+constexpr size_t kFewTokens = 4;
+// Rows per block: a block's weights stay in L2 while each tile of
+// kFewTokens tokens passes over them, and a tile's inputs stay in L1 (with
+// every token's input streamed per row, 8 tokens of 2304 columns spilled
+// out of L1 and ran slower than the dequantising path).
+constexpr size_t kFewBlockRows = 16;
+
+// row(r, t, n): n <= kFewTokens tokens from t, of row r; rows in blocks,
+// token tiles within a block.
+template <class RowFn>
+void FewTokenBlocks(const MatMulArgs& m, size_t row_begin, size_t row_end, RowFn&& row) {
+  for (size_t b = row_begin; b < row_end; b += kFewBlockRows) {
+    const size_t e = MinSize(row_end, b + kFewBlockRows);
+    for (size_t t = 0; t < m.tokens; t += kFewTokens) {
+      const size_t n = MinSize(kFewTokens, m.tokens - t);
+      for (size_t r = b; r < e; ++r) row(r, t, n);
+    }
+  }
+}
+
+// Q4G, group 128: Q4gRowPermuted for T tokens; xt[t] is token t's permuted x.
+template <int T>
+void Q4gRowPermutedTokens(const MatMulArgs& m, const float* const* xt, size_t r, size_t t0) {
+  const MatVecArgs& a = m.w;
+  const uint8_t* row = a.weights + r * a.row_bytes;
+  const uint16_t* sc = a.scales + r * a.groups;
+  const __m512 base = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  __m512 acc[T][4];
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < 4; ++j) acc[t][j] = _mm512_setzero_ps();
+  for (size_t g = 0; g < a.groups; ++g) {
+    _mm_prefetch(reinterpret_cast<const char*>(row + g * 64 + kQ4PrefetchBytes), _MM_HINT_T0);
+    const __m512i w = _mm512_loadu_si512(row + g * 64);
+    const __m512 lut = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(sc[g])), base);
+    for (int q = 0; q < 8; ++q) {
+      const __m512i u = q == 0 ? w : _mm512_srli_epi32(w, 4 * q);
+      const __m512 wv = _mm512_permutexvar_ps(u, lut);
+      for (int t = 0; t < T; ++t) {
+        acc[t][q & 3] = _mm512_fmadd_ps(wv, _mm512_load_ps(xt[t0 + t] + g * 128 + q * 16), acc[t][q & 3]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    m.y[(t0 + t) * m.y_stride + r] = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+  }
+}
+
+// Returns false (nothing written) when the permuted inputs cannot be allocated.
+bool MatMulQ4gFew(const MatMulArgs& m, size_t row_begin, size_t row_end) {
+  const size_t per_token = m.w.groups * 128;
+  float* buf = static_cast<float*>(aligned_alloc(64, m.tokens * per_token * sizeof(float)));
+  if (buf == nullptr) return false;
+  const float* xt[kPanelMinTokens];
+  for (size_t t = 0; t < m.tokens; ++t) {
+    MatVecArgs a = m.w;
+    a.x = m.x + t * m.x_stride;
+    PermuteXForQ4g(a, buf + t * per_token);
+    xt[t] = buf + t * per_token;
+  }
+  FewTokenBlocks(m, row_begin, row_end, [&](size_t r, size_t t, size_t n) {
+    switch (n) {
+      case 4: Q4gRowPermutedTokens<4>(m, xt, r, t); break;
+      case 3: Q4gRowPermutedTokens<3>(m, xt, r, t); break;
+      case 2: Q4gRowPermutedTokens<2>(m, xt, r, t); break;
+      default: Q4gRowPermutedTokens<1>(m, xt, r, t); break;
+    }
+  });
+  free(buf);
+  return true;
+}
+
+// Q8G: Q8gRow for T tokens.
+template <int T>
+void Q8gRowTokens(const MatMulArgs& m, size_t r, size_t t0) {
+  const MatVecArgs& a = m.w;
+  const uint8_t* row = a.weights + r * a.row_bytes;
+  const float* xs[T];
+  for (int t = 0; t < T; ++t) xs[t] = m.x + (t0 + t) * m.x_stride;
+  __m512 outer[T];
+  for (int t = 0; t < T; ++t) outer[t] = _mm512_setzero_ps();
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    _mm_prefetch(reinterpret_cast<const char*>(row + begin + kQ8PrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(row + begin + kQ8PrefetchBytes + 64), _MM_HINT_T0);
+    __m512 acc[T][4];
+    for (int t = 0; t < T; ++t)
+      for (int j = 0; j < 4; ++j) acc[t][j] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + begin + i + 16 * j));
+        const __m512 wv = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+        for (int t = 0; t < T; ++t) {
+          acc[t][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xs[t] + begin + i + 16 * j), acc[t][j]);
+        }
+      }
+    }
+    for (int j = 0; i < n; i += 16, ++j) {
+      const __mmask16 mk = (i + 16 <= n) ? 0xFFFF : TailMask16(n - i);
+      const __m128i q = _mm_maskz_loadu_epi8(mk, row + begin + i);
+      const __m512 wv = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+      for (int t = 0; t < T; ++t) {
+        acc[t][j] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mk, xs[t] + begin + i), acc[t][j]);
+      }
+    }
+    const __m512 s = _mm512_set1_ps(_cvtsh_ss(a.scales[r * a.groups + k]));
+    for (int t = 0; t < T; ++t) {
+      const __m512 inner =
+          _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
+      outer[t] = _mm512_fmadd_ps(s, inner, outer[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) m.y[(t0 + t) * m.y_stride + r] = _mm512_reduce_add_ps(outer[t]);
+}
+
+void MatMulQ8gFew(const MatMulArgs& m, size_t row_begin, size_t row_end) {
+  FewTokenBlocks(m, row_begin, row_end, [&](size_t r, size_t t, size_t n) {
+    switch (n) {
+      case 4: Q8gRowTokens<4>(m, r, t); break;
+      case 3: Q8gRowTokens<3>(m, r, t); break;
+      case 2: Q8gRowTokens<2>(m, r, t); break;
+      default: Q8gRowTokens<1>(m, r, t); break;
+    }
+  });
+}
+
 void MatMulF32(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   if (m.tokens >= kPanelMinTokens && MatMulPanels(m, row_begin, row_end, nullptr)) return;
   for (size_t r = row_begin; r < row_end; r += 4) {
@@ -698,11 +836,16 @@ void MatMulF32(const MatMulArgs& m, size_t row_begin, size_t row_end) {
 
 void MatMulQ8G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   if (m.tokens >= kPanelMinTokens && MatMulPanels(m, row_begin, row_end, DequantQ8)) return;
+  if (m.tokens < kPanelMinTokens) return MatMulQ8gFew(m, row_begin, row_end);
   if (!MatMulGrouped(m, row_begin, row_end, DequantQ8)) baseline::MatMulQ8G(m, row_begin, row_end);
 }
 
 void MatMulQ4G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   if (m.w.group % 2 == 0 && m.tokens >= kPanelMinTokens && MatMulPanels(m, row_begin, row_end, DequantQ4)) return;
+  if (m.tokens < kPanelMinTokens && m.w.group == 128 && m.w.groups * 128 <= kMaxPermutedCols &&
+      MatMulQ4gFew(m, row_begin, row_end)) {
+    return;
+  }
   if (m.w.group % 2 != 0 || !MatMulGrouped(m, row_begin, row_end, DequantQ4)) {
     baseline::MatMulQ4G(m, row_begin, row_end);
   }

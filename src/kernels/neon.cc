@@ -170,23 +170,62 @@ void DotRowsAny(const float* const* w, int nrows, const MatMulArgs& m, size_t r0
   for (int i = 0; i < nrows; ++i) DotRows<1>(w + i, m, r0 + i);
 }
 
+// Dequantisers: out[i] = q[i] * f16(scale) for i < cols, one rounding per
+// element as in the baseline (an int converts to float exactly), sixteen
+// elements at a time with the scale converted once per group; a group's
+// ragged end goes element by element. (They were per element with a
+// division and a scale conversion each, the prefill's bottleneck on AVX2,
+// which had the same code: docs/PERFORMANCE.md.)
+inline void Store16(float* out, int8x16_t q, float32x4_t s) {
+  const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_high_s8(q);
+  vst1q_f32(out, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), s));
+  vst1q_f32(out + 4, vmulq_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), s));
+  vst1q_f32(out + 8, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), s));
+  vst1q_f32(out + 12, vmulq_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), s));
+}
+
 void DequantQ8(const MatVecArgs& a, size_t r, float* out) {
   const uint8_t* row = a.weights + r * a.row_bytes;
-  for (size_t i = 0; i < a.cols; ++i) {
-    out[i] = static_cast<float>(static_cast<int8_t>(row[i])) * F16ToF32(a.scales[r * a.groups + i / a.group]);
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float s = F16ToF32(a.scales[r * a.groups + k]);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      Store16(out + begin + i, vld1q_s8(reinterpret_cast<const int8_t*>(row + begin + i)), vdupq_n_f32(s));
+    }
+    for (; i < n; ++i) out[begin + i] = static_cast<float>(static_cast<int8_t>(row[begin + i])) * s;
   }
 }
 
 void DequantQ4(const MatVecArgs& a, size_t r, float* out) {
   const uint8_t* row = a.weights + r * a.row_bytes;
-  for (size_t i = 0; i < a.cols; ++i) {
-    const unsigned b = row[i >> 1];
-    const int q = static_cast<int>((i & 1) ? (b >> 4) : (b & 15u)) - 8;
-    out[i] = static_cast<float>(q) * F16ToF32(a.scales[r * a.groups + i / a.group]);
+  for (size_t k = 0; k < a.groups; ++k) {
+    const size_t begin = k * a.group;
+    const size_t n = MinSize(a.group, a.cols - begin);
+    const float s = F16ToF32(a.scales[r * a.groups + k]);
+    size_t i = 0;
+    if (begin % 2 == 0) {
+      for (; i + 16 <= n; i += 16) Store16(out + begin + i, Unpack16Q4(row + (begin + i) / 2), vdupq_n_f32(s));
+    }
+    for (; i < n; ++i) {
+      const size_t e = begin + i;
+      const unsigned b = row[e >> 1];
+      out[e] = static_cast<float>(static_cast<int>((e & 1) ? (b >> 4) : (b & 15u)) - 8) * s;
+    }
   }
 }
 
 using DequantFn = void (*)(const MatVecArgs&, size_t, float*);
+
+// The dequant slots: the same row dequantisers the matmuls use.
+void DequantQ8G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  for (size_t r = row_begin; r < row_end; ++r) DequantQ8(d.w, r, d.out + r * d.out_stride);
+}
+
+void DequantQ4G(const DequantArgs& d, size_t row_begin, size_t row_end) {
+  for (size_t r = row_begin; r < row_end; ++r) DequantQ4(d.w, r, d.out + r * d.out_stride);
+}
 
 bool MatMulGrouped(const MatMulArgs& m, size_t row_begin, size_t row_end, DequantFn deq) {
   const size_t stride = (m.w.cols + 3) & ~size_t{3};
@@ -393,6 +432,8 @@ void RegisterNeon(KernelTable& t) {
   t.matmul_f32 = MatMulF32;
   t.matmul_q8g = MatMulQ8G;
   t.matmul_q4g = MatMulQ4G;
+  t.dequant_q8g = DequantQ8G;
+  t.dequant_q4g = DequantQ4G;
   t.lut_build = LutBuild;
   t.vq_apply6 = VqApply6;
   t.lut_quantize = LutQuantize;

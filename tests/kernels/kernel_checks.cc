@@ -787,6 +787,46 @@ void CheckKdaStep(const KernelTable& ref, const KernelTable& test, CheckReport& 
 
 }  // namespace
 
+void CheckFewTokenMatMulEqualsMatVec(const KernelTable& t, CheckReport& rep) {
+  struct Case {
+    Fmt fmt;
+    size_t rows, cols, group;
+  };
+  const Case cases[] = {{Fmt::kQ4G, 7, 128, 128}, {Fmt::kQ4G, 33, 2304, 128}, {Fmt::kQ4G, 9, 1000, 128},
+                        {Fmt::kQ8G, 7, 128, 128}, {Fmt::kQ8G, 33, 2304, 128}, {Fmt::kQ8G, 9, 1000, 32},
+                        {Fmt::kQ8G, 5, 200, 64}};
+  for (const Case& c : cases) {
+    for (size_t tokens = 1; tokens < 12; ++tokens) {
+      Trunk m(c.fmt, c.rows, c.cols, c.group);
+      const size_t x_stride = c.cols + 3, y_stride = c.rows + 5;
+      GuardedBuffer xb(4 * x_stride * tokens);
+      float* x = xb.as<float>();
+      FillFloats(x, x_stride * tokens, -1.0f, 1.0f);
+      std::vector<float> ymm(y_stride * tokens, -7.0f);
+      MatMulArgs a;
+      a.w = m.Args();
+      a.tokens = tokens;
+      a.x = x;
+      a.x_stride = x_stride;
+      a.y = ymm.data();
+      a.y_stride = y_stride;
+      MatMulSlot(t, c.fmt)(a, 0, c.rows);
+      for (size_t tok = 0; tok < tokens; ++tok) {
+        std::vector<float> yv(c.rows, -7.0f);
+        MatVecArgs v = m.Args();
+        v.x = x + tok * x_stride;
+        v.y = yv.data();
+        MatVecSlot(t, c.fmt)(v, 0, c.rows);
+        ++rep.cases;
+        Near(yv.data(), ymm.data() + tok * y_stride, nullptr, c.rows, 0.0,
+             Describe(c.fmt == Fmt::kQ4G ? "few-token matmul_q4g vs matvec" : "few-token matmul_q8g vs matvec",
+                      c.cols, c.rows, tokens),
+             rep);
+      }
+    }
+  }
+}
+
 void CheckReport::Fail(const std::string& what) {
   ++failed;
   if (failures.size() < 8) failures.push_back(what);

@@ -40,4 +40,11 @@ struct SlotCheck {
 // Every slot of KernelTable, in declaration order.
 const std::vector<SlotCheck>& AllSlotChecks();
 
+// A matmul of fewer tokens than the packed panels take (1..11), Q4G with
+// group 128 and Q8G with groups a multiple of 16 (what writers emit): each
+// token's outputs must equal a matvec of that token bit for bit (the
+// few-token kernels run the matvec's arithmetic). Holds for the tables that
+// have those kernels (AVX-512; kernel_test.cc).
+void CheckFewTokenMatMulEqualsMatVec(const KernelTable& table, CheckReport& report);
+
 }  // namespace waste::kernels::testing
