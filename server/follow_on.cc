@@ -48,6 +48,18 @@ std::optional<std::vector<int>> Render(const Engine& engine, const ChatFormat& f
 
 }  // namespace
 
+namespace {
+
+// The longest common prefix of two renderings.
+std::vector<int> CommonPrefix(std::optional<std::vector<int>> a, const std::optional<std::vector<int>>& b) {
+  if (!a || !b) return {};
+  auto [end_a, end_b] = std::mismatch(a->begin(), a->end(), b->begin(), b->end());
+  a->erase(end_a, a->end());
+  return std::move(*a);
+}
+
+}  // namespace
+
 std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, const Json& body,
                                 const Json& reply) {
   auto messages = body.find("messages");
@@ -70,12 +82,25 @@ std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, 
     }
     return Render(engine, format, b);
   };
-  std::optional<std::vector<int>> a = with_next_message("a");
-  std::optional<std::vector<int>> b = with_next_message("b");
-  if (!a || !b) return {};
-  auto [end_a, end_b] = std::mismatch(a->begin(), a->end(), b->begin(), b->end());
-  a->erase(end_a, a->end());
-  return std::move(*a);
+  return CommonPrefix(with_next_message("a"), with_next_message("b"));
+}
+
+std::vector<int> SharedPrefix(const Engine& engine, const ChatFormat& format, const Json& body) {
+  auto messages = body.find("messages");
+  if (messages == body.end() || !messages->is_array()) return {};
+  Json leading = Json::array();
+  for (const Json& m : *messages) {
+    const std::string role = m.is_object() ? m.value("role", "") : "";
+    if (role != "system" && role != "developer") break;
+    leading.push_back(m);
+  }
+  auto with_user_message = [&](const std::string& text) {
+    Json b = body;
+    b["messages"] = leading;
+    b["messages"].push_back({{"role", "user"}, {"content", text}});
+    return Render(engine, format, b);
+  };
+  return CommonPrefix(with_user_message("a"), with_user_message("b"));
 }
 
 }  // namespace waste::server

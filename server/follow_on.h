@@ -1,7 +1,9 @@
-// The follow-on prefill's guess (session_pool.h, "Follow-on prefill"): the
-// tokens a conversation's next request will most likely start with, i.e.
-// this request's messages, the reply as a client sends it back, and the
-// start of whatever message comes next.
+// What a conversation's tokens will most likely share with other requests:
+// the follow-on prefill's guess (session_pool.h, "Follow-on prefill"), the
+// tokens its next request will start with (this request's messages, the
+// reply as a client sends it back, and the start of whatever message comes
+// next); and its shared prefix (system prompt and tools), what a new
+// conversation of the same client starts with.
 #pragma once
 
 #include <vector>
@@ -25,5 +27,14 @@ namespace waste::server {
 // conversation has images, the rendering fails).
 std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, const Json& body,
                                 const Json& reply);
+
+// The tokens other conversations most likely share with this one: its
+// leading system (and developer) messages and its tools, as rendered, up to
+// where a first user message's own tokens would begin (the longest prefix
+// shared by the request's leading system messages rendered with two
+// different user messages). SessionPool::Prepare keeps a restore point
+// there (session_pool.h, "Shared-prefix points"). Empty when the request
+// has no messages, or when the rendering fails.
+std::vector<int> SharedPrefix(const Engine& engine, const ChatFormat& format, const Json& body);
 
 }  // namespace waste::server

@@ -86,15 +86,18 @@ int SessionPool::Usable(const Slot& s, std::span<const int> ids, size_t limit, i
   return best;
 }
 
-void SessionPool::KeepEarlier(Slot& slot) {
+void SessionPool::KeepEarlier(Slot& slot, bool shared) {
   if (earlier_marks_ == 0) return;
   size_t length = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     length = slot.tokens.size();
     if (length == 0) return;
-    for (const Slot::Earlier& e : slot.earlier) {
-      if (e.length == length) return;  // kept already
+    for (Slot::Earlier& e : slot.earlier) {
+      if (e.length == length) {  // kept already
+        e.shared = e.shared || shared;
+        return;
+      }
     }
   }
   if (slot.session->MarkPosition(kRequestMark) != static_cast<int>(length)) return;
@@ -109,13 +112,29 @@ void SessionPool::KeepEarlier(Slot& slot) {
       }
     }
     if (mark < 0) {
-      mark = slot.earlier.front().mark;
-      slot.earlier.erase(slot.earlier.begin());
+      // The oldest point that is not a shared prefix's, else the oldest.
+      auto victim = std::find_if(slot.earlier.begin(), slot.earlier.end(),
+                                 [](const Slot::Earlier& e) { return !e.shared; });
+      if (victim == slot.earlier.end()) victim = slot.earlier.begin();
+      mark = victim->mark;
+      slot.earlier.erase(victim);
     }
   }
   if (!slot.session->CopyMark(kRequestMark, mark).ok()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  slot.earlier.push_back({mark, length});
+  slot.earlier.push_back({mark, length, shared});
+}
+
+void SessionPool::MarkShared(Slot& slot, std::span<const int> ids, size_t at, size_t limit) {
+  // The point the request mark leaves stays as an earlier one, as below.
+  if (slot.tokens.size() < at) KeepEarlier(slot);
+  if (!slot.session->SetMark(kRequestMark).ok()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot.tokens.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(at));
+    slot.ahead.clear();
+  }
+  if (store_ != nullptr) (void)store_->Put(*slot.session, slot.tokens, ids.first(limit));
 }
 
 void SessionPool::DropEarlierPast(Slot& slot, size_t at) {
@@ -191,7 +210,8 @@ Status AllSlotsHeld(int slots) {
 }  // namespace
 
 Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
-                                              const std::function<bool()>& cancelled) {
+                                              const std::function<bool()>& cancelled,
+                                              size_t shared) {
   if (ids.empty()) return ArgError("empty prompt");
   // Reusable positions: one token must stay for the logits, and nothing
   // from the first image pad on.
@@ -229,6 +249,10 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     }
     // A failed load left the session as it was: the slot's own point (if
     // it starts this prompt) is still good, and the rewind below says so.
+    // Going back to an earlier point gives up the slot's furthest point
+    // (another conversation on the same system prompt, an edited turn):
+    // stored first, as when the slot starts over.
+    if (!load && best_len > 0 && IsEarlierMark(mark)) Spill(slot, ids, limit);
   }
   size_t from = 0;
   // A mark is valid while the slot's session has only moved forward since
@@ -258,19 +282,34 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     slot.ahead.clear();
   }
   const size_t point = limit / kChunk * kChunk;
+  // The shared prefix's point, when this prefill reaches it (see the header).
+  const size_t shared_point = std::min(shared, point) / kChunk * kChunk;
+  const bool mark_shared = KeepsSharedPoints() && shared_point > from;
   // Resumed from the follow-on's point: the request's mark moves there (or
   // further), so a follow-on after this reply starts from it.
   if (point > from || mark != kRequestMark) {
     // Span by span (each starts on a multiple of kChunk, so the chunking and
     // the bits are a single call's), so a client that leaves is noticed and
     // other requests' steps run in between.
-    for (size_t at = from; at < point; at += kSpan) {
-      if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
-      Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, point - at)));
-      if (!fed) return fed.error();
+    size_t at = from;
+    auto feed_to = [&](size_t end) -> Status {
+      for (; at < end; at += std::min(kSpan, end - at)) {
+        if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
+        Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, end - at)));
+        if (!fed) return fed.error();
+      }
+      return Status::Ok();
+    };
+    if (mark_shared && shared_point < point) {
+      WASTE_TRY(feed_to(shared_point));
+      MarkShared(slot, ids, shared_point, limit);
     }
-    // The point the request's mark leaves stays as an earlier one.
-    if (slot.tokens.size() < point) KeepEarlier(slot);
+    WASTE_TRY(feed_to(point));
+    // The point the request's mark leaves stays as an earlier one (the
+    // shared prefix's, given up last).
+    if (slot.tokens.size() < point) {
+      KeepEarlier(slot, shared_point > 0 && slot.tokens.size() == shared_point);
+    }
     Status marked = session.SetMark(kRequestMark);
     std::lock_guard<std::mutex> lock(mu_);
     slot.ahead.clear();
@@ -280,6 +319,13 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     }
     slot.tokens.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(point));
     from = point;
+  }
+  // The request's own point is the shared prefix's: stored as such (the
+  // next turn keeps it as a shared earlier point: Usable finds it there).
+  if (mark_shared && shared_point == point && store_ != nullptr &&
+      session.position() == static_cast<int>(point)) {
+    std::vector<int> tokens(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(point));
+    (void)store_->Put(session, tokens, ids.first(limit));
   }
   run.cached_tokens = best_len;
   run.resumed_ahead = best_len > 0 && mark == kAheadMark && !earlier;

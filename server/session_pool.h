@@ -53,6 +53,15 @@
 // them before the change instead of from position 0. Going back to one
 // drops those further on (Session::RewindToMark), as a reset drops all.
 //
+// Shared-prefix points: a chat's system prompt and tool declarations are
+// what other conversations start with too (an agent's every task, a
+// client's every new chat). Prepare is told how many leading tokens those
+// are (SharedPrefix, follow_on.h); when its prefill crosses the last chunk
+// boundary within them, the point there is kept as an earlier point that
+// the turns after it do not push out (while another earlier mark is
+// spare), and stored with a PointStore, so a new conversation with the
+// same system prompt resumes there, on this slot or, loaded, on any.
+//
 // Spilled points (with a PointStore, `--prompt-cache DIR`): before a slot
 // is reset for a prompt its point does not start (or PrepareFresh resets
 // it), its furthest point is stored; a request whose prompt starts with a
@@ -130,8 +139,14 @@ class SessionPool {
   // point and marks it there. `ids` must outlive the returned span.
   // `cancelled` (optional) is asked before each span; true stops with
   // kCancelled (the slot keeps its previous mark: what was fed since lies
-  // past it). kBusy when every slot is held.
-  Result<Run> Prepare(std::span<const int> ids, const std::function<bool()>& cancelled = {});
+  // past it). kBusy when every slot is held. `shared`: how many leading
+  // tokens of `ids` other conversations likely share (the header's
+  // "Shared-prefix points"); 0 = none.
+  Result<Run> Prepare(std::span<const int> ids, const std::function<bool()>& cancelled = {},
+                      size_t shared = 0);
+  // Whether Prepare does anything with `shared` (earlier points or a
+  // store): the caller may skip working it out otherwise.
+  bool KeepsSharedPoints() const { return earlier_marks_ > 0 || store_ != nullptr; }
   // A free slot reset to position 0 with nothing fed (the least recently
   // used one; it keeps no restore point): for a request that needs every
   // prompt position computed, such as one scoring its prompt. `rest` is all
@@ -208,6 +223,7 @@ class SessionPool {
     struct Earlier {
       int mark = 0;
       size_t length = 0;
+      bool shared = false;  // a shared prefix's point: given up last
     };
     std::vector<Earlier> earlier;
     uint64_t last_used = 0;
@@ -239,8 +255,13 @@ class SessionPool {
   void Spill(Slot& slot, std::span<const int> ids, size_t limit);
   // Before the slot's request mark is set further on: keeps the point it
   // holds as an earlier one (held by the caller; the session is at or past
-  // that point on the same history).
-  void KeepEarlier(Slot& slot);
+  // that point on the same history). A `shared` point (a shared prefix's)
+  // is given up only when no other earlier point can be.
+  void KeepEarlier(Slot& slot, bool shared = false);
+  // Prepare's prefill reached the shared prefix's point (the session stands
+  // there): makes it the request mark, to be kept as a shared earlier point
+  // when the prefill goes on, and stores it with a store.
+  void MarkShared(Slot& slot, std::span<const int> ids, size_t at, size_t limit);
   // The slot's session went back to position `at`: earlier points past it
   // are gone (0: a reset, all are).
   void DropEarlierPast(Slot& slot, size_t at);

@@ -645,6 +645,50 @@ TEST_F(HttpTest, AnEditedMessageResumesFromAnEarlierPoint) {
   EXPECT_EQ(scratch["usage"]["prompt_tokens"], edited_usage);
 }
 
+// Shared-prefix points over HTTP: a new conversation with the same system
+// prompt as an earlier one (two turns on) resumes from the point at the
+// system prompt, counted in cached_tokens and /metrics, with the reply a
+// server that never saw the first conversation gives.
+TEST_F(HttpTest, ANewConversationOnTheSameSystemPromptResumesFromIt) {
+  std::unique_ptr<Engine> engine = TwoSlotEngine();
+  ASSERT_NE(engine, nullptr);
+  const Json system = {{"role", "system"}, {"content", std::string(300, 's') + " be brief"}};
+  const auto post = [](httplib::Client& c, const Json& messages) {
+    auto [st, reply] = PostJson(c, "/v1/chat/completions",
+                                {{"messages", messages}, {"max_tokens", 6}, {"thinking", false}});
+    EXPECT_EQ(st, 200) << reply.dump();
+    return reply;
+  };
+  const Json other = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'o') + " other"}}});
+  Json reply, usage;
+  {
+    ServeOptions o;
+    o.parallel = 1;
+    Running s{o, engine.get()};
+    httplib::Client c = s.Client();
+    Json turns = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'a') + " one"}}});
+    for (const char* next : {"two", "three"}) {
+      Json r = post(c, turns);
+      turns.push_back({{"role", "assistant"}, {"content", r["choices"][0]["message"]["content"]}});
+      turns.push_back({{"role", "user"}, {"content", std::string(150, next[0]) + " " + next}});
+    }
+    post(c, turns);
+    Json r = post(c, other);
+    const int cached = r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    EXPECT_GE(cached, 256) << "resumed at the system prompt's last chunk boundary";
+    EXPECT_LE(cached, 384);
+    EXPECT_EQ(s.Metric("waste_earlier_point_cached_tokens_total"), cached);
+    reply = r["choices"];
+    usage = r["usage"]["prompt_tokens"];
+  }
+  Running fresh{ServeOptions{}, engine.get()};
+  httplib::Client c = fresh.Client();
+  Json scratch = post(c, other);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(scratch["choices"], reply);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens"], usage);
+}
+
 // --prompt-cache: with one slot, a conversation the slot gave up to
 // another is stored, and its next turn has its point loaded back (from the
 // store, past the first turn's own point) with the reply a server computes
@@ -655,8 +699,12 @@ TEST_F(HttpTest, APromptCacheBringsBackAConversationTheSlotGaveUp) {
   auto turn = [](const std::string& system, const std::string& user) {
     return Json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}});
   };
-  Json a = turn(std::string(300, 'p') + " answer briefly", "What is a prefix?");
-  const Json b = turn(std::string(260, 'q') + " be terse", "What is a suffix?");
+  // Short system prompts: no point is kept inside them (a long one's is
+  // stored too: HttpTest.ANewConversationOnTheSameSystemPromptResumesFromIt,
+  // PointStore.ASharedSystemPromptsPoint...), so the counts below are the
+  // conversations' own points.
+  Json a = turn("answer briefly", std::string(300, 'p') + " What is a prefix?");
+  const Json b = turn("be terse", std::string(260, 'q') + " What is a suffix?");
   Json req;
   {
     ServeOptions o;

@@ -155,6 +155,43 @@ TEST(PointStore, AConversationTheSlotGaveUpIsLoadedBackBitIdentically) {
   EXPECT_EQ(pool->store()->counts().loaded, 2u);
 }
 
+// With a store the shared prefix's point is stored as the prefill passes
+// it, so a new conversation on the same system prompt loads it on a slot
+// that never held it (here: after a restart), bit for bit.
+TEST(PointStore, ASharedSystemPromptsPointServesANewConversationAfterARestart) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  waste::testing::TempDir dir;
+  std::vector<int> system, a, b;
+  {
+    auto engine = OpenTiny(2, SessionPool::kMarks);
+    ASSERT_TRUE(engine);
+    system = Ids(*engine, Text(2 * kC + 30, 9));
+    a = system;
+    for (int id : Ids(*engine, Text(kC + 20, 1))) a.push_back(id);
+    b = system;
+    for (int id : Ids(*engine, Text(kC + 50, 2))) b.push_back(id);
+    auto pool = PoolWithStore(*engine, 1, dir.path());
+    ASSERT_TRUE(pool);
+    auto run = pool->Prepare(a, {}, system.size());
+    ASSERT_TRUE(run) << run.error().ToString();
+    EXPECT_EQ(run->cached_tokens, 0);
+    EXPECT_EQ(pool->store()->counts().stored, 1u) << "the system prompt's point, on the way";
+  }
+  auto engine = OpenTiny(2, SessionPool::kMarks);
+  ASSERT_TRUE(engine);
+  auto ref = engine->model().NewSession();
+  ASSERT_TRUE(ref);
+  auto pool = PoolWithStore(*engine, 1, dir.path());
+  ASSERT_TRUE(pool);
+  auto run = pool->Prepare(b, {}, system.size());
+  ASSERT_TRUE(run) << run.error().ToString();
+  EXPECT_TRUE(run->restored);
+  EXPECT_EQ(run->cached_tokens, static_cast<int>(2 * kC));
+  auto logits = run->session->Eval(run->rest);
+  ASSERT_TRUE(logits);
+  EXPECT_TRUE(SameBits(std::vector<float>(logits->begin(), logits->end()), Fresh(**ref, b)));
+}
+
 TEST(PointStore, StaysWithinItsSizeDroppingTheLeastRecentlyUsed) {
   WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
   waste::testing::TempDir dir;

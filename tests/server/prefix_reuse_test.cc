@@ -157,6 +157,65 @@ TEST(PrefixReuse, AnEditedEarlierTurnResumesFromAnEarlierPoint) {
   EXPECT_EQ(cached, 0);
 }
 
+// Shared-prefix points (docs/SERVER.md, "Shared-prefix points"): a new
+// conversation that starts with the same system prompt as one the slot
+// holds resumes from the point at the system prompt's last chunk boundary,
+// kept as an earlier point that the first conversation's later turns did
+// not push out, bit for bit. Without the hint the same slot has no such
+// point and the new conversation starts over.
+TEST(PrefixReuse, ANewConversationResumesFromTheSharedSystemPrompt) {
+  WASTE_SKIP_WITHOUT_SERVE_FIXTURES();
+  std::unique_ptr<Engine> engine = testing::OpenTiny(3, SessionPool::kMarks + 2);
+  ASSERT_NE(engine, nullptr);
+  auto ref_session = engine->model().NewSession();
+  ASSERT_TRUE(ref_session);
+  Session& ref = **ref_session;
+  constexpr size_t kC = kPrefillChunkTokens;
+  const std::vector<int> system = Ids(*engine, testing::Text(2 * kC + 30, 9));
+  const auto with = [&](std::vector<int> ids, int salt, size_t n) {
+    for (int id : Ids(*engine, testing::Text(n, salt))) ids.push_back(id);
+    return ids;
+  };
+  // Conversation A: three turns of 1.5 chunks after the system prompt.
+  const std::vector<int> a1 = with(system, 1, kC + 20);
+  const std::vector<int> a2 = with(a1, 2, kC + kC / 2), a3 = with(a2, 3, kC + kC / 2),
+                         a4 = with(a3, 4, kC + kC / 2);
+  // Conversation B: the same system prompt, another first message.
+  const std::vector<int> b1 = with(system, 5, kC + 60);
+  const int shared_point = static_cast<int>(system.size() / kC * kC);
+  ASSERT_EQ(shared_point, static_cast<int>(2 * kC));
+  for (const bool hinted : {true, false}) {
+    SCOPED_TRACE(hinted ? "with the shared prefix" : "without it");
+    auto pool = SessionPool::Create(*engine, 1, /*follow_on=*/true, /*earlier_points=*/2);
+    ASSERT_TRUE(pool) << pool.error().ToString();
+    const size_t shared = hinted ? system.size() : 0;
+    for (const auto* turn : {&a1, &a2, &a3, &a4}) {
+      auto run = (*pool)->Prepare(*turn, {}, shared);
+      ASSERT_TRUE(run) << run.error().ToString();
+    }
+    auto run = (*pool)->Prepare(b1, {}, shared);
+    ASSERT_TRUE(run) << run.error().ToString();
+    EXPECT_EQ(run->cached_tokens, hinted ? shared_point : 0);
+    EXPECT_EQ(run->resumed_earlier, hinted);
+    auto logits = run->session->Eval(run->rest);
+    ASSERT_TRUE(logits);
+    EXPECT_TRUE(SameBits(std::vector<float>(logits->begin(), logits->end()), Fresh(ref, b1)));
+  }
+  // The edit of an earlier turn still finds the rotating earlier point next
+  // to the pinned one: A again, its third turn changed.
+  auto pool = SessionPool::Create(*engine, 1, /*follow_on=*/true, /*earlier_points=*/2);
+  ASSERT_TRUE(pool);
+  for (const auto* turn : {&a1, &a2, &a3}) ASSERT_TRUE((*pool)->Prepare(*turn, {}, system.size()));
+  const std::vector<int> a3_edited = with(a2, 30, kC + kC / 2);
+  auto prepared = (*pool)->Prepare(a3_edited, {}, system.size());
+  ASSERT_TRUE(prepared);
+  EXPECT_EQ(prepared->cached_tokens, static_cast<int>((a2.size() - 1) / kC * kC));
+  EXPECT_TRUE(prepared->resumed_earlier);
+  auto edited = prepared->session->Eval(prepared->rest);
+  ASSERT_TRUE(edited);
+  EXPECT_TRUE(SameBits(std::vector<float>(edited->begin(), edited->end()), Fresh(ref, a3_edited)));
+}
+
 // A client that leaves during a long prefill stops it within a span (the
 // restored part is fed span by span), and the slot keeps what it had
 // (nothing half-fed is ever rewound to).
