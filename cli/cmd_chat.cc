@@ -22,6 +22,7 @@
 #include "host.h"
 #include "line_reader.h"
 #include "piece_writer.h"
+#include "reasoning_style.h"
 #include "report.h"
 #include "waste/chat.h"
 #include "waste/waste.h"
@@ -246,9 +247,10 @@ int ChatCommand(const Options& o) {
       return kGoOn;
     }
     if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
-    PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) {
-      WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
-    });
+    ReasoningStyle style = TerminalReasoningStyle(
+        tmpl, escape, [&](std::string_view bytes) { WriteOut(escape ? EscapeControls(bytes) : std::string(bytes)); },
+        [](std::string_view code) { WriteOut(std::string(code)); });
+    PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) { style.Push(bytes); });
     GenParams params = ParamsFromOptions(o, turn_seed);
     // A cap of its own for each reply (--reasoning-budget).
     std::unique_ptr<ThinkTagBudget> reasoning_cap =
@@ -269,6 +271,7 @@ int ChatCommand(const Options& o) {
       return stream.Push(e.piece) && !Interrupted();
     });
     stream.Finish();
+    style.Finish();
     const Status status = !finished ? finished.error()
                           : *finished == FinishReason::kCancelled
                               ? Status(Errc::kCancelled, "cancelled by callback")

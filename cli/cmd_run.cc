@@ -18,7 +18,9 @@
 #include "generation.h"
 #include "grammar_option.h"
 #include "images.h"
+#include "host.h"
 #include "piece_writer.h"
+#include "reasoning_style.h"
 #include "prompt.h"
 #include "report.h"
 #include "waste/chat.h"
@@ -91,9 +93,15 @@ int RunCommand(const Options& o) {
   }
 
   std::string text;  // what the user got, for --json
+  // On a terminal a reasoning model's thinking prints faint (--json and a
+  // pipe get the text as it is).
+  ReasoningStyle style = TerminalReasoningStyle(
+      tmpl ? &*tmpl : nullptr, stream_out && !o.json && StreamIsTerminal(1),
+      [](std::string_view bytes) { WriteOut(bytes); },
+      [](std::string_view code) { WriteOut(code); });
   PieceWriter stream(StopFor(o, plan), [&](std::string_view bytes) {
     if (o.json) text.append(bytes);
-    if (stream_out) WriteOut(bytes);
+    if (stream_out) style.Push(bytes);
   });
   TokenTally tally;
   std::vector<int> generated;
@@ -129,6 +137,7 @@ int RunCommand(const Options& o) {
     return stream.Push(e.piece) && !Interrupted();
   });
   stream.Finish();
+  style.Finish();
   const Stats after = engine->stats();
   if (!o.json) WriteOut("\n");
   const Status status = !finished ? finished.error()

@@ -252,6 +252,41 @@ TEST_F(CliE2E, ReasoningBudgetClosesTheThinkTag) {
   EXPECT_TRUE(Contains(plain.err, "no <think> tags to close")) << Describe(plain);
 }
 
+// On a terminal (a pseudo-terminal from util-linux `script`) the reply's
+// reasoning prints faint with its tags hidden; through a pipe the same
+// reply is the model's text, tags and all.
+TEST_F(CliE2E, RunShowsReasoningFaintOnATerminal) {
+  const ProcessResult which = RunProcess({"/bin/sh", "-c", "command -v script"});
+  if (which.exit_code != 0 || which.out.empty()) {
+    GTEST_SKIP() << "SKIP: util-linux `script` (a pseudo-terminal) is not installed";
+  }
+  const std::string script = which.out.substr(0, which.out.find('\n'));
+  const std::string ds = CopyDemo("deepseek-tty", "");
+  const std::map<std::string, int> ids = RenameSpecials(
+      ds, {{"<|end_of_msg|>", "<｜end▁of▁sentence｜>"}, {"<|open|>", "<｜User｜>"},
+           {"<|close|>", "<｜Assistant｜>"}, {"<|sep|>", "<｜begin▁of▁sentence｜>"},
+           {"<|kimi_image_placeholder|>", "<think>"}});
+  ASSERT_TRUE(ids.count("<think>"));
+  // Opens its reasoning at once; the budget closes it after 2 tokens.
+  const std::vector<std::string> args = {"run", ds, "hi", "-n", "16", "-q", "--logit-bias",
+                                         std::to_string(ids.at("<think>")) + "+100",
+                                         "--reasoning-budget", "2"};
+  const ProcessResult piped = Waste(args);
+  ASSERT_EQ(piped.exit_code, 0) << Describe(piped);
+  EXPECT_EQ(piped.out.rfind("<think><think><think></think>", 0), 0u) << Describe(piped);
+  std::string command = kWaste;
+  for (const std::string& a : args) command += " '" + a + "'";
+  const ProcessResult tty = RunProcess({script, "-qec", command, "/dev/null"}, {}, 180);
+  ASSERT_EQ(tty.exit_code, 0) << Describe(tty);
+  EXPECT_EQ(tty.out.rfind("\x1b[2m<think><think>\x1b[22m", 0), 0u) << Describe(tty);
+  EXPECT_FALSE(Contains(tty.out, "</think>")) << Describe(tty);
+  // NO_COLOR: as through a pipe.
+  const ProcessResult plain =
+      RunProcess({"/usr/bin/env", "NO_COLOR=1", script, "-qec", command, "/dev/null"}, {}, 180);
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+  EXPECT_EQ(plain.out.rfind("<think><think><think></think>", 0), 0u) << Describe(plain);
+}
+
 TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
   // The demo's specials renamed to Kimi's markers (same ids) and no
   // chat.json: what a converted Kimi-K2 container looks like.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "options.h"
 #include "piece_writer.h"
 #include "prompt.h"
+#include "reasoning_style.h"
 #include "report.h"
 
 namespace waste::cli {
@@ -477,6 +479,77 @@ TEST(CliHelp, EveryCommandListsEveryOption) {
   EXPECT_NE(CommandHelp(Command::kRun).find("-c,--ctx,--ctx-size"), std::string::npos);
   EXPECT_NE(CommandHelp(Command::kRun).find("--budget"), std::string::npos);
   EXPECT_NE(CommandHelp(Command::kRun).find("GiB"), std::string::npos);
+}
+
+// --- a reasoning model's thinking shown faint ---------------------------------------
+// "[" and "]" stand for the style switches; every way of cutting the reply
+// into pieces gives the same output.
+
+std::string Styled(const std::vector<std::string>& pieces, const std::string& open = "<think>",
+                   const std::string& close = "</think>") {
+  std::string out;
+  ReasoningStyle s(open, close, [&](std::string_view b) { out.append(b); },
+                   [&](bool on) { out += on ? "[" : "]"; });
+  for (const std::string& p : pieces) s.Push(p);
+  s.Finish();
+  return out;
+}
+
+// Every split of `reply` into three pieces styles it as `want`.
+void ExpectEverySplit(const std::string& reply, const std::string& want) {
+  for (size_t a = 0; a <= reply.size(); ++a) {
+    for (size_t b = a; b <= reply.size(); ++b) {
+      EXPECT_EQ(Styled({reply.substr(0, a), reply.substr(a, b - a), reply.substr(b)}), want)
+          << "cut at " << a << ", " << b;
+    }
+  }
+}
+
+TEST(CliReasoningStyle, ThinkingFaintTagsHiddenWhereverThePiecesAreCut) {
+  ExpectEverySplit("<think>\nhmm, 2+2</think>\n\n4", "[\nhmm, 2+2]\n\n4");
+  ExpectEverySplit("\n <think>a</think>b", "\n [a]b");  // whitespace first is kept
+  ExpectEverySplit("<think></think>answer", "[]answer");
+}
+
+TEST(CliReasoningStyle, AReplyWithoutTheTagOrAFormatWithoutTagsPassesThrough) {
+  ExpectEverySplit("The answer is <think>not this</think>.", "The answer is <think>not this</think>.");
+  ExpectEverySplit("<thin", "<thin");             // cut short: the held bytes come out
+  ExpectEverySplit("<thinking>x", "<thinking>x");  // another word
+  EXPECT_EQ(Styled({"<think>a</think>b"}, "", ""), "<think>a</think>b");  // no think tags
+  EXPECT_EQ(Styled({"   "}), "   ");
+}
+
+TEST(CliReasoningStyle, ACutOffThoughtStillEndsTheStyle) {
+  ExpectEverySplit("<think>still thinking </thi", "[still thinking </thi]");
+  // A close tag in the answer is text.
+  ExpectEverySplit("<think>a</think>b</think>", "[a]b</think>");
+}
+
+TEST(CliReasoningStyle, OnlyOnATerminalWithThinkTagsAndWithoutNoColor) {
+  ChatTemplate t;
+  t.think_open = "<think>";
+  t.think_close = "</think>";
+  auto run = [](const ChatTemplate* tmpl, bool terminal) {
+    std::string out;
+    ReasoningStyle s = TerminalReasoningStyle(
+        tmpl, terminal, [&](std::string_view b) { out.append(b); }, [&](std::string_view c) { out.append(c); });
+    s.Push("<think>x</think>y");
+    s.Finish();
+    return out;
+  };
+  const char* saved = std::getenv("NO_COLOR");
+  const std::string keep = saved ? saved : "";
+  unsetenv("NO_COLOR");
+  EXPECT_EQ(run(&t, true), "\x1b[2mx\x1b[22my");
+  EXPECT_EQ(run(&t, false), "<think>x</think>y");
+  EXPECT_EQ(run(nullptr, true), "<think>x</think>y");
+  setenv("NO_COLOR", "1", 1);
+  EXPECT_EQ(run(&t, true), "<think>x</think>y");
+  if (saved) {
+    setenv("NO_COLOR", keep.c_str(), 1);
+  } else {
+    unsetenv("NO_COLOR");
+  }
 }
 
 // --- §7.4 stop strings and UTF-8 hold-back ---------------------------------------
