@@ -605,6 +605,25 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
   EXPECT_EQ(scratch["usage"]["completion_tokens"], follow["usage"]["completion_tokens"]);
 }
 
+// A short greedy chat request of `messages` (thinking off): the reply.
+Json PostChat(httplib::Client& c, const Json& messages) {
+  auto [st, reply] = PostJson(c, "/v1/chat/completions",
+                              {{"messages", messages}, {"max_tokens", 6}, {"thinking", false}});
+  EXPECT_EQ(st, 200) << reply.dump();
+  return reply;
+}
+
+// `messages` sent to a server that never saw them (on the same engine):
+// nothing resumed, and the choices and prompt size `resumed` had.
+void ExpectSameFromScratch(Engine* engine, const Json& messages, const Json& resumed) {
+  Running fresh{ServeOptions{}, engine};
+  httplib::Client c = fresh.Client();
+  Json scratch = PostChat(c, messages);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(scratch["choices"], resumed["choices"]);
+  EXPECT_EQ(scratch["usage"]["prompt_tokens"], resumed["usage"]["prompt_tokens"]);
+}
+
 // --earlier-points over HTTP, as `waste serve` opens the engine: editing the
 // last user message of a three-turn chat resumes from the point the second
 // turn left (not from position 0), /metrics counts it, and the reply is the
@@ -612,37 +631,24 @@ TEST_F(HttpTest, PrefixReuseChangesNoReply) {
 TEST_F(HttpTest, AnEditedMessageResumesFromAnEarlierPoint) {
   std::unique_ptr<Engine> engine = TwoSlotEngine();
   ASSERT_NE(engine, nullptr);
-  Json edited_reply, edited_usage;
+  Json edited;
   Json turns = Json::array({{{"role", "user"}, {"content", std::string(200, 'a') + " one"}}});
-  const auto post = [](httplib::Client& c, const Json& messages) {
-    auto [st, reply] = PostJson(c, "/v1/chat/completions",
-                                {{"messages", messages}, {"max_tokens", 6}, {"thinking", false}});
-    EXPECT_EQ(st, 200) << reply.dump();
-    return reply;
-  };
   {
     Running s{ServeOptions{}, engine.get()};
     httplib::Client c = s.Client();
     for (const char* next : {"two", "three"}) {
-      Json reply = post(c, turns);
+      Json reply = PostChat(c, turns);
       turns.push_back({{"role", "assistant"}, {"content", reply["choices"][0]["message"]["content"]}});
       turns.push_back({{"role", "user"}, {"content", std::string(200, next[0]) + " " + next}});
     }
-    post(c, turns);
+    PostChat(c, turns);
     turns.back()["content"] = std::string(200, 'z') + " edited";
-    Json edited = post(c, turns);
+    edited = PostChat(c, turns);
     EXPECT_GE(edited["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 256);
     EXPECT_EQ(s.Metric("waste_earlier_point_cached_tokens_total"),
               edited["usage"]["prompt_tokens_details"]["cached_tokens"].get<long>());
-    edited_reply = edited["choices"];
-    edited_usage = edited["usage"]["prompt_tokens"];
   }
-  Running fresh{ServeOptions{}, engine.get()};
-  httplib::Client c = fresh.Client();
-  Json scratch = post(c, turns);
-  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-  EXPECT_EQ(scratch["choices"], edited_reply);
-  EXPECT_EQ(scratch["usage"]["prompt_tokens"], edited_usage);
+  ExpectSameFromScratch(engine.get(), turns, edited);
 }
 
 // Shared-prefix points over HTTP: a new conversation with the same system
@@ -653,14 +659,8 @@ TEST_F(HttpTest, ANewConversationOnTheSameSystemPromptResumesFromIt) {
   std::unique_ptr<Engine> engine = TwoSlotEngine();
   ASSERT_NE(engine, nullptr);
   const Json system = {{"role", "system"}, {"content", std::string(300, 's') + " be brief"}};
-  const auto post = [](httplib::Client& c, const Json& messages) {
-    auto [st, reply] = PostJson(c, "/v1/chat/completions",
-                                {{"messages", messages}, {"max_tokens", 6}, {"thinking", false}});
-    EXPECT_EQ(st, 200) << reply.dump();
-    return reply;
-  };
   const Json other = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'o') + " other"}}});
-  Json reply, usage;
+  Json resumed;
   {
     ServeOptions o;
     o.parallel = 1;
@@ -668,25 +668,18 @@ TEST_F(HttpTest, ANewConversationOnTheSameSystemPromptResumesFromIt) {
     httplib::Client c = s.Client();
     Json turns = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'a') + " one"}}});
     for (const char* next : {"two", "three"}) {
-      Json r = post(c, turns);
+      Json r = PostChat(c, turns);
       turns.push_back({{"role", "assistant"}, {"content", r["choices"][0]["message"]["content"]}});
       turns.push_back({{"role", "user"}, {"content", std::string(150, next[0]) + " " + next}});
     }
-    post(c, turns);
-    Json r = post(c, other);
-    const int cached = r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    PostChat(c, turns);
+    resumed = PostChat(c, other);
+    const int cached = resumed["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
     EXPECT_GE(cached, 256) << "resumed at the system prompt's last chunk boundary";
     EXPECT_LE(cached, 384);
     EXPECT_EQ(s.Metric("waste_earlier_point_cached_tokens_total"), cached);
-    reply = r["choices"];
-    usage = r["usage"]["prompt_tokens"];
   }
-  Running fresh{ServeOptions{}, engine.get()};
-  httplib::Client c = fresh.Client();
-  Json scratch = post(c, other);
-  EXPECT_EQ(scratch["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-  EXPECT_EQ(scratch["choices"], reply);
-  EXPECT_EQ(scratch["usage"]["prompt_tokens"], usage);
+  ExpectSameFromScratch(engine.get(), other, resumed);
 }
 
 // --prompt-cache: with one slot, a conversation the slot gave up to
