@@ -15,7 +15,6 @@ size_t PartialTagAtEnd(std::string_view s, std::string_view tag) {
   return 0;
 }
 
-
 }  // namespace
 
 ReasoningStyle::ReasoningStyle(std::string open, std::string close, TextSink text, FaintSink faint)

@@ -46,10 +46,6 @@ std::optional<std::vector<int>> Render(const Engine& engine, const ChatFormat& f
   return std::move(*ids);
 }
 
-}  // namespace
-
-namespace {
-
 // The longest common prefix of two renderings.
 std::vector<int> CommonPrefix(std::optional<std::vector<int>> a, const std::optional<std::vector<int>>& b) {
   if (!a || !b) return {};
