@@ -686,13 +686,14 @@ constexpr size_t kPanelMinTokens = 12;
 
 // ---- MARK: few-token matmul (short prompt chunks) ---------------------------
 // Below kPanelMinTokens a matmul used to dequantise each row to f32 and dot
-// it with every token: at 2 tokens the trunk's projections took 5-8x the
-// time of two matvecs (docs/PERFORMANCE.md, "Short chunks"). These run the
+// it with every token: at 2 tokens the KDA projections and the dense FFN
+// took 3-4x a matvec's time per token (docs/PERFORMANCE.md, "Short
+// chunks"). These run the
 // matvec's own arithmetic for up to kFewTokens tokens per pass over a row:
 // each group's weights are turned into floats once, in registers, and
 // multiplied into every token, and every token's chain of operations is the
 // matvec's, op for op. So each token's output is bit-identical to a matvec
-// of that token alone (kernel test MatMulFewTokensEqualMatVec), and the
+// of that token alone (FewTokenMatMul.EachTokenEqualsItsMatVecOnAvx512), and the
 // weights stream once per chunk instead of once per token.
 constexpr size_t kFewTokens = 4;
 // Rows per block: a block's weights stay in L2 while each tile of
