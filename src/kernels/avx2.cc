@@ -346,6 +346,82 @@ void MatMulQ4G(const MatMulArgs& m, size_t row_begin, size_t row_end) {
 // scalar loop (docs/KERNELS.md). No vq_apply6 yet: a 64-entry byte table is
 // four vpshufb lookups per stage without VBMI (avx512_vbmi.cc); not written.
 
+// vq_matmul8 (prompt chunks: an expert many tokens chose): each row decoded
+// to f32 once, ((B0 + B1) + B2) per 8-wide vector as defined, then an R x T
+// tile of dot products over the tokens, the row scale applied last. With
+// no table apply of its own (above), AVX2 ran every (token, expert) pair of
+// a prompt through the baseline's scalar table loop: 61 % of a 128-token
+// prefill under `perf` (docs/PERFORMANCE.md, "Short chunks").
+void DecodeVqRow(const VqMatMul8Args& a, size_t r, float* out) {
+  const size_t run = a.stages, step = 64 * run;
+  const uint8_t* p = a.indices + VqRunOffset(r, 0, a.nv, run);
+  for (size_t v = 0; v < a.nv; ++v, p += step) {
+    __m256 w = _mm256_loadu_ps(a.books[0] + static_cast<size_t>(p[0]) * 8);
+    for (size_t s = 1; s < run; ++s) w = _mm256_add_ps(w, _mm256_loadu_ps(a.books[s] + static_cast<size_t>(p[s]) * 8));
+    _mm256_storeu_ps(out + v * 8, w);
+  }
+}
+
+template <int R, int T>
+void VqDotTile(const float* const* w, const VqMatMul8Args& a, size_t r0, size_t t0) {
+  __m256 acc[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
+  const size_t cols = a.nv * 8;
+  for (size_t c = 0; c < cols; c += 8) {
+    __m256 wv[R];
+    for (int i = 0; i < R; ++i) wv[i] = _mm256_loadu_ps(w[i] + c);
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_loadu_ps(a.xs[t0 + t] + c);
+      for (int i = 0; i < R; ++i) acc[i][t] = _mm256_fmadd_ps(wv[i], xv, acc[i][t]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) a.ys[t0 + t][r0 + i] = HSum(acc[i][t]);
+}
+
+template <int R>
+void VqDotRows(const float* const* w, const VqMatMul8Args& a, size_t r0) {
+  size_t t = 0;
+  for (; t + 3 <= a.count; t += 3) VqDotTile<R, 3>(w, a, r0, t);
+  if (a.count - t == 2) VqDotTile<R, 2>(w, a, r0, t);
+  if (a.count - t == 1) VqDotTile<R, 1>(w, a, r0, t);
+}
+
+// An expert that this many tokens of a chunk chose is decoded rather than
+// applied through tables (KernelTable::vq_decoded_min_tokens). Decoding
+// wins from 2 tokens here (kernels_bench: gate 1024x2304, 2 tokens 1.06 ms
+// against two table applies' 1.19, 8 tokens 1.31 against 4.7; and the
+// tables are not even built yet), but the MoE decodes only above a table
+// group of 4 tokens (MoeLayer::Decodes), so 5 is what takes effect.
+constexpr size_t kVqDecodedMinTokens = 5;
+
+void VqMatMul8(const VqMatMul8Args& a, size_t row_begin, size_t row_end) {
+  if (a.vec_dim != 8 || a.stages == 0) return baseline::VqMatMul8(a, row_begin, row_end);
+  const size_t cols = a.nv * 8;
+  float* buf = static_cast<float*>(aligned_alloc(32, 4 * cols * sizeof(float)));
+  if (buf == nullptr) return baseline::VqMatMul8(a, row_begin, row_end);
+  for (size_t r = row_begin; r < row_end; r += 4) {
+    const size_t nrows = MinSize(4, row_end - r);
+    const float* rows[4];
+    for (size_t i = 0; i < nrows; ++i) {
+      DecodeVqRow(a, r + i, buf + i * cols);
+      rows[i] = buf + i * cols;
+    }
+    switch (nrows) {
+      case 4: VqDotRows<4>(rows, a, r); break;
+      case 3: VqDotRows<3>(rows, a, r); break;
+      case 2: VqDotRows<2>(rows, a, r); break;
+      default: VqDotRows<1>(rows, a, r); break;
+    }
+    for (size_t i = 0; i < nrows; ++i) {
+      const float scale = _cvtsh_ss(a.scales[r + i]);
+      for (size_t t = 0; t < a.count; ++t) a.ys[t][r + i] *= scale;
+    }
+  }
+  free(buf);
+}
+
 // Books transposed once per call to [stage][t][entry]; each entry is an
 // in-order FMA chain over t.
 void LutBuild(const LutBuildArgs& a, size_t v_begin, size_t v_end) {
@@ -470,6 +546,8 @@ void RegisterAvx2(KernelTable& t) {
   t.dequant_q8g = DequantQ8G;
   t.dequant_q4g = DequantQ4G;
   t.lut_build = LutBuild;
+  t.vq_matmul8 = VqMatMul8;
+  t.vq_decoded_min_tokens = kVqDecodedMinTokens;
   t.lut_quantize = LutQuantize;
   t.kda_step = KdaStep;
   baseline::SetTableName(t, "AVX2");
