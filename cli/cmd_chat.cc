@@ -13,15 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "commands.h"
-#include "prompt_plan.h"
-#include "engine_setup.h"
-#include "images.h"
 #include "chat_history.h"
+#include "commands.h"
+#include "engine_setup.h"
 #include "generation.h"
 #include "host.h"
+#include "images.h"
 #include "line_reader.h"
 #include "piece_writer.h"
+#include "prompt_plan.h"
 #include "reasoning_style.h"
 #include "report.h"
 #include "waste/chat.h"
@@ -248,7 +248,10 @@ int ChatCommand(const Options& o) {
     }
     if (turn.echo_prompt) WriteOut(line);  // raw continuation shows what it continues
     ReasoningStyle style = TerminalReasoningStyle(
-        tmpl, escape, [&](std::string_view bytes) { WriteOut(escape ? EscapeControls(bytes) : std::string(bytes)); },
+        tmpl, escape,
+        [&](std::string_view bytes) {
+          WriteOut(escape ? EscapeControls(bytes) : std::string(bytes));
+        },
         [](std::string_view code) { WriteOut(std::string(code)); });
     PieceWriter stream(StopFor(o, turn), [&](std::string_view bytes) { style.Push(bytes); });
     GenParams params = ParamsFromOptions(o, turn_seed);

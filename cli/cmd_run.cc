@@ -13,15 +13,15 @@
 #include <vector>
 
 #include "commands.h"
-#include "prompt_plan.h"
 #include "engine_setup.h"
 #include "generation.h"
 #include "grammar_option.h"
-#include "images.h"
 #include "host.h"
+#include "images.h"
 #include "piece_writer.h"
-#include "reasoning_style.h"
 #include "prompt.h"
+#include "prompt_plan.h"
+#include "reasoning_style.h"
 #include "report.h"
 #include "waste/chat.h"
 #include "waste/waste.h"

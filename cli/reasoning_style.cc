@@ -18,7 +18,10 @@ size_t PartialTagAtEnd(std::string_view s, std::string_view tag) {
 }  // namespace
 
 ReasoningStyle::ReasoningStyle(std::string open, std::string close, TextSink text, FaintSink faint)
-    : open_(std::move(open)), close_(std::move(close)), text_(std::move(text)), faint_(std::move(faint)) {
+    : open_(std::move(open)),
+      close_(std::move(close)),
+      text_(std::move(text)),
+      faint_(std::move(faint)) {
   if (open_.empty() || close_.empty()) state_ = State::kAnswer;
 }
 
@@ -46,7 +49,8 @@ void ReasoningStyle::Push(std::string_view bytes) {
     const size_t lead = held_.find_first_not_of(" \t\r\n");
     if (lead == std::string::npos) return;
     const std::string_view rest = std::string_view(held_).substr(lead);
-    if (rest.size() < open_.size() && open_.compare(0, rest.size(), rest) == 0) return;  // may still be it
+    if (rest.size() < open_.size() && open_.compare(0, rest.size(), rest) == 0)
+      return;  // may still be it
     if (rest.substr(0, open_.size()) != open_) {
       state_ = State::kAnswer;  // no reasoning block: everything as it is
       text_(held_);
@@ -74,11 +78,13 @@ void ReasoningStyle::Finish() {
 }
 
 ReasoningStyle TerminalReasoningStyle(const ChatTemplate* tmpl, bool terminal,
-                                      ReasoningStyle::TextSink text, ReasoningStyle::TextSink codes) {
+                                      ReasoningStyle::TextSink text,
+                                      ReasoningStyle::TextSink codes) {
   const char* no_color = std::getenv("NO_COLOR");
   const bool styled = terminal && tmpl != nullptr && (no_color == nullptr || *no_color == '\0');
-  return ReasoningStyle(styled ? tmpl->think_open : "", styled ? tmpl->think_close : "", std::move(text),
-                        [codes = std::move(codes)](bool on) { codes(on ? "\x1b[2m" : "\x1b[22m"); });
+  return ReasoningStyle(
+      styled ? tmpl->think_open : "", styled ? tmpl->think_close : "", std::move(text),
+      [codes = std::move(codes)](bool on) { codes(on ? "\x1b[2m" : "\x1b[22m"); });
 }
 
 }  // namespace waste::cli

@@ -47,6 +47,7 @@ class ReasoningStyle {
 // a `terminal`, the format has think tags and NO_COLOR is unset
 // (no-color.org); otherwise everything passes through to `text`.
 ReasoningStyle TerminalReasoningStyle(const ChatTemplate* tmpl, bool terminal,
-                                      ReasoningStyle::TextSink text, ReasoningStyle::TextSink codes);
+                                      ReasoningStyle::TextSink text,
+                                      ReasoningStyle::TextSink codes);
 
 }  // namespace waste::cli

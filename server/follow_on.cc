@@ -47,7 +47,8 @@ std::optional<std::vector<int>> Render(const Engine& engine, const ChatFormat& f
 }
 
 // The longest common prefix of two renderings.
-std::vector<int> CommonPrefix(std::optional<std::vector<int>> a, const std::optional<std::vector<int>>& b) {
+std::vector<int> CommonPrefix(std::optional<std::vector<int>> a,
+                              const std::optional<std::vector<int>>& b) {
   if (!a || !b) return {};
   auto [end_a, end_b] = std::mismatch(a->begin(), a->end(), b->begin(), b->end());
   a->erase(end_a, a->end());

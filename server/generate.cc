@@ -75,9 +75,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
   if (chat.body && pool.KeepsSharedPoints()) {
     const std::vector<int> prefix = SharedPrefix(engine, format, *chat.body);
     const size_t n = std::min(prefix.size(), ids.size());
-    shared = static_cast<size_t>(std::mismatch(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(n),
-                                               ids.begin()).first -
-                                 prefix.begin());
+    shared = static_cast<size_t>(
+        std::mismatch(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(n), ids.begin())
+            .first -
+        prefix.begin());
   }
   Result<SessionPool::Run> run = pool.Prepare(ids, gone, shared);
   if (!run && r.cancelled) return r;

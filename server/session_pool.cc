@@ -295,7 +295,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
     auto feed_to = [&](size_t end) -> Status {
       for (; at < end; at += std::min(kSpan, end - at)) {
         if (cancelled && cancelled()) return Status(Errc::kCancelled, "cancelled during prefill");
-        Result<std::span<const float>> fed = session.Eval(ids.subspan(at, std::min(kSpan, end - at)));
+        Result<std::span<const float>> fed =
+            session.Eval(ids.subspan(at, std::min(kSpan, end - at)));
         if (!fed) return fed.error();
       }
       return Status::Ok();

@@ -153,26 +153,32 @@ void Q8gRow(const MatVecArgs& a, size_t r) {
     const size_t begin = k * a.group;
     const size_t n = MinSize(a.group, a.cols - begin);
     const float* x = a.x + begin;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
       for (int j = 0; j < 4; ++j) {
-        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i + 8 * j));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_loadu_ps(x + i + 8 * j), acc[j]);
+        const __m128i q =
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i + 8 * j));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
+                                 _mm256_loadu_ps(x + i + 8 * j), acc[j]);
       }
     }
     for (int j = 0; i + 8 <= n; i += 8, ++j) {
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i));
-      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_loadu_ps(x + i), acc[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_loadu_ps(x + i),
+                               acc[j]);
     }
     if (i < n) {
       LoadTailX(x + i, n - i, xt);
       memset(qt, 0, 16);
       memcpy(qt, row + begin + i, n - i);
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qt));
-      acc[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_load_ps(xt), acc[3]);
+      acc[3] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_load_ps(xt), acc[3]);
     }
-    const __m256 inner = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    const __m256 inner =
+        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
     outer = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a.scales[r * a.groups + k])), inner, outer);
   }
   a.y[r] = HSum(outer);
@@ -260,7 +266,8 @@ void DequantQ8(const MatVecArgs& a, size_t r, float* out) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + begin + i));
-      _mm256_storeu_ps(out + begin + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), sv));
+      _mm256_storeu_ps(out + begin + i,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), sv));
     }
     for (; i < n; ++i) out[begin + i] = static_cast<float>(static_cast<int8_t>(row[begin + i])) * s;
   }
@@ -277,10 +284,10 @@ void DequantQ4(const MatVecArgs& a, size_t r, float* out) {
     size_t i = 0;
     if (begin % 2 == 0) {
       for (; i + 16 <= n; i += 16) {
-        const __m256i b =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + (begin + i) / 2)));
-        const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(b, low4), eight);   // even elements
-        const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(b, 4), eight);     // odd elements
+        const __m256i b = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + (begin + i) / 2)));
+        const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(b, low4), eight);  // even elements
+        const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(b, 4), eight);    // odd elements
         const __m256i a0 = _mm256_unpacklo_epi32(lo, hi), a1 = _mm256_unpackhi_epi32(lo, hi);
         const __m256i e0 = _mm256_permute2x128_si256(a0, a1, 0x20);  // elements 0..7
         const __m256i e1 = _mm256_permute2x128_si256(a0, a1, 0x31);  // elements 8..15
@@ -357,7 +364,8 @@ void DecodeVqRow(const VqMatMul8Args& a, size_t r, float* out) {
   const uint8_t* p = a.indices + VqRunOffset(r, 0, a.nv, run);
   for (size_t v = 0; v < a.nv; ++v, p += step) {
     __m256 w = _mm256_loadu_ps(a.books[0] + static_cast<size_t>(p[0]) * 8);
-    for (size_t s = 1; s < run; ++s) w = _mm256_add_ps(w, _mm256_loadu_ps(a.books[s] + static_cast<size_t>(p[s]) * 8));
+    for (size_t s = 1; s < run; ++s)
+      w = _mm256_add_ps(w, _mm256_loadu_ps(a.books[s] + static_cast<size_t>(p[s]) * 8));
     _mm256_storeu_ps(out + v * 8, w);
   }
 }
@@ -409,10 +417,18 @@ void VqMatMul8(const VqMatMul8Args& a, size_t row_begin, size_t row_end) {
       rows[i] = buf + i * cols;
     }
     switch (nrows) {
-      case 4: VqDotRows<4>(rows, a, r); break;
-      case 3: VqDotRows<3>(rows, a, r); break;
-      case 2: VqDotRows<2>(rows, a, r); break;
-      default: VqDotRows<1>(rows, a, r); break;
+      case 4:
+        VqDotRows<4>(rows, a, r);
+        break;
+      case 3:
+        VqDotRows<3>(rows, a, r);
+        break;
+      case 2:
+        VqDotRows<2>(rows, a, r);
+        break;
+      default:
+        VqDotRows<1>(rows, a, r);
+        break;
     }
     for (size_t i = 0; i < nrows; ++i) {
       const float scale = _cvtsh_ss(a.scales[r + i]);

@@ -733,7 +733,8 @@ void Q4gRowPermutedTokens(const MatMulArgs& m, const float* const* xt, size_t r,
       const __m512i u = q == 0 ? w : _mm512_srli_epi32(w, 4 * q);
       const __m512 wv = _mm512_permutexvar_ps(u, lut);
       for (int t = 0; t < T; ++t) {
-        acc[t][q & 3] = _mm512_fmadd_ps(wv, _mm512_load_ps(xt[t0 + t] + g * 128 + q * 16), acc[t][q & 3]);
+        acc[t][q & 3] =
+            _mm512_fmadd_ps(wv, _mm512_load_ps(xt[t0 + t] + g * 128 + q * 16), acc[t][q & 3]);
       }
     }
   }
@@ -757,10 +758,18 @@ bool MatMulQ4gFew(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   }
   FewTokenBlocks(m, row_begin, row_end, [&](size_t r, size_t t, size_t n) {
     switch (n) {
-      case 4: Q4gRowPermutedTokens<4>(m, xt, r, t); break;
-      case 3: Q4gRowPermutedTokens<3>(m, xt, r, t); break;
-      case 2: Q4gRowPermutedTokens<2>(m, xt, r, t); break;
-      default: Q4gRowPermutedTokens<1>(m, xt, r, t); break;
+      case 4:
+        Q4gRowPermutedTokens<4>(m, xt, r, t);
+        break;
+      case 3:
+        Q4gRowPermutedTokens<3>(m, xt, r, t);
+        break;
+      case 2:
+        Q4gRowPermutedTokens<2>(m, xt, r, t);
+        break;
+      default:
+        Q4gRowPermutedTokens<1>(m, xt, r, t);
+        break;
     }
   });
   free(buf);
@@ -787,7 +796,8 @@ void Q8gRowTokens(const MatMulArgs& m, size_t r, size_t t0) {
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
       for (int j = 0; j < 4; ++j) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + begin + i + 16 * j));
+        const __m128i q =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + begin + i + 16 * j));
         const __m512 wv = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
         for (int t = 0; t < T; ++t) {
           acc[t][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xs[t] + begin + i + 16 * j), acc[t][j]);
@@ -815,10 +825,18 @@ void Q8gRowTokens(const MatMulArgs& m, size_t r, size_t t0) {
 void MatMulQ8gFew(const MatMulArgs& m, size_t row_begin, size_t row_end) {
   FewTokenBlocks(m, row_begin, row_end, [&](size_t r, size_t t, size_t n) {
     switch (n) {
-      case 4: Q8gRowTokens<4>(m, r, t); break;
-      case 3: Q8gRowTokens<3>(m, r, t); break;
-      case 2: Q8gRowTokens<2>(m, r, t); break;
-      default: Q8gRowTokens<1>(m, r, t); break;
+      case 4:
+        Q8gRowTokens<4>(m, r, t);
+        break;
+      case 3:
+        Q8gRowTokens<3>(m, r, t);
+        break;
+      case 2:
+        Q8gRowTokens<2>(m, r, t);
+        break;
+      default:
+        Q8gRowTokens<1>(m, r, t);
+        break;
     }
   });
 }

@@ -192,7 +192,8 @@ void DequantQ8(const MatVecArgs& a, size_t r, float* out) {
     const float s = F16ToF32(a.scales[r * a.groups + k]);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-      Store16(out + begin + i, vld1q_s8(reinterpret_cast<const int8_t*>(row + begin + i)), vdupq_n_f32(s));
+      Store16(out + begin + i, vld1q_s8(reinterpret_cast<const int8_t*>(row + begin + i)),
+              vdupq_n_f32(s));
     }
     for (; i < n; ++i) out[begin + i] = static_cast<float>(static_cast<int8_t>(row[begin + i])) * s;
   }
@@ -206,7 +207,8 @@ void DequantQ4(const MatVecArgs& a, size_t r, float* out) {
     const float s = F16ToF32(a.scales[r * a.groups + k]);
     size_t i = 0;
     if (begin % 2 == 0) {
-      for (; i + 16 <= n; i += 16) Store16(out + begin + i, Unpack16Q4(row + (begin + i) / 2), vdupq_n_f32(s));
+      for (; i + 16 <= n; i += 16)
+        Store16(out + begin + i, Unpack16Q4(row + (begin + i) / 2), vdupq_n_f32(s));
     }
     for (; i < n; ++i) {
       const size_t e = begin + i;

@@ -262,15 +262,24 @@ TEST_F(CliE2E, RunShowsReasoningFaintOnATerminal) {
   }
   const std::string script = which.out.substr(0, which.out.find('\n'));
   const std::string ds = CopyDemo("deepseek-tty", "");
-  const std::map<std::string, int> ids = RenameSpecials(
-      ds, {{"<|end_of_msg|>", "<｜end▁of▁sentence｜>"}, {"<|open|>", "<｜User｜>"},
-           {"<|close|>", "<｜Assistant｜>"}, {"<|sep|>", "<｜begin▁of▁sentence｜>"},
-           {"<|kimi_image_placeholder|>", "<think>"}});
+  const std::map<std::string, int> ids =
+      RenameSpecials(ds, {{"<|end_of_msg|>", "<｜end▁of▁sentence｜>"},
+                          {"<|open|>", "<｜User｜>"},
+                          {"<|close|>", "<｜Assistant｜>"},
+                          {"<|sep|>", "<｜begin▁of▁sentence｜>"},
+                          {"<|kimi_image_placeholder|>", "<think>"}});
   ASSERT_TRUE(ids.count("<think>"));
   // Opens its reasoning at once; the budget closes it after 2 tokens.
-  const std::vector<std::string> args = {"run", ds, "hi", "-n", "16", "-q", "--logit-bias",
+  const std::vector<std::string> args = {"run",
+                                         ds,
+                                         "hi",
+                                         "-n",
+                                         "16",
+                                         "-q",
+                                         "--logit-bias",
                                          std::to_string(ids.at("<think>")) + "+100",
-                                         "--reasoning-budget", "2"};
+                                         "--reasoning-budget",
+                                         "2"};
   const ProcessResult piped = Waste(args);
   ASSERT_EQ(piped.exit_code, 0) << Describe(piped);
   EXPECT_EQ(piped.out.rfind("<think><think><think></think>", 0), 0u) << Describe(piped);

@@ -792,8 +792,9 @@ void CheckFewTokenMatMulEqualsMatVec(const KernelTable& t, CheckReport& rep) {
     Fmt fmt;
     size_t rows, cols, group;
   };
-  const Case cases[] = {{Fmt::kQ4G, 7, 128, 128}, {Fmt::kQ4G, 33, 2304, 128}, {Fmt::kQ4G, 9, 1000, 128},
-                        {Fmt::kQ8G, 7, 128, 128}, {Fmt::kQ8G, 33, 2304, 128}, {Fmt::kQ8G, 9, 1000, 32},
+  const Case cases[] = {{Fmt::kQ4G, 7, 128, 128},   {Fmt::kQ4G, 33, 2304, 128},
+                        {Fmt::kQ4G, 9, 1000, 128},  {Fmt::kQ8G, 7, 128, 128},
+                        {Fmt::kQ8G, 33, 2304, 128}, {Fmt::kQ8G, 9, 1000, 32},
                         {Fmt::kQ8G, 5, 200, 64}};
   for (const Case& c : cases) {
     for (size_t tokens = 1; tokens < 12; ++tokens) {
@@ -819,7 +820,8 @@ void CheckFewTokenMatMulEqualsMatVec(const KernelTable& t, CheckReport& rep) {
         MatVecSlot(t, c.fmt)(v, 0, c.rows);
         ++rep.cases;
         Near(yv.data(), ymm.data() + tok * y_stride, nullptr, c.rows, 0.0,
-             Describe(c.fmt == Fmt::kQ4G ? "few-token matmul_q4g vs matvec" : "few-token matmul_q8g vs matvec",
+             Describe(c.fmt == Fmt::kQ4G ? "few-token matmul_q4g vs matvec"
+                                         : "few-token matmul_q8g vs matvec",
                       c.cols, c.rows, tokens),
              rep);
       }

@@ -78,7 +78,8 @@ TEST(FewTokenMatMul, EachTokenEqualsItsMatVecOnAvx512) {
     testing::CheckReport report;
     testing::CheckFewTokenMatMulEqualsMatVec(t, report);
     EXPECT_GT(report.cases, 0);
-    EXPECT_EQ(report.failed, 0) << t.name << ": " << report.failed << " of " << report.cases << " cases";
+    EXPECT_EQ(report.failed, 0) << t.name << ": " << report.failed << " of " << report.cases
+                                << " cases";
     for (const std::string& f : report.failures) ADD_FAILURE() << f;
     checked = true;
   }

@@ -659,14 +659,16 @@ TEST_F(HttpTest, ANewConversationOnTheSameSystemPromptResumesFromIt) {
   std::unique_ptr<Engine> engine = TwoSlotEngine();
   ASSERT_NE(engine, nullptr);
   const Json system = {{"role", "system"}, {"content", std::string(300, 's') + " be brief"}};
-  const Json other = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'o') + " other"}}});
+  const Json other =
+      Json::array({system, {{"role", "user"}, {"content", std::string(150, 'o') + " other"}}});
   Json resumed;
   {
     ServeOptions o;
     o.parallel = 1;
     Running s{o, engine.get()};
     httplib::Client c = s.Client();
-    Json turns = Json::array({system, {{"role", "user"}, {"content", std::string(150, 'a') + " one"}}});
+    Json turns =
+        Json::array({system, {{"role", "user"}, {"content", std::string(150, 'a') + " one"}}});
     for (const char* next : {"two", "three"}) {
       Json r = PostChat(c, turns);
       turns.push_back({{"role", "assistant"}, {"content", r["choices"][0]["message"]["content"]}});

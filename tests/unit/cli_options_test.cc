@@ -488,8 +488,9 @@ TEST(CliHelp, EveryCommandListsEveryOption) {
 std::string Styled(const std::vector<std::string>& pieces, const std::string& open = "<think>",
                    const std::string& close = "</think>") {
   std::string out;
-  ReasoningStyle s(open, close, [&](std::string_view b) { out.append(b); },
-                   [&](bool on) { out += on ? "[" : "]"; });
+  ReasoningStyle s(
+      open, close, [&](std::string_view b) { out.append(b); },
+      [&](bool on) { out += on ? "[" : "]"; });
   for (const std::string& p : pieces) s.Push(p);
   s.Finish();
   return out;
@@ -512,8 +513,9 @@ TEST(CliReasoningStyle, ThinkingFaintTagsHiddenWhereverThePiecesAreCut) {
 }
 
 TEST(CliReasoningStyle, AReplyWithoutTheTagOrAFormatWithoutTagsPassesThrough) {
-  ExpectEverySplit("The answer is <think>not this</think>.", "The answer is <think>not this</think>.");
-  ExpectEverySplit("<thin", "<thin");             // cut short: the held bytes come out
+  ExpectEverySplit("The answer is <think>not this</think>.",
+                   "The answer is <think>not this</think>.");
+  ExpectEverySplit("<thin", "<thin");              // cut short: the held bytes come out
   ExpectEverySplit("<thinking>x", "<thinking>x");  // another word
   EXPECT_EQ(Styled({"<think>a</think>b"}, "", ""), "<think>a</think>b");  // no think tags
   EXPECT_EQ(Styled({"   "}), "   ");
@@ -532,7 +534,8 @@ TEST(CliReasoningStyle, OnlyOnATerminalWithThinkTagsAndWithoutNoColor) {
   auto run = [](const ChatTemplate* tmpl, bool terminal) {
     std::string out;
     ReasoningStyle s = TerminalReasoningStyle(
-        tmpl, terminal, [&](std::string_view b) { out.append(b); }, [&](std::string_view c) { out.append(c); });
+        tmpl, terminal, [&](std::string_view b) { out.append(b); },
+        [&](std::string_view c) { out.append(c); });
     s.Push("<think>x</think>y");
     s.Finish();
     return out;
