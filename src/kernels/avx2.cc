@@ -399,10 +399,9 @@ void VqDotRows(const float* const* w, const VqMatMul8Args& a, size_t r0) {
 // An expert that this many tokens of a chunk chose is decoded rather than
 // applied through tables (KernelTable::vq_decoded_min_tokens). Decoding
 // wins from 2 tokens here (kernels_bench: gate 1024x2304, 2 tokens 1.06 ms
-// against two table applies' 1.19, 8 tokens 1.31 against 4.7; and the
-// tables are not even built yet), but the MoE decodes only above a table
-// group of 4 tokens (MoeLayer::Decodes), so 5 is what takes effect.
-constexpr size_t kVqDecodedMinTokens = 5;
+// against two table applies' 1.19, 8 tokens 1.31 against 4.7, before the
+// tables' own builds; end to end 2 beat 3 and 5: docs/PERFORMANCE.md).
+constexpr size_t kVqDecodedMinTokens = 2;
 
 void VqMatMul8(const VqMatMul8Args& a, size_t row_begin, size_t row_end) {
   if (a.vec_dim != 8 || a.stages == 0) return baseline::VqMatMul8(a, row_begin, row_end);

@@ -127,15 +127,15 @@ void MoeLayer::BuildItems(size_t tokens) {
 }
 
 // Per expert: the pairs of the chunks in which at least decoded_min_tokens
-// tokens (and more than a table group) chose it are decoded, the rest go
-// through the tables. The decision counts one chunk's tokens only, never the
+// tokens chose it are decoded (the kernel table says from how many it
+// pays), the rest go through the tables. The decision counts one chunk's tokens only, never the
 // span's, so a token's result (and which kernel computes it) is the same
 // whether its chunk ran alone or in a span. Each expert's pair range is
 // reordered, stably, to decoded pairs then table pairs; all_items_ holds the
 // decoded items then the table items, each part in order_'s order.
 bool MoeLayer::Decodes(size_t tokens) const {
   const size_t least = experts_.decoded_min_tokens();
-  return least != 0 && tokens >= least && tokens > VqExperts::kGroup;
+  return least != 0 && tokens >= least;
 }
 
 void MoeLayer::SplitDecodedPairs() {
