@@ -82,22 +82,33 @@ std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, 
   return CommonPrefix(with_next_message("a"), with_next_message("b"));
 }
 
-std::vector<int> SharedPrefix(const Engine& engine, const ChatFormat& format, const Json& body) {
+size_t SharedPrefixLength(const Engine& engine, const ChatFormat& format, const Json& body,
+                          std::span<const int> prompt) {
   auto messages = body.find("messages");
-  if (messages == body.end() || !messages->is_array()) return {};
-  Json leading = Json::array();
+  if (messages == body.end() || !messages->is_array()) return 0;
+  // The request without its history (which may be long): its other fields
+  // render the tools and notes; the leading system messages go back in.
+  Json base = Json::object();
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "messages") base[it.key()] = it.value();
+  }
+  base["messages"] = Json::array();
   for (const Json& m : *messages) {
     const std::string role = m.is_object() ? m.value("role", "") : "";
     if (role != "system" && role != "developer") break;
-    leading.push_back(m);
+    base["messages"].push_back(m);
   }
   auto with_user_message = [&](const std::string& text) {
-    Json b = body;
-    b["messages"] = leading;
+    Json b = base;
     b["messages"].push_back({{"role", "user"}, {"content", text}});
     return Render(engine, format, b);
   };
-  return CommonPrefix(with_user_message("a"), with_user_message("b"));
+  const std::vector<int> shared = CommonPrefix(with_user_message("a"), with_user_message("b"));
+  const size_t n = std::min(shared.size(), prompt.size());
+  return static_cast<size_t>(
+      std::mismatch(shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin())
+          .first -
+      shared.begin());
 }
 
 }  // namespace waste::server

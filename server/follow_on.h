@@ -6,6 +6,8 @@
 // conversation of the same client starts with.
 #pragma once
 
+#include <cstddef>
+#include <span>
 #include <vector>
 
 #include "json_text.h"
@@ -28,13 +30,15 @@ namespace waste::server {
 std::vector<int> NextTurnPrefix(const Engine& engine, const ChatFormat& format, const Json& body,
                                 const Json& reply);
 
-// The tokens other conversations most likely share with this one: its
-// leading system (and developer) messages and its tools, as rendered, up to
-// where a first user message's own tokens would begin (the longest prefix
-// shared by the request's leading system messages rendered with two
-// different user messages). SessionPool::Prepare keeps a restore point
-// there (session_pool.h, "Shared-prefix points"). Empty when the request
-// has no messages, or when the rendering fails.
-std::vector<int> SharedPrefix(const Engine& engine, const ChatFormat& format, const Json& body);
+// How many leading tokens of `prompt` (this request's) other conversations
+// most likely share with it: its leading system (and developer) messages
+// and its tools, as rendered, up to where a first user message's own
+// tokens would begin (the longest prefix shared by the request's leading
+// system messages rendered with two different user messages), as far as
+// `prompt` starts with them. SessionPool::Prepare keeps a restore point
+// there (session_pool.h, "Shared-prefix points"). 0 when the request has
+// no messages, or when the rendering fails.
+size_t SharedPrefixLength(const Engine& engine, const ChatFormat& format, const Json& body,
+                          std::span<const int> prompt);
 
 }  // namespace waste::server

@@ -70,16 +70,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     return r.cancelled;
   };
   // The system prompt's and tools' tokens (a point kept there serves the
-  // client's next conversations), as far as they begin this prompt.
-  size_t shared = 0;
-  if (chat.body && pool.KeepsSharedPoints()) {
-    const std::vector<int> prefix = SharedPrefix(engine, format, *chat.body);
-    const size_t n = std::min(prefix.size(), ids.size());
-    shared = static_cast<size_t>(
-        std::mismatch(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(n), ids.begin())
-            .first -
-        prefix.begin());
-  }
+  // client's next conversations).
+  const size_t shared = chat.body && pool.KeepsSharedPoints()
+                            ? SharedPrefixLength(engine, format, *chat.body, ids)
+                            : 0;
   Result<SessionPool::Run> run = pool.Prepare(ids, gone, shared);
   if (!run && r.cancelled) return r;
   if (!run) return fail(EngineFailure(run.error(), nullptr));

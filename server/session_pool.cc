@@ -323,10 +323,8 @@ Result<SessionPool::Run> SessionPool::Prepare(std::span<const int> ids,
   }
   // The request's own point is the shared prefix's: stored as such (the
   // next turn keeps it as a shared earlier point: Usable finds it there).
-  if (mark_shared && shared_point == point && store_ != nullptr &&
-      session.position() == static_cast<int>(point)) {
-    std::vector<int> tokens(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(point));
-    (void)store_->Put(session, tokens, ids.first(limit));
+  if (mark_shared && shared_point == point && store_ != nullptr) {
+    (void)store_->Put(session, slot.tokens, ids.first(limit));
   }
   run.cached_tokens = best_len;
   run.resumed_ahead = best_len > 0 && mark == kAheadMark && !earlier;

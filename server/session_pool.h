@@ -56,7 +56,7 @@
 // Shared-prefix points: a chat's system prompt and tool declarations are
 // what other conversations start with too (an agent's every task, a
 // client's every new chat). Prepare is told how many leading tokens those
-// are (SharedPrefix, follow_on.h); when its prefill crosses the last chunk
+// are (SharedPrefixLength, follow_on.h); when its prefill crosses the last chunk
 // boundary within them, the point there is kept as an earlier point that
 // the turns after it do not push out (while another earlier mark is
 // spare), and stored with a PointStore, so a new conversation with the
