@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "container/container.h"
 #include "e2e/fixture_model.h"
+#include "kernels/baseline.h"
 #include "kernels/kernel_table.h"
 #include "model/layer_weights.h"
 #include "model/moe.h"
@@ -285,6 +287,49 @@ TEST(MoeLayer, AnExpertManyTokensChoseDecodesItsRowsAndAgreesWithTheTables) {
       ASSERT_TRUE(std::equal(out_chunk.begin(), out_chunk.begin() + static_cast<std::ptrdiff_t>(h),
                              out_chunk.begin() + static_cast<std::ptrdiff_t>(t * h)))
           << table.name << " token " << t;
+    }
+  }
+}
+
+// The baseline's vq_matmul8, counting its calls (which path a chunk took).
+std::atomic<int> decoded_calls{0};
+void CountedVqMatMul8(const kernels::VqMatMul8Args& a, size_t row_begin, size_t row_end) {
+  ++decoded_calls;
+  kernels::baseline::VqMatMul8(a, row_begin, row_end);
+}
+
+// The kernel table alone says from how many tokens an expert is decoded
+// (AVX2 ships 2; the MoE used to add a floor of more than a table group):
+// an expert the two tokens of a chunk chose is decoded under a threshold of
+// 2, not under 3, and the tokens agree with single steps either way.
+TEST(MoeLayer, TheKernelTableAloneSaysFromHowManyTokensAnExpertIsDecoded) {
+  if (!testing::FixturesPresent("warp-tiny")) GTEST_SKIP() << "fixture set warp-tiny missing";
+  FirstMoe f = OpenFirstMoe();
+  ASSERT_TRUE(f.m.c);
+  constexpr size_t kTokens = 2;
+  const size_t h = f.h;
+  std::vector<float> x = RandomInput(kTokens * h, 35);
+  RepeatFirstRow(x, h, 1);  // both choose the same experts: each has two tokens
+  for (const size_t threshold : {size_t{2}, size_t{3}}) {
+    kernels::KernelTable table = kernels::BuildKernelTable(kernels::Isa::kBaseline);
+    table.vq_decoded_min_tokens = threshold;
+    table.vq_matmul8 = CountedVqMatMul8;
+    Ops ops(table, nullptr);
+    MoeLayer chunk(*f.m.c, kTokens), single(*f.m.c, 1);
+    std::vector<float> out_chunk(kTokens * h), out_single(h);
+    decoded_calls = 0;
+    ASSERT_TRUE(chunk.Forward(ops, f.w(), f.layer, *f.m.cache, x.data(), kTokens, out_chunk.data()).ok());
+    if (threshold == 2) {
+      EXPECT_GT(decoded_calls.load(), 0) << "two tokens chose the same experts: decoded";
+    } else {
+      EXPECT_EQ(decoded_calls.load(), 0) << "two tokens are below a threshold of 3";
+    }
+    for (size_t t = 0; t < kTokens; ++t) {
+      ASSERT_TRUE(single.Forward(ops, f.w(), f.layer, *f.m.cache, x.data() + t * h, 1, out_single.data()).ok());
+      for (size_t i = 0; i < h; ++i) {
+        ASSERT_NEAR(out_chunk[t * h + i], out_single[i], 1e-4f * (1.0f + std::fabs(out_single[i])))
+            << "threshold " << threshold << " token " << t << " row " << i;
+      }
     }
   }
 }
