@@ -101,6 +101,8 @@ struct SessionCounters {
     total.hit += t.hit;
     total.miss += t.miss;
     total.bytes_read += t.bytes_read;
+    total.drafted += t.drafted;
+    total.draft_kept += t.draft_kept;
   }
 };
 

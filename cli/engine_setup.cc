@@ -72,6 +72,7 @@ Config ConfigFromOptions(const Options& o) {
   c.vision = !o.images.empty();  // the tower is loaded only when asked (--image)
   // chat takes back a message stopped or failed before its reply.
   c.rewind_marks = o.command == Command::kChat ? 1 : 0;
+  c.draft_tokens = o.draft;
   return c;
 }
 

@@ -111,6 +111,8 @@ RunTimings GenerationTimer::Finish(const Stats& before, const Stats& after,
   t.hit = after.experts_hit - before.experts_hit;
   t.miss = after.experts_missed - before.experts_missed;
   t.bytes_read = after.bytes_read - before.bytes_read;
+  t.drafted = after.draft_tokens - before.draft_tokens;
+  t.draft_kept = after.draft_accepted - before.draft_accepted;
   return t;
 }
 

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "waste/types.h"
+
 namespace waste::cli {
 namespace {
 
@@ -198,6 +200,14 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
     o->reasoning_budget = *n;
+  } else if (name == "--draft") {
+    std::optional<int> n = ParseNonNegInt(v);
+    if (!n || *n > kMaxDraftTokens) {
+      *error = "--draft " + v + ": a number of tokens from 0 (off) to " +
+               std::to_string(kMaxDraftTokens);
+      return false;
+    }
+    o->draft = *n;
   } else if (name == "--top-k") {
     std::optional<int> n = ParseNonNegInt(v);
     if (!n) return false;
@@ -454,6 +464,11 @@ const std::vector<OptionSpec>& OptionTable() {
       {"--logit-bias", nullptr, "ID+F",
        "add F to token ID's logit (ID-F subtracts, ID=-inf bans; repeatable)", kGenerates},
       {"--ignore-eos", nullptr, nullptr, "keep generating past the end-of-text token",
+       kGenerates},
+      {"--draft", nullptr, "N",
+       "guess up to N next tokens from the text so far and check them in one pass (prompt "
+       "lookup; faster when the reply repeats its context: edited code, quotations; "
+       "default 0 = off)",
        kGenerates},
       {"--seed", "-s", "N",
        "sampling seed for reproducible output (default: random when --temp > 0)", kGenerates},

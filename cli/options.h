@@ -52,6 +52,7 @@ struct Options {
   float top_p = 1.0f;
   int top_k = 0;  // eval: rows shown (default 10)
   bool top_k_given = false;
+  int draft = 0;              // run, chat, bench: prompt-lookup drafting (Config::draft_tokens)
   int reasoning_budget = -1;  // run, chat: cap on <think> reasoning (-1: none)
   uint64_t seed = 0;
   int threads = 0;

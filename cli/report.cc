@@ -85,10 +85,11 @@ std::string StatsLine(const RunTimings& t) {
   out += fmt::format("prompt {} tokens, {:.2f} s, {:.2f} tok/s | first token {:.2f} s | ",
                      t.prompt_tokens, t.prompt_s, Rate(double(t.prompt_tokens), t.prompt_s),
                      t.first_token_s);
-  out += fmt::format("{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {}%, {} read]",
+  out += fmt::format("{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {}%, {} read",
                      t.tokens, t.gen_s, Rate(double(t.tokens), t.gen_s), t.hit, t.miss,
                      HitPercent(t.hit, t.miss), ReadAmount(t.bytes_read));
-  return out;
+  if (t.drafted > 0) out += fmt::format(" | drafts {} of {} kept", t.draft_kept, t.drafted);
+  return out + "]";
 }
 
 void AddTimings(const RunTimings& t, Json* j) {
@@ -101,6 +102,8 @@ void AddTimings(const RunTimings& t, Json* j) {
   const uint64_t lookups = t.hit + t.miss;
   o["hit_rate"] = Round4(lookups > 0 ? double(t.hit) / double(lookups) : 0.0);
   o["total_bytes_read"] = t.bytes_read;
+  o["draft_tokens"] = t.drafted;
+  o["draft_accepted"] = t.draft_kept;
 }
 
 std::string ProgressLine(uint64_t done, uint64_t total, double elapsed_s, const char* what) {

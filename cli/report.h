@@ -34,13 +34,15 @@ struct RunTimings {
   double gen_s = 0;            // sum of per-token steps
   uint64_t hit = 0, miss = 0;  // expert lookups, prefill and decode
   uint64_t bytes_read = 0;
+  uint64_t drafted = 0, draft_kept = 0;  // --draft: guesses checked, guesses kept
 };
 
 // "[16 tokens, 26.87 s, 0.60 tok/s | experts 9000 hit / 14552 miss = 38%]"
 std::string StatsLine(uint64_t tokens, double seconds, uint64_t hit, uint64_t miss);
 // "[load 0.52 s | prompt 34 tokens, 5.10 s, 6.67 tok/s | first token 5.31 s |
 //  8 tokens, 1.41 s, 5.67 tok/s | experts 9000 hit / 14552 miss = 38%,
-//  2.31 GiB read]" on one line (load only when load_s >= 0).
+//  2.31 GiB read]" on one line (load only when load_s >= 0; with --draft,
+//  "| drafts 40 of 52 kept" before the closing bracket).
 std::string StatsLine(const RunTimings& t);
 // The same figures as JSON keys (added to run's object).
 void AddTimings(const RunTimings& t, Json* j);

@@ -57,6 +57,15 @@ struct Config {
   // two per slot (the request's restore point and its follow-on prefill's,
   // docs/SERVER.md). `true` still means one.
   int rewind_marks = 0;
+  // Prompt-lookup drafting (docs/DRAFTING.md): Generate guesses up to this
+  // many next tokens from the text so far and verifies them in one forward
+  // pass, keeping those its own sampling agrees with. Faster where the
+  // reply repeats its context (an edited file, a quotation); the tokens are
+  // those of plain decoding up to float noise (a pass of several tokens
+  // rounds like a short prompt). 0 = off; at most kMaxDraftTokens. The plan
+  // keeps one more rewind mark per session (the state before a pass).
+  // GenParams::draft_tokens can lower it per call.
+  int draft_tokens = 0;
 };
 
 }  // namespace waste

@@ -33,6 +33,9 @@ inline constexpr int kPrefillChunkTokens = 128;
 // only changes timing), so resuming at any multiple of kPrefillChunkTokens
 // stays exact; a span is how often prefill checks for cancellation.
 inline constexpr int kPrefillSpanTokens = 4 * kPrefillChunkTokens;
+// Most tokens one drafting pass guesses (Config::draft_tokens); a pass
+// feeds one more, the token it starts from.
+inline constexpr int kMaxDraftTokens = 16;
 
 struct ModelInfo {
   std::string arch;                  // kimi-linear, kimi-k3, ...
@@ -83,6 +86,11 @@ struct Stats {
   uint64_t evictions = 0;
   uint64_t prefetched = 0;
   uint64_t spec_reads = 0;
+  // Drafting (Config::draft_tokens): verifying passes run, tokens guessed,
+  // guesses kept (each one a decode step saved).
+  uint64_t draft_passes = 0;
+  uint64_t draft_tokens = 0;
+  uint64_t draft_accepted = 0;
   bool direct_io = true;
   // Expert streaming (ENGINE.md §5): how records are read and how it went.
   std::string io_backend;            // "io_uring", "threads" or "sync"
@@ -162,6 +170,13 @@ struct GenParams {
   // position; a prefill that stops early leaves the entries it reached.
   // Not owned; must outlive the Generate call.
   std::vector<TokenScore>* prompt_scores = nullptr;
+  // Prompt-lookup drafting (Config::draft_tokens, docs/DRAFTING.md): -1 =
+  // the model's setting, 0 = off for this call, else at most the model's.
+  int draft_tokens = -1;
+  // Tokens before `prompt` that drafting may quote from as well (the
+  // conversation a host resumed from a cache and did not feed again); the
+  // prompt and the reply are always searched. Not owned.
+  std::span<const int> draft_context;
 };
 
 // Per generated token. Return false to cancel.
@@ -177,6 +192,9 @@ struct TokenEvent {
   // empty.
   double logprob = 0;
   std::span<const TokenLogprob> top_logprobs;
+  // The token was a drafted guess the verifying pass confirmed (its
+  // ms_total is then 0: the pass is counted on the token it started from).
+  bool drafted = false;
 };
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 

@@ -199,8 +199,10 @@ Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config
     plan->floor_bytes += plan->snapshot_bytes;
     plan->recommended_bytes += plan->snapshot_bytes;
   }
-  if (config.rewind_marks > 0) {
-    plan->marks_per_session = static_cast<uint32_t>(config.rewind_marks);
+  // Drafting keeps one more: the state before a verifying pass.
+  const int mark_count = std::max(0, config.rewind_marks) + (config.draft_tokens > 0 ? 1 : 0);
+  if (mark_count > 0) {
+    plan->marks_per_session = static_cast<uint32_t>(mark_count);
     const uint64_t per_session = plan->mark_bytes * plan->marks_per_session;
     const uint64_t marks = per_session * plan->sessions;
     plan->session_bytes += per_session;

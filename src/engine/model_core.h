@@ -125,8 +125,17 @@ struct SessionCore {
   // The expert record the last call failed on (its Status::failed_expert()).
   std::optional<ExpertFailureInfo> failed_expert;
   int pending = -1;   // emitted by Generate but not yet fed (fed on next use)
-  // Config::rewind_marks of them, each allocated by its first SetMark.
+  // Config::rewind_marks of them, each allocated by its first SetMark, then
+  // Generate's own for drafting (Config::draft_tokens: the state before a
+  // verifying pass, to go back to when a guess is refused).
   std::vector<std::unique_ptr<RewindMark>> marks;
+  size_t MarkSlots() const;
+  size_t DraftMarkSlot() const;
+  // run_mu held. SaveMark copies the state into slot `i`; LoadMark puts
+  // the session back there and drops the marks further on (false when the
+  // slot holds none).
+  void SaveMark(size_t i);
+  bool LoadMark(size_t i);
   void DropMarks() {
     for (std::unique_ptr<RewindMark>& m : marks) {
       if (m) m->valid = false;
@@ -181,8 +190,13 @@ struct SessionCore {
   // NaN/Inf logits (bad scales, overflowing activations) end the call with
   // an error, never come out as token 0 or a printed "nan".
   Status CheckLogits() const;
+  // Feeds `ids` (no pending token) and writes every position's logits
+  // (Forward::RunAllLogits): a drafting pass. Caller holds run_mu.
+  Status FeedAllLogits(std::span<const int> ids, std::vector<float>* rows);
   // Adds generation counters to this session's and the model's totals.
   void Account(double prefill_s, uint64_t prefill_tokens, double decode_s, uint64_t generated);
+  // Adds drafting counters (Stats::draft_*) likewise.
+  void AccountDrafts(uint64_t passes, uint64_t guessed, uint64_t accepted);
   // Adds the cache traffic of one forward pass (counters around it) to stats.
   void CountTraffic(const ExpertCacheCounters& before, const ExpertCacheCounters& after);
 };

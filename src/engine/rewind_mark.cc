@@ -39,37 +39,69 @@ Status CheckIndex(const SessionCore& s, int index) {
 
 }  // namespace
 
+// The copy itself (run_mu held): into the slot's buffers, sized by the first
+// mark and reused after.
+void SessionCore::SaveMark(size_t slot_index) {
+  if (marks.size() < MarkSlots()) marks.resize(MarkSlots());
+  std::unique_ptr<RewindMark>& slot = marks[slot_index];
+  const int layers = model->container->config().n_layers;
+  if (!slot) {
+    slot = std::make_unique<RewindMark>();
+    slot->kda.resize(static_cast<size_t>(layers));
+    slot->mla_n_kv.assign(static_cast<size_t>(layers), 0);
+  }
+  RewindMark& m = *slot;
+  m.valid = false;  // until the copy is whole
+  for (int l = 0; l < layers; ++l) {
+    const KdaLayerState& from = state->kda(l);
+    KdaLayerState& to = m.kda[static_cast<size_t>(l)];
+    // Sized once (the first mark), then copied into in place.
+    if (to.s.size() != from.s.size()) to.s = from.s;
+    else std::copy(from.s.begin(), from.s.end(), to.s.begin());
+    to.rings.assign(from.rings.begin(), from.rings.end());
+    m.mla_n_kv[static_cast<size_t>(l)] = state->mla(l).n_kv;
+  }
+  m.pos = state->pos();
+  m.pending = pending;
+  m.valid = true;
+}
+
+bool SessionCore::LoadMark(size_t slot_index) {
+  if (slot_index >= marks.size() || !marks[slot_index] || !marks[slot_index]->valid) return false;
+  const RewindMark& m = *marks[slot_index];
+  const int layers = model->container->config().n_layers;
+  for (int l = 0; l < layers; ++l) {
+    const KdaLayerState& from = m.kda[static_cast<size_t>(l)];
+    KdaLayerState& to = state->kda(l);
+    std::copy(from.s.begin(), from.s.end(), to.s.begin());
+    std::copy(from.rings.begin(), from.rings.end(), to.rings.begin());
+    state->mla(l).n_kv = m.mla_n_kv[static_cast<size_t>(l)];
+  }
+  state->set_pos(m.pos);
+  pending = m.pending;
+  // The rows past this mark will be written again: marks there are stale.
+  for (std::unique_ptr<RewindMark>& other : marks) {
+    if (other && other->valid && other->pos > m.pos) other->valid = false;
+  }
+  return true;
+}
+
+size_t SessionCore::MarkSlots() const {
+  const Config& c = model->config;
+  return static_cast<size_t>(std::max(0, c.rewind_marks)) + (c.draft_tokens > 0 ? 1 : 0);
+}
+
+size_t SessionCore::DraftMarkSlot() const {
+  return static_cast<size_t>(std::max(0, model->config.rewind_marks));
+}
+
 Status Session::SetMark(int index) noexcept {
   SessionCore& s = *core_;
   WASTE_TRY(s.CheckNotInCallback());
   WASTE_TRY(CheckIndex(s, index));
-  std::unique_ptr<RewindMark>* slot = nullptr;
   try {
     std::lock_guard<FairMutex> run(s.model->run_mu);
-    if (s.marks.size() < static_cast<size_t>(s.model->config.rewind_marks)) {
-      s.marks.resize(static_cast<size_t>(s.model->config.rewind_marks));
-    }
-    slot = &s.marks[static_cast<size_t>(index)];
-    const int layers = s.model->container->config().n_layers;
-    if (!*slot) {
-      *slot = std::make_unique<RewindMark>();
-      (*slot)->kda.resize(static_cast<size_t>(layers));
-      (*slot)->mla_n_kv.assign(static_cast<size_t>(layers), 0);
-    }
-    RewindMark& m = **slot;
-    m.valid = false;  // until the copy is whole
-    for (int l = 0; l < layers; ++l) {
-      const KdaLayerState& from = s.state->kda(l);
-      KdaLayerState& to = m.kda[static_cast<size_t>(l)];
-      // Sized once (the first mark), then copied into in place.
-      if (to.s.size() != from.s.size()) to.s = from.s;
-      else std::copy(from.s.begin(), from.s.end(), to.s.begin());
-      to.rings.assign(from.rings.begin(), from.rings.end());
-      m.mla_n_kv[static_cast<size_t>(l)] = s.state->mla(l).n_kv;
-    }
-    m.pos = s.state->pos();
-    m.pending = s.pending;
-    m.valid = true;
+    s.SaveMark(static_cast<size_t>(index));
     s.Report();  // the first mark adds its size
     return Status::Ok();
   } catch (const std::bad_alloc&) {
@@ -82,26 +114,10 @@ Status Session::RewindToMark(int index) noexcept {
   SessionCore& s = *core_;
   WASTE_TRY(CheckIndex(s, index));
   std::lock_guard<FairMutex> run(s.model->run_mu);
-  if (static_cast<size_t>(index) >= s.marks.size() || !s.marks[static_cast<size_t>(index)] ||
-      !s.marks[static_cast<size_t>(index)]->valid) {
+  if (!s.LoadMark(static_cast<size_t>(index))) {
     return ArgError("no rewind mark " + std::to_string(index) +
                     " to go back to (none was set, or the session was reset, restored or "
                     "loaded, or went back to an earlier mark since)");
-  }
-  const RewindMark& m = *s.marks[static_cast<size_t>(index)];
-  const int layers = s.model->container->config().n_layers;
-  for (int l = 0; l < layers; ++l) {
-    const KdaLayerState& from = m.kda[static_cast<size_t>(l)];
-    KdaLayerState& to = s.state->kda(l);
-    std::copy(from.s.begin(), from.s.end(), to.s.begin());
-    std::copy(from.rings.begin(), from.rings.end(), to.rings.begin());
-    s.state->mla(l).n_kv = m.mla_n_kv[static_cast<size_t>(l)];
-  }
-  s.state->set_pos(m.pos);
-  s.pending = m.pending;
-  // The rows past this mark will be written again: marks there are stale.
-  for (std::unique_ptr<RewindMark>& other : s.marks) {
-    if (other && other->valid && other->pos > m.pos) other->valid = false;
   }
   s.ClearDetail();
   return Status::Ok();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/model_core.h"
+#include "engine/prompt_lookup.h"
 #include "model/logprobs.h"
 #include "model/sampler.h"
 #include "waste/grammar.h"
@@ -159,6 +160,17 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
   return st;
 }
 
+Status SessionCore::FeedAllLogits(std::span<const int> ids, std::vector<float>* rows) {
+  const ExpertCacheCounters before = model->cache->counters();
+  Status st = forward->RunAllLogits(*model->ops, ids, rows);
+  CountTraffic(before, model->cache->counters());
+  if (!st.ok()) {
+    detail = st.message();
+    failed_expert = st.failed_expert();
+  }
+  return st;
+}
+
 // Feed(ids, true) in the spans Forward::Run would use (so the result is
 // bit-identical), asking `progress` after each span whether to go on.
 Status SessionCore::FeedPrompt(std::span<const int> ids,
@@ -210,6 +222,15 @@ void SessionCore::Account(double prefill_s, uint64_t prefill_tokens, double deco
     s->decode_s += decode_s;
     s->sec_total += prefill_s + decode_s;
     s->tokens_generated += generated;
+  }
+}
+
+void SessionCore::AccountDrafts(uint64_t passes, uint64_t guessed, uint64_t accepted) {
+  std::lock_guard<std::mutex> acct(model->acct_mu);
+  for (Stats* s : {&stats, &model->totals}) {
+    s->draft_passes += passes;
+    s->draft_tokens += guessed;
+    s->draft_accepted += accepted;
   }
 }
 
@@ -362,6 +383,27 @@ Status CheckGenParams(const GenParams& p, int vocab) {
 
 }  // namespace
 
+// Generate's drafting bookkeeping (docs/DRAFTING.md).
+struct DraftState {
+  bool active = false;     // a pass's guesses are being confirmed
+  std::vector<int> fed;    // the pass: its start token, then the guesses
+  std::vector<float> rows; // the logits after each of them
+  size_t used = 0;         // guesses confirmed so far
+  int length = 0;          // how many to guess next (adapts to what was kept)
+  int pause = 0;           // tokens to skip guessing after a pass kept nothing (doubles)
+  int wait = 0;            // tokens left of the current pause
+  void Start(int start, const std::vector<int>& guesses) {
+    fed.assign(1, start);
+    fed.insert(fed.end(), guesses.begin(), guesses.end());
+    used = 0;
+    active = true;
+  }
+  std::span<const float> Row(size_t i, int vocab) const {
+    return std::span<const float>(rows.data() + i * static_cast<size_t>(vocab),
+                                  static_cast<size_t>(vocab));
+  }
+};
+
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
                                        const TokenCallback& on_token) noexcept {
   SessionCore& s = *core_;
@@ -371,6 +413,12 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
+    if (params.draft_tokens > s.model->config.draft_tokens) {
+      return ArgError(fmt::format(
+          "GenParams::draft_tokens is {}: the model was opened with Config::draft_tokens {} "
+          "(the plan keeps room for that many)",
+          params.draft_tokens, s.model->config.draft_tokens));
+    }
     std::unique_lock<FairMutex> run(s.model->run_mu);
     ReportOnExit report{s};
     ImageCall images(*s.model, prompt);
@@ -482,10 +530,39 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     int tok = pick(s.forward->logits());
     const int eos = params.ignore_eos ? -1 : s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
+    // Drafting (docs/DRAFTING.md): the pass in flight fed `fed` = [the token
+    // it started from, guesses...] and left each position's logits in `rows`;
+    // `used` guesses are confirmed (emitted) so far. The state is then ahead
+    // of what was emitted by the guesses not yet confirmed; Settle puts it
+    // back (the mark taken before the pass, the confirmed tokens fed again)
+    // when a guess is refused or the call ends, so the session always ends
+    // where plain decoding would have left it.
+    const int draft_max = params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
+    DraftState draft;
+    draft.length = draft_max;
+    std::vector<int> history;  // what the guesses quote from
+    if (draft_max > 0) {
+      history.reserve(params.draft_context.size() + prompt.size() +
+                      static_cast<size_t>(params.max_tokens));
+      history.assign(params.draft_context.begin(), params.draft_context.end());
+      history.insert(history.end(), prompt.begin(), prompt.end());
+    }
+    auto settle = [&]() -> Status {
+      if (!draft.active) return Status::Ok();
+      draft.active = false;
+      const size_t keep = draft.used + 1;  // the start token and the confirmed guesses
+      if (keep == draft.fed.size()) return Status::Ok();
+      if (!s.LoadMark(s.DraftMarkSlot())) return ArgError("internal error: the drafting pass lost its rewind mark");
+      return s.Feed(std::span<const int>(draft.fed.data(), keep), false);
+    };
+    std::span<const float> next_logits;
     for (int t = 0; t < params.max_tokens; ++t) {
       // Every token delivered has been (or, the last one, will be) fed, so
       // one that no longer fits is not delivered (ENGINE.md §7.2 step 4).
-      if (s.state->room() < 1) {
+      // Guesses fed past this token do not count against the room.
+      const size_t ahead = draft.active ? draft.fed.size() - 1 - draft.used : 0;
+      if (s.state->room() + static_cast<int64_t>(ahead) < 1) {
+        WASTE_TRY(settle());
         s.detail = s.ContextFull();
         reason = FinishReason::kContextFull;
         break;
@@ -508,9 +585,63 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       } else {
         last = false;
       }
-      s.pending = tok;
+      if (draft_max > 0) history.push_back(tok);
       Status step;
-      if (!last) step = s.Feed({}, true);
+      bool confirmed = false;
+      if (draft.active) {
+        if (!last && tok == draft.fed[draft.used + 1]) {
+          // The pass fed this token already: its logits are waiting.
+          confirmed = true;
+          ++draft.used;
+          draft.pause = 0;
+          next_logits = draft.Row(draft.used, s.model->info.vocab);
+          s.AccountDrafts(0, 0, 1);
+          if (draft.used + 1 == draft.fed.size()) {
+            draft.active = false;  // every guess confirmed: try longer ones
+            draft.length = std::min(draft_max, draft.length * 2);
+          }
+        } else {
+          if (!last) {
+            // Refused here: guess about as far as was right next time, and
+            // after a pass that kept nothing wait a while (1, 2, 4 .. 16
+            // tokens) before guessing again.
+            draft.length = static_cast<int>(draft.used) + 1;
+            if (draft.used == 0) {
+              draft.pause = std::min(16, std::max(1, draft.pause * 2));
+              draft.wait = draft.pause;
+            }
+          }
+          step = settle();
+        }
+      }
+      if (!confirmed && step.ok()) {
+        std::vector<int> guesses;
+        bool may_guess = !last && draft_max > 0;
+        if (may_guess && draft.wait > 0) {
+          --draft.wait;
+          may_guess = false;
+        }
+        if (may_guess) {
+          // A guess is only worth feeding if it may still be emitted and fed.
+          const int64_t useful = std::min<int64_t>(
+              {draft.length, params.max_tokens - t - 2, static_cast<int64_t>(s.state->room()) - 1});
+          if (useful > 0) guesses = LookupDraft(history, static_cast<size_t>(useful));
+        }
+        if (!guesses.empty()) {
+          s.SaveMark(s.DraftMarkSlot());  // the state before `tok`
+          draft.Start(tok, guesses);
+          step = s.FeedAllLogits(draft.fed, &draft.rows);
+          s.AccountDrafts(1, guesses.size(), 0);
+          next_logits = draft.Row(0, s.model->info.vocab);
+          if (!step.ok()) draft.active = false;
+        } else {
+          s.pending = tok;
+          if (!last) {
+            step = s.Feed({}, true);
+            next_logits = s.forward->logits();
+          }
+        }
+      }
       auto te = Clock::now();
       double dt = Seconds(ts, te);
       ExpertCacheCounters after = cache.counters();
@@ -527,6 +658,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       ev.bytes_read = after.bytes_read - before.bytes_read;
       ev.ms_total = dt * 1000.0;
       ev.ms_io = (after.read_seconds - before.read_seconds) * 1000.0;
+      ev.drafted = confirmed;
       if (params.logprobs) {
         ev.logprob = picked_logprob;
         ev.top_logprobs = picked_top;
@@ -543,21 +675,24 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           // The host's exception is the host's error, not an I/O error.
           s.in_callback = false;
           run.lock();
+          if (step.ok()) WASTE_TRY(settle());
           return ArgError(std::string("the token callback threw: ") + e.what());
         } catch (...) {
           s.in_callback = false;
           run.lock();
+          if (step.ok()) WASTE_TRY(settle());
           return ArgError("the token callback threw a non-standard exception");
         }
         s.in_callback = false;
         run.lock();
         if (!go_on) {
+          if (step.ok()) WASTE_TRY(settle());
           return FinishReason::kCancelled;
         }
       }
       if (!step.ok()) return step;
       if (last) break;
-      tok = pick(s.forward->logits());
+      tok = pick(next_logits);
     }
     return reason;
   } catch (const std::bad_alloc&) {

@@ -67,6 +67,16 @@ Status Forward::RunScored(const Ops& ops, std::span<const int> tokens, bool want
   return Status::Ok();
 }
 
+Status Forward::RunAllLogits(const Ops& ops, std::span<const int> tokens,
+                             std::vector<float>* rows) {
+  if (tokens.empty() || tokens.size() > kMaxChunk) {
+    return ArgError("RunAllLogits takes 1.." + std::to_string(kMaxChunk) + " tokens");
+  }
+  rows->resize(tokens.size() * static_cast<size_t>(cfg_.vocab));
+  return RunSpan(ops, tokens.data(), tokens.size(), /*want_logits=*/false, nullptr, nullptr, 0,
+                 rows->data());
+}
+
 Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int top,
                                      int position) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
@@ -87,7 +97,8 @@ Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int t
 }
 
 Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
-                        const int* next, std::vector<TokenScore>* scores, int top) {
+                        const int* next, std::vector<TokenScore>* scores, int top,
+                        float* all_logits) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   stream_.Begin();
@@ -164,6 +175,22 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
       WASTE_ASSIGN_OR_RETURN(TokenScore score,
                              ScoreRow(ops, t, next[t], top, pos0 + static_cast<int>(t)));
       scores->push_back(std::move(score));
+    }
+  }
+  if (all_logits != nullptr) {
+    ScopedPhase phase(ops.profiler(), Phase::kLmHead);
+    const size_t vocab = static_cast<size_t>(cfg_.vocab);
+    for (size_t t = 0; t < n; ++t) {
+      if (t + 1 < n) stream_.Finish(t, w_);  // row n-1 is finished above
+      RmsNorm(stream_.row(t), w_.final_norm, cfg_.rms_eps, h, xn_.data() + t * h);
+    }
+    ops.MatMul(*w_.lm_head, xn_.data(), h, n, all_logits, vocab);
+    for (size_t i = 0; i < n * vocab; ++i) {
+      if (!std::isfinite(all_logits[i])) {
+        return FormatError("the logits at position " + std::to_string(pos0 + static_cast<int>(i / vocab)) +
+                           " are not finite: a weight, scale or expert record holds NaN/Inf or "
+                           "the activations overflowed; try --verify");
+      }
     }
   }
   if (want_logits) {

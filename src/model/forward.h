@@ -63,6 +63,14 @@ class Forward {
   // `next_after` >= 0: the id after the last token, scored too.
   Status RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
                    std::vector<TokenScore>* scores, int top = 0, int next_after = -1);
+  // Run for at most kMaxChunk tokens (one chunk), writing every position's
+  // logits: (*rows)[t * vocab ...] are the logits Run would leave had the
+  // call ended at token t (drafted tokens verified in one pass). The
+  // lm_head runs as one matmul over the rows, so its weights are read once;
+  // each row equals its matvec where the kernel table's few-token matmul
+  // does (AVX-512), within float noise elsewhere. kFormat when a row is not
+  // finite.
+  Status RunAllLogits(const Ops& ops, std::span<const int> tokens, std::vector<float>* rows);
 
   const std::vector<float>& logits() const { return logits_; }
   const std::vector<float>& last_hidden() const { return last_hidden_; }
@@ -83,7 +91,7 @@ class Forward {
   // to score), appends the scores of the positions that have one.
   Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
                  const int* next = nullptr, std::vector<TokenScore>* scores = nullptr,
-                 int top = 0);
+                 int top = 0, float* all_logits = nullptr);
   // Norm, lm_head and log-softmax of row t at `target` and its `top` most
   // likely tokens (uses logits_).
   Result<TokenScore> ScoreRow(const Ops& ops, size_t t, int target, int top, int position);

@@ -1,0 +1,249 @@
+// Prompt-lookup drafting in Session::Generate (Config::draft_tokens,
+// docs/DRAFTING.md): the tokens are those of plain decoding, and every way a
+// call ends leaves the session where plain decoding would have left it.
+//
+// On the random fixture models the output is held to a three-token alphabet
+// by a constraint, so the history repeats itself in short n-grams: guesses
+// are made often, and some are kept and some refused (both paths run, which
+// each test checks through the drafting counters). A pass of several tokens
+// rounds like a short prompt, so the logits are compared within float noise;
+// the tokens must be the same.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "waste/grammar.h"
+#include "waste/memplan.h"
+#include "waste/model.h"
+
+namespace waste {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kDraft = 6;
+
+// Only `allowed` may be sampled (what a grammar does, with a tiny language).
+class OneOf : public TokenConstraint {
+ public:
+  explicit OneOf(std::vector<int> allowed) : allowed_(std::move(allowed)) {}
+  bool Allows(int token) noexcept override {
+    return std::find(allowed_.begin(), allowed_.end(), token) != allowed_.end();
+  }
+  void Mask(std::span<float> logits) noexcept override {
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (!Allows(static_cast<int>(i))) logits[i] = -INFINITY;
+    }
+  }
+  void Accept(int) noexcept override {}
+
+ private:
+  std::vector<int> allowed_;
+};
+
+struct Reply {
+  std::vector<int> tokens;
+  FinishReason finish = FinishReason::kLength;
+  int position = 0;
+  int drafted = 0;  // tokens the callback saw marked as drafted
+};
+
+class DraftTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("waste_draft_" + std::string(GetParam()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    const std::string gen = std::string(WASTE_GEN_BINARY) + " " + dir_.string() + " --preset " +
+                            GetParam() + " --seed 11 -q > /dev/null";
+    ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
+    Config cfg;
+    cfg.ctx_tokens = 512;
+    cfg.max_sessions = 5;  // a reference and two pairs alive at once
+    cfg.draft_tokens = kDraft;
+    auto m = Model::Open(dir_.string(), cfg);
+    ASSERT_TRUE(m.has_value()) << m.error().ToString();
+    model_ = std::move(*m);
+    const int vocab = model_->info().vocab;
+    alphabet_ = {vocab / 7, vocab / 3, vocab / 2};
+    for (int i = 0; i < 24; ++i) prompt_.push_back((i * 37 + 11) % vocab);
+  }
+  void TearDown() override {
+    model_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<Session> New(uint32_t ctx = 0) {
+    SessionOptions o;
+    o.ctx_tokens = ctx;
+    auto s = model_->NewSession(o);
+    EXPECT_TRUE(s.has_value()) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  // Generate on `s` with drafting on or off; `cancel_at` >= 0: the callback
+  // stops the call at that token.
+  Reply Run(Session& s, bool draft, GenParams p, int cancel_at = -1,
+            std::span<const int> prompt = {}) {
+    OneOf only(alphabet_);
+    p.constraint = &only;
+    p.draft_tokens = draft ? -1 : 0;
+    Reply r;
+    auto finished = s.Generate(prompt.empty() ? std::span<const int>(prompt_) : prompt, p,
+                               [&](const TokenEvent& ev) {
+                                 r.tokens.push_back(ev.token);
+                                 r.drafted += ev.drafted ? 1 : 0;
+                                 return ev.index != cancel_at;
+                               });
+    EXPECT_TRUE(finished.has_value()) << finished.error().ToString();
+    if (finished) r.finish = *finished;
+    r.position = s.position();
+    return r;
+  }
+
+  // The logits after feeding `ids`, for comparing two sessions' states.
+  std::vector<float> Next(Session& s, const std::vector<int>& ids) {
+    auto l = s.Eval(ids);
+    EXPECT_TRUE(l.has_value()) << l.error().ToString();
+    return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+  }
+
+  static float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    float d = a.size() == b.size() ? 0.0f : INFINITY;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+    return d;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Model> model_;
+  std::vector<int> alphabet_;
+  std::vector<int> prompt_;
+};
+
+TEST_P(DraftTest, SameTokensAsPlainDecodingGreedyAndSampled) {
+  for (float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(temperature);
+    GenParams p;
+    p.max_tokens = 80;
+    p.temperature = temperature;
+    p.seed = 7;
+    p.ignore_eos = true;
+    std::unique_ptr<Session> plain = New(), drafted = New();
+    ASSERT_TRUE(plain && drafted);
+    const Reply a = Run(*plain, false, p);
+    const Stats before = drafted->stats();
+    const Reply b = Run(*drafted, true, p);
+    const Stats after = drafted->stats();
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.finish, b.finish);
+    EXPECT_EQ(a.position, b.position);
+    // Both paths ran: guesses kept and guesses refused.
+    const uint64_t guessed = after.draft_tokens - before.draft_tokens;
+    const uint64_t kept = after.draft_accepted - before.draft_accepted;
+    EXPECT_GT(kept, 0u);
+    EXPECT_GT(guessed, kept);
+    EXPECT_EQ(static_cast<uint64_t>(b.drafted), kept);
+    EXPECT_EQ(a.drafted, 0);
+    // The states agree: the next logits are the same within float noise.
+    EXPECT_LT(MaxDiff(Next(*plain, {5, 6, 7}), Next(*drafted, {5, 6, 7})), 1e-3f);
+  }
+}
+
+TEST_P(DraftTest, EveryEndLeavesTheSessionWherePlainDecodingWould) {
+  for (int n : {1, 2, 5, 13, 34}) {
+    SCOPED_TRACE("max_tokens " + std::to_string(n));
+    GenParams p;
+    p.max_tokens = n;
+    p.ignore_eos = true;
+    std::unique_ptr<Session> plain = New(), drafted = New();
+    const Reply a = Run(*plain, false, p), b = Run(*drafted, true, p);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.position, b.position);
+    // The emitted-but-unfed last token is fed by the next call on both.
+    GenParams more = p;
+    more.max_tokens = 12;
+    const std::vector<int> turn = {9, 8};
+    const Reply c = Run(*plain, false, more, -1, turn), d = Run(*drafted, true, more, -1, turn);
+    EXPECT_EQ(c.tokens, d.tokens);
+    EXPECT_EQ(c.position, d.position);
+  }
+  // A stop token and a cancelling callback, at several places in the reply
+  // (inside a pass's guesses for most of them).
+  GenParams p;
+  p.max_tokens = 60;
+  p.ignore_eos = true;
+  std::unique_ptr<Session> reference = New();
+  const Reply whole = Run(*reference, false, p);
+  for (int at : {4, 17, 45}) {
+    SCOPED_TRACE("stop at token " + std::to_string(at));
+    GenParams stop = p;
+    stop.stop_tokens = {whole.tokens[static_cast<size_t>(at)]};
+    std::unique_ptr<Session> plain = New(), drafted = New();
+    Reply a = Run(*plain, false, stop), b = Run(*drafted, true, stop);
+    EXPECT_EQ(a.finish, FinishReason::kStopToken);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.finish, b.finish);
+    EXPECT_EQ(a.position, b.position);
+    std::unique_ptr<Session> plain2 = New(), drafted2 = New();
+    a = Run(*plain2, false, p, at);
+    b = Run(*drafted2, true, p, at);
+    EXPECT_EQ(a.finish, FinishReason::kCancelled);
+    EXPECT_EQ(b.finish, FinishReason::kCancelled);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.position, b.position);
+    EXPECT_LT(MaxDiff(Next(*plain2, {3}), Next(*drafted2, {3})), 1e-3f);
+  }
+}
+
+TEST_P(DraftTest, AFullContextEndsTheReplyAtTheSameToken) {
+  GenParams p;
+  p.max_tokens = 200;
+  p.ignore_eos = true;
+  const uint32_t ctx = static_cast<uint32_t>(prompt_.size()) + 37;
+  std::unique_ptr<Session> plain = New(ctx), drafted = New(ctx);
+  const Reply a = Run(*plain, false, p), b = Run(*drafted, true, p);
+  EXPECT_EQ(a.finish, FinishReason::kContextFull);
+  EXPECT_EQ(b.finish, FinishReason::kContextFull);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.position, b.position);
+}
+
+TEST_P(DraftTest, DraftingNeedsTheModelsRoom) {
+  std::unique_ptr<Session> s = New();
+  GenParams p;
+  p.draft_tokens = kDraft + 1;
+  auto r = s->Generate(prompt_, p, nullptr);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Errc::kArg);
+  EXPECT_NE(r.error().message().find("draft_tokens"), std::string::npos) << r.error().message();
+  EXPECT_EQ(s->position(), 0);  // nothing was fed
+
+  Config too_many;
+  too_many.draft_tokens = kMaxDraftTokens + 1;
+  auto m = Model::Open(dir_.string(), too_many);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().code(), Errc::kArg);
+
+  // The plan keeps one mark per session for the state before a pass.
+  Config cfg;
+  cfg.max_sessions = 2;
+  cfg.rewind_marks = 2;
+  auto without = PlanMemoryForOpen(dir_.string(), cfg);
+  cfg.draft_tokens = 4;
+  auto with = PlanMemoryForOpen(dir_.string(), cfg);
+  ASSERT_TRUE(without && with);
+  EXPECT_EQ(without->marks_per_session, 2u);
+  EXPECT_EQ(with->marks_per_session, 3u);
+  EXPECT_EQ(with->state_bytes - without->state_bytes, 2 * with->mark_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DraftTest,
+                         ::testing::Values("kimi-linear-small", "deepseek-v3-tiny", "k3-tiny"));
+
+}  // namespace
+}  // namespace waste
