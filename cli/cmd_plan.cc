@@ -27,6 +27,7 @@ int PlanCommand(const Options& o) {
   config.ctx_tokens = o.ctx;
   config.max_sessions = o.plan_sessions;
   config.rewind_marks = o.plan_marks;
+  config.draft_tokens = o.draft;
   config.vision = o.plan_vision;
   Result<MemPlan> plan = PlanMemoryForOpen(o.model(), config);
   if (!plan.has_value()) {

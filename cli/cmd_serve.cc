@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "waste/types.h"
 #include "engine_setup.h"
 #include "http_server.h"
 #include "options.h"
@@ -49,6 +50,7 @@ int ServeMain(const std::vector<std::string>& args) {
   uint32_t ctx = 0;
   int threads = 0;
   bool no_direct_io = false, verify = false, exclusive = false, plan = false, vision = false;
+  int draft = 0;  // Config::draft_tokens
   bool json = false;
   double body_limit_mib = 64;
   app.add_option("MODEL", model, "container directory")->required();
@@ -99,6 +101,12 @@ int ServeMain(const std::vector<std::string>& args) {
                  "changing an earlier turn resumes from the last one before the change (default 2; "
                  "each a copy of the recurrent state, in the memory plan)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--draft", draft,
+                 "guess up to N next tokens of each reply from the conversation so far and check "
+                 "them in one pass (prompt lookup: faster where replies repeat their context, e.g. "
+                 "an agent rewriting a file; default 0 = off; a copy of the recurrent state per "
+                 "slot, in the memory plan)")
+      ->check(CLI::Range(0, kMaxDraftTokens));
   app.add_option("--queue", so.queue, "requests that may wait for the engine before 503 (default 16)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--body-limit", body_limit_mib, "largest request body in MiB (default 64)")
@@ -163,6 +171,7 @@ int ServeMain(const std::vector<std::string>& args) {
     o.ctx = ctx ? ctx : 4096;
     o.plan_sessions = sessions;
     o.plan_marks = server::RewindMarksFor(so);
+    o.draft = draft;
     o.plan_vision = vision;
     o.json = json;
     return PlanCommand(o);
@@ -185,6 +194,7 @@ int ServeMain(const std::vector<std::string>& args) {
   cfg.vision = vision;
   cfg.max_sessions = sessions;
   cfg.rewind_marks = server::RewindMarksFor(so);
+  cfg.draft_tokens = draft;
   so.vision = vision;
 
   auto engine = Engine::Open(model, cfg);

@@ -129,6 +129,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     };
     GenParams params = chat.params;
     params.seed = ChoiceSeed(params.seed, index);
+    params.draft_context = PrefixBefore(ids, run->rest);
     std::unique_ptr<BudgetedGrammar> constraint;  // its state is the reply's
     if (chat.grammar && format.vocab) {
       constraint = std::make_unique<BudgetedGrammar>(chat.grammar, format.vocab, params.max_tokens,

@@ -156,6 +156,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
         GenParams params = req.params;
         params.max_tokens = prompt.max_tokens;
         params.seed = ChoiceSeed(params.seed, k);
+        params.draft_context = PrefixBefore(prompt.ids, held.rest);
         params.logprobs = req.logprobs.on || ranked;
         params.on_prefill = [&](int, int) { return !gone(); };
         if (scored_prompt && k == 0) params.prompt_scores = &prompt_scores;

@@ -450,4 +450,9 @@ int SessionPool::RunFollowOn(std::shared_ptr<FollowOn> reserved, std::span<const
   return static_cast<int>(reached - from);
 }
 
+std::span<const int> PrefixBefore(std::span<const int> ids, std::span<const int> rest) {
+  if (rest.size() > ids.size() || rest.data() != ids.data() + (ids.size() - rest.size())) return {};
+  return ids.first(ids.size() - rest.size());
+}
+
 }  // namespace waste::server

@@ -280,4 +280,9 @@ class SessionPool {
   std::unique_ptr<PointStore> store_;
 };
 
+// The prompt's tokens before `rest` (the part a restore point spared
+// feeding): what drafting may quote besides `rest` itself
+// (GenParams::draft_context). Empty when `rest` is not a tail of `ids`.
+std::span<const int> PrefixBefore(std::span<const int> ids, std::span<const int> rest);
+
 }  // namespace waste::server

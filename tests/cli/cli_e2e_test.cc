@@ -296,6 +296,28 @@ TEST_F(CliE2E, RunShowsReasoningFaintOnATerminal) {
   EXPECT_EQ(plain.out.rfind("<think><think><think></think>", 0), 0u) << Describe(plain);
 }
 
+// --draft N: the same reply as without (a token pushed up so the reply
+// repeats itself and guesses are kept), the guesses counted in the
+// statistics line and the JSON; out of range is refused before the model opens.
+TEST_F(CliE2E, DraftGivesTheSameReplyAndCountsItsGuesses) {
+  const std::vector<std::string> base = {"run", kDemo, "--raw", "hi", "-n", "24",
+                                         "--logit-bias", "300+100"};
+  std::vector<std::string> with = base, with_json = base, without_json = base;
+  with.insert(with.end(), {"--draft", "6"});
+  with_json.insert(with_json.end(), {"--draft", "6", "--json"});
+  without_json.push_back("--json");
+  const json d = JsonOf(Waste(with_json)), p = JsonOf(Waste(without_json));
+  EXPECT_EQ(d["ids"], p["ids"]);
+  EXPECT_GT(d["draft_accepted"].get<int>(), 0) << d.dump();
+  EXPECT_EQ(p["draft_tokens"].get<int>(), 0) << p.dump();
+  const ProcessResult shown = Waste(with);
+  ASSERT_EQ(shown.exit_code, 0) << Describe(shown);
+  EXPECT_TRUE(Contains(shown.err, "| drafts ")) << Describe(shown);
+  const ProcessResult bad = Waste({"run", kDemo, "hi", "--draft", "17"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "--draft 17")) << Describe(bad);
+}
+
 TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
   // The demo's specials renamed to Kimi's markers (same ids) and no
   // chat.json: what a converted Kimi-K2 container looks like.

@@ -1518,4 +1518,78 @@ TEST_F(HttpTest, CorsContentTypeAuthAndContentLength) {
 }
 
 }  // namespace
+// `waste serve --draft N` (Config::draft_tokens): blocking and streamed
+// replies, a conversation resumed from its restore point included, are those
+// of a server that does not draft, and guesses were made and kept. Three
+// tokens share a large logit bias and the reply is sampled (seeded), so the
+// random model writes a three-letter text that repeats itself in short
+// n-grams: some guesses are right and some are not.
+TEST_F(HttpTest, DraftingServesThePlainReplies) {
+  auto open = [](int draft) {
+    Config cfg;
+    cfg.rewind_marks = RewindMarksFor(ServeOptions{});
+    cfg.draft_tokens = draft;
+    auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+    EXPECT_TRUE(engine) << engine.error().ToString();
+    return engine ? std::move(*engine) : nullptr;
+  };
+  std::unique_ptr<Engine> plain = open(0), drafting = open(4);
+  ASSERT_TRUE(plain && drafting);
+  Json turns = Json::array({{{"role", "user"}, {"content", "abab abab abab"}}});
+  const Json bias = {{"300", 60}, {"301", 60}, {"302", 60}};
+  auto request = [&](bool stream) {
+    return Json{{"messages", turns}, {"max_tokens", 40},  {"thinking", false},
+                {"logit_bias", bias}, {"temperature", 1.0}, {"seed", 5},
+                {"stream", stream}};
+  };
+  auto streamed_text = [](const std::string& body) {
+    std::string text;
+    for (Json ev : ParseSse(body)) {
+      if (ev.is_object() && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content")) {
+        text += ev["choices"][0]["delta"]["content"].get<std::string>();
+      }
+    }
+    return text;
+  };
+  Running a{ServeOptions{}, plain.get()}, b{ServeOptions{}, drafting.get()};
+  httplib::Client ca = a.Client(), cb = b.Client();
+  for (int turn = 0; turn < 2; ++turn) {
+    SCOPED_TRACE("turn " + std::to_string(turn));
+    auto [sa, ra] = PostJson(ca, "/v1/chat/completions", request(false));
+    auto [sb, rb] = PostJson(cb, "/v1/chat/completions", request(false));
+    ASSERT_EQ(sa, 200) << ra.dump();
+    ASSERT_EQ(sb, 200) << rb.dump();
+    EXPECT_EQ(ra["choices"], rb["choices"]);
+    EXPECT_EQ(ra["usage"]["completion_tokens"], rb["usage"]["completion_tokens"]);
+    EXPECT_EQ(ra["usage"]["prompt_tokens_details"]["cached_tokens"],
+              rb["usage"]["prompt_tokens_details"]["cached_tokens"]);
+    const std::string body = request(true).dump();
+    auto sa2 = ca.Post("/v1/chat/completions", body, "application/json");
+    auto sb2 = cb.Post("/v1/chat/completions", body, "application/json");
+    ASSERT_TRUE(sa2 && sb2);
+    EXPECT_EQ(streamed_text(sa2->body), streamed_text(sb2->body));
+    EXPECT_EQ(streamed_text(sb2->body), rb["choices"][0]["message"]["content"].get<std::string>());
+    turns.push_back({{"role", "assistant"}, {"content", rb["choices"][0]["message"]["content"]}});
+    turns.push_back({{"role", "user"}, {"content", "again: abab"}});
+  }
+  const Stats st = drafting->stats();
+  EXPECT_GT(st.draft_accepted, 0u);
+  EXPECT_GT(st.draft_tokens, st.draft_accepted);
+  EXPECT_EQ(plain->stats().draft_tokens, 0u);
+}
+
+// What a resumed request's drafting may quote besides the tokens it feeds.
+TEST(PrefixBefore, IsThePromptBeforeItsRest) {
+  const std::vector<int> ids = {1, 2, 3, 4, 5};
+  const std::span<const int> all(ids);
+  EXPECT_EQ(std::vector<int>(PrefixBefore(all, all.subspan(3)).begin(),
+                             PrefixBefore(all, all.subspan(3)).end()),
+            (std::vector<int>{1, 2, 3}));
+  EXPECT_TRUE(PrefixBefore(all, all).empty());
+  EXPECT_EQ(PrefixBefore(all, all.subspan(5)).size(), 5u);
+  const std::vector<int> other = {4, 5};
+  EXPECT_TRUE(PrefixBefore(all, other).empty());  // not a tail of ids: nothing
+  EXPECT_TRUE(PrefixBefore(all, all.subspan(1, 2)).empty());
+}
+
 }  // namespace waste::server
