@@ -533,10 +533,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     // Drafting (docs/DRAFTING.md): the pass in flight fed `fed` = [the token
     // it started from, guesses...] and left each position's logits in `rows`;
     // `used` guesses are confirmed (emitted) so far. The state is then ahead
-    // of what was emitted by the guesses not yet confirmed; Settle puts it
-    // back (the mark taken before the pass, the confirmed tokens fed again)
-    // when a guess is refused or the call ends, so the session always ends
-    // where plain decoding would have left it.
+    // of what was emitted by the guesses not yet confirmed; `settle` puts it
+    // back when a guess is refused or the call ends (the mark taken before
+    // the pass, then the confirmed tokens replayed from the pass's record:
+    // no forward pass), so the session always ends where plain decoding
+    // would have left it.
     const int draft_max = params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
     DraftState draft;
     draft.length = draft_max;
@@ -552,8 +553,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       draft.active = false;
       const size_t keep = draft.used + 1;  // the start token and the confirmed guesses
       if (keep == draft.fed.size()) return Status::Ok();
-      if (!s.LoadMark(s.DraftMarkSlot())) return ArgError("internal error: the drafting pass lost its rewind mark");
-      return s.Feed(std::span<const int>(draft.fed.data(), keep), false);
+      if (!s.LoadMark(s.DraftMarkSlot())) {
+        return ArgError("internal error: the drafting pass lost its rewind mark");
+      }
+      s.forward->ReplayPass(*s.model->ops, keep);
+      return Status::Ok();
     };
     std::span<const float> next_logits;
     for (int t = 0; t < params.max_tokens; ++t) {

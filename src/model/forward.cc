@@ -33,6 +33,7 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
 
 uint64_t Forward::scratch_bytes() const {
   uint64_t f = xn_.size() + f_.size() + logits_.size() + last_hidden_.size();
+  for (const KdaPassRecord& r : pass_record_) f += r.raw.size() + r.step.size();
   uint64_t b = f * sizeof(float) + stream_.scratch_bytes() + kda_.scratch_bytes() +
                mla_.scratch_bytes() + prefetch_.scratch_bytes();
   if (dense_) b += dense_->scratch_bytes();
@@ -73,8 +74,20 @@ Status Forward::RunAllLogits(const Ops& ops, std::span<const int> tokens,
     return ArgError("RunAllLogits takes 1.." + std::to_string(kMaxChunk) + " tokens");
   }
   rows->resize(tokens.size() * static_cast<size_t>(cfg_.vocab));
+  if (pass_record_.empty()) pass_record_.resize(static_cast<size_t>(cfg_.n_layers));
   return RunSpan(ops, tokens.data(), tokens.size(), /*want_logits=*/false, nullptr, nullptr, 0,
-                 rows->data());
+                 rows->data(), /*record=*/true);
+}
+
+void Forward::ReplayPass(const Ops& ops, size_t keep) {
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    if (cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda) {
+      kda_.Replay(ops, state_.kda(l), pass_record_[static_cast<size_t>(l)], keep);
+    } else {
+      state_.mla(l).n_kv += static_cast<int>(keep);
+    }
+  }
+  state_.set_pos(state_.pos() + static_cast<int>(keep));
 }
 
 Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int top,
@@ -98,7 +111,7 @@ Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int t
 
 Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
                         const int* next, std::vector<TokenScore>* scores, int top,
-                        float* all_logits) {
+                        float* all_logits, bool record) {
   const size_t h = static_cast<size_t>(cfg_.hidden);
   const int pos0 = state_.pos();
   stream_.Begin();
@@ -128,7 +141,8 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
       float* fc = f_.data() + c0 * h;
       if (cfg_.attn_kind[static_cast<size_t>(l)] == AttnKind::kKda) {
         ScopedPhase phase(ops.profiler(), Phase::kKda);
-        kda_.Forward(ops, lw.kda, state_.kda(l), xc, nc, fc);
+        kda_.Forward(ops, lw.kda, state_.kda(l), xc, nc, fc,
+                     record ? &pass_record_[static_cast<size_t>(l)] : nullptr);
       } else {
         ScopedPhase phase(ops.profiler(), Phase::kMla);
         mla_.Forward(ops, lw.mla, state_.mla(l), pos0 + static_cast<int>(c0), xc, nc, fc);

@@ -70,7 +70,14 @@ class Forward {
   // each row equals its matvec where the kernel table's few-token matmul
   // does (AVX-512), within float noise elsewhere. kFormat when a row is not
   // finite.
+  // The pass also records what ReplayPass needs.
   Status RunAllLogits(const Ops& ops, std::span<const int> tokens, std::vector<float>* rows);
+  // After the state was put back where the last RunAllLogits started (a
+  // rewind mark), advances it by that pass's first `keep` tokens without
+  // running them again: the KDA layers from the pass's record (bit for bit
+  // the state the pass left after those tokens), the attention caches and
+  // the position by count (their rows are already written).
+  void ReplayPass(const Ops& ops, size_t keep);
 
   const std::vector<float>& logits() const { return logits_; }
   const std::vector<float>& last_hidden() const { return last_hidden_; }
@@ -91,7 +98,7 @@ class Forward {
   // to score), appends the scores of the positions that have one.
   Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
                  const int* next = nullptr, std::vector<TokenScore>* scores = nullptr,
-                 int top = 0, float* all_logits = nullptr);
+                 int top = 0, float* all_logits = nullptr, bool record = false);
   // Norm, lm_head and log-softmax of row t at `target` and its `top` most
   // likely tokens (uses logits_).
   Result<TokenScore> ScoreRow(const Ops& ops, size_t t, int target, int top, int position);
@@ -112,6 +119,8 @@ class Forward {
   Prefetcher prefetch_;        // router lookahead for decode steps
   std::vector<float> logits_;
   std::vector<float> last_hidden_;
+  // The last drafting pass's KDA records, per layer (sized by the first).
+  std::vector<KdaPassRecord> pass_record_;
 };
 
 }  // namespace waste

@@ -40,6 +40,11 @@ void L2NormHead(float* p, int dim, float extra) {
 
 }  // namespace
 
+uint64_t KdaPassRecord::BytesPerToken(const ModelConfig& cfg) {
+  const uint64_t c = static_cast<uint64_t>(cfg.kda_channels());
+  return (6 * c + static_cast<uint64_t>(cfg.kda.heads)) * sizeof(float);
+}
+
 KdaLayer::KdaLayer(const ModelConfig& cfg, size_t max_tokens)
     : cfg_(cfg), max_tokens_(max_tokens < 1 ? 1 : max_tokens) {
   const size_t c = static_cast<size_t>(cfg.kda_channels());
@@ -60,7 +65,7 @@ uint64_t KdaLayer::scratch_bytes() const {
 }
 
 void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
-                       size_t n, float* out) {
+                       size_t n, float* out, KdaPassRecord* record) {
   const int heads = cfg_.kda.heads, dim = cfg_.kda.head_dim, taps = cfg_.kda.conv_k;
   const int channels = heads * dim;
   const size_t C = static_cast<size_t>(channels), D = static_cast<size_t>(dim);
@@ -92,6 +97,17 @@ void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state
                       {w.v_proj, x, hidden, v_.data(), C}, {w.f_a, x, hidden, low_.data(), D},
                       {w.g_a, x, hidden, glow_.data(), D}, {w.b_proj, x, hidden, beta_.data(), H}});
       ops.MatMuls(n, {{w.f_b, low_.data(), D, g_.data(), C}, {w.g_b, glow_.data(), D, gate_.data(), C}});
+    }
+  }
+
+  if (record != nullptr) {
+    record->tokens = n;
+    record->raw.resize(n * 3 * C);
+    for (size_t t = 0; t < n; ++t) {
+      float* r = record->raw.data() + t * 3 * C;
+      std::memcpy(r, q_.data() + t * C, C * sizeof(float));
+      std::memcpy(r + C, k_.data() + t * C, C * sizeof(float));
+      std::memcpy(r + 2 * C, v_.data() + t * C, C * sizeof(float));
     }
   }
 
@@ -152,11 +168,59 @@ void KdaLayer::Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state
                    recur(hb, he);
                  });
 
+  if (record != nullptr) {
+    const size_t per = 3 * C + H;
+    record->step.resize(n * per);
+    for (size_t t = 0; t < n; ++t) {
+      float* r = record->step.data() + t * per;
+      std::memcpy(r, k_.data() + t * C, C * sizeof(float));
+      std::memcpy(r + C, v_.data() + t * C, C * sizeof(float));
+      std::memcpy(r + 2 * C, g_.data() + t * C, C * sizeof(float));
+      std::memcpy(r + 3 * C, beta_.data() + t * H, H * sizeof(float));
+    }
+  }
+
   // 7. Output projection.
   if (n == 1) {
     ops.MatVec(*w.o_proj, o_.data(), out);
   } else {
     ops.MatMul(*w.o_proj, o_.data(), C, n, out, hidden);
+  }
+}
+
+void KdaLayer::Replay(const Ops& ops, KdaLayerState& state, const KdaPassRecord& record,
+                      size_t keep) {
+  const size_t H = static_cast<size_t>(cfg_.kda.heads), D = static_cast<size_t>(cfg_.kda.head_dim);
+  const size_t C = H * D, hist = static_cast<size_t>(cfg_.kda.conv_k - 1);
+  keep = std::min(keep, record.tokens);
+  // Rings: each keeps the last `hist` raw inputs, oldest first (ShortConv).
+  if (hist > 0) {
+    for (size_t part = 0; part < 3; ++part) {
+      for (size_t c = 0; c < C; ++c) {
+        float* r = state.rings.data() + (part * C + c) * hist;
+        for (size_t t = 0; t < keep; ++t) {
+          std::memmove(r, r + 1, (hist - 1) * sizeof(float));
+          r[hist - 1] = record.raw[(t * 3 + part) * C + c];
+        }
+      }
+    }
+  }
+  // The recurrence, token after token; q only shapes the output, which is
+  // not needed here.
+  auto step = ops.k().kda_step;
+  const size_t per = 3 * C + H;
+  for (size_t t = 0; t < keep; ++t) {
+    const float* r = record.step.data() + t * per;
+    kernels::KdaStepArgs a;
+    a.state = state.s.data();
+    a.q = r;
+    a.k = r;
+    a.v = r + C;
+    a.g = r + 2 * C;
+    a.beta = r + 3 * C;
+    a.out = o_.data();
+    a.dim = D;
+    ops.For(H, 1, [&](size_t hb, size_t he) { step(a, hb, he); });
   }
 }
 

@@ -19,19 +19,36 @@
 
 namespace waste {
 
+// What a drafting pass keeps of one KDA layer so that the state after any
+// prefix of its tokens can be rebuilt without running the layer again
+// (KdaLayer::Replay): each token's raw short-conv inputs (the rings' next
+// entries) and its recurrence inputs. A few hundred KB a token at
+// Kimi-Linear's width, where the state itself is 2 MiB a layer.
+struct KdaPassRecord {
+  size_t tokens = 0;
+  std::vector<float> raw;   // [n][3][C]: q, k, v before the short convs
+  std::vector<float> step;  // [n][3C + H]: k, v, g as the recurrence reads them, then beta
+  static uint64_t BytesPerToken(const ModelConfig& cfg);
+};
+
 class KdaLayer {
  public:
   KdaLayer(const ModelConfig& cfg, size_t max_tokens = 1);
   // out[t][hidden] = KDA(x[t][hidden]) for t < n (n <= max_tokens);
   // advances `state` by n tokens.
+  // With `record`, also keeps what Replay needs of the n tokens.
   void Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
-               size_t n, float* out);
+               size_t n, float* out, KdaPassRecord* record = nullptr);
   // One token.
   void Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
                float* out) {
     Forward(ops, w, state, x, 1, out);
   }
   uint64_t scratch_bytes() const;
+  // Advances `state` (as it was before the recorded Forward) by the first
+  // `keep` recorded tokens: the rings and the recurrence exactly as Forward
+  // moved them, bit for bit, without the projections.
+  void Replay(const Ops& ops, KdaLayerState& state, const KdaPassRecord& record, size_t keep);
 
  private:
   const ModelConfig& cfg_;
