@@ -5,7 +5,7 @@
 namespace waste {
 
 std::vector<int> LookupDraft(std::span<const int> history, size_t max_tokens,
-                             const LookupLimits& limits) {
+                             const LookupLimits& limits, size_t* from_out) {
   const size_t len = history.size();
   if (max_tokens == 0 || limits.min_ngram == 0) return {};
   const size_t lowest = len > limits.window ? len - limits.window : 0;
@@ -25,12 +25,46 @@ std::vector<int> LookupDraft(std::span<const int> history, size_t max_tokens,
       if (take == max_tokens) break;
     }
     if (best_take > 0) {
+      if (from_out != nullptr) *from_out = best_from;
       return std::vector<int>(history.begin() + static_cast<std::ptrdiff_t>(best_from),
                               history.begin() + static_cast<std::ptrdiff_t>(best_from + best_take));
     }
     if (n == limits.min_ngram) break;
   }
   return {};
+}
+
+std::vector<int> LookupDrafter::Guess(std::span<const int> history, size_t max_tokens) {
+  const size_t len = history.size();
+  if (max_tokens == 0 || limits_.min_ngram == 0 || len < limits_.min_ngram + 1) return {};
+  if (aligned_ && len > at_len_) {
+    // Where the passage has got to if the reply followed it token for token.
+    const size_t expected = source_ + (len - at_len_);
+    const size_t n = limits_.min_ngram;
+    const int* key = history.data() + (len - n);
+    // The passage's own next place, then a little further on; each
+    // occurrence must end before the tail itself.
+    const size_t last = std::min(expected + kRealignTokens, len - 1);
+    for (size_t from = expected; from <= last && from < len; ++from) {
+      if (from < n) continue;
+      if (!std::equal(key, key + n, history.data() + (from - n))) continue;
+      const size_t take = std::min(max_tokens, len - from);
+      source_ = from;
+      at_len_ = len;
+      return std::vector<int>(history.begin() + static_cast<std::ptrdiff_t>(from),
+                              history.begin() + static_cast<std::ptrdiff_t>(from + take));
+    }
+  }
+  // Elsewhere. Nothing found keeps the passage: a few tokens on, past an
+  // edit, the reply may agree with it again.
+  size_t from = 0;
+  std::vector<int> guess = LookupDraft(history, max_tokens, limits_, &from);
+  if (!guess.empty()) {
+    aligned_ = true;
+    source_ = from;
+    at_len_ = len;
+  }
+  return guess;
 }
 
 }  // namespace waste

@@ -27,7 +27,33 @@ struct LookupLimits {
 // late that fewer tokens follow it gives way to the latest one with
 // `max_tokens` after it (a repeating token or short cycle), else to the one
 // with the most. Empty when nothing matches.
+// `from` (optional): where in the history the guesses start.
 std::vector<int> LookupDraft(std::span<const int> history, size_t max_tokens,
-                             const LookupLimits& limits = {});
+                             const LookupLimits& limits = {}, size_t* from = nullptr);
+
+// LookupDraft that stays with the passage it is copying. A reply that
+// copies its context (a file rewritten with a few edits) repeats short
+// n-grams of it all over (")", "return", an indentation run): the latest
+// occurrence of the tail is often another place of the file. So the
+// drafter remembers where its last guesses came from and, while the reply
+// still agrees with that passage (an edit that replaced a few tokens
+// included), goes on from there: first the place the passage has reached,
+// then a little further on (text the reply skipped or the edit replaced),
+// and only then the latest occurrence anywhere.
+class LookupDrafter {
+ public:
+  explicit LookupDrafter(const LookupLimits& limits = {}) : limits_(limits) {}
+  std::vector<int> Guess(std::span<const int> history, size_t max_tokens);
+
+  // How far past the passage's expected place an occurrence of the tail is
+  // still taken as the same passage.
+  static constexpr size_t kRealignTokens = 32;
+
+ private:
+  LookupLimits limits_;
+  bool aligned_ = false;
+  size_t source_ = 0;   // history index the last guesses started at
+  size_t at_len_ = 0;   // the history's length then
+};
 
 }  // namespace waste

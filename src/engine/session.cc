@@ -392,6 +392,7 @@ struct DraftState {
   int length = 0;          // how many to guess next (adapts to what was kept)
   int pause = 0;           // tokens to skip guessing after a pass kept nothing (doubles)
   int wait = 0;            // tokens left of the current pause
+  LookupDrafter drafter;   // where the guesses come from
   void Start(int start, const std::vector<int>& guesses) {
     fed.assign(1, start);
     fed.insert(fed.end(), guesses.begin(), guesses.end());
@@ -629,7 +630,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           // A guess is only worth feeding if it may still be emitted and fed.
           const int64_t useful = std::min<int64_t>(
               {draft.length, params.max_tokens - t - 2, static_cast<int64_t>(s.state->room()) - 1});
-          if (useful > 0) guesses = LookupDraft(history, static_cast<size_t>(useful));
+          if (useful > 0) guesses = draft.drafter.Guess(history, static_cast<size_t>(useful));
         }
         if (!guesses.empty()) {
           s.SaveMark(s.DraftMarkSlot());  // the state before `tok`

@@ -75,5 +75,55 @@ TEST(LookupDraft, TheWindowBoundsTheSearch) {
   EXPECT_EQ(LookupDraft(h, 1, near), Ids{});
 }
 
+// A reply copying a passage whose short n-grams recur elsewhere: the
+// drafter stays with the passage (the latest occurrence would be wrong).
+TEST(LookupDrafter, StaysWithThePassageItIsCopying) {
+  // The passage 1..8, then text where "5 6" recurs followed by 90 91.
+  Ids h = {1, 2, 3, 4, 5, 6, 7, 8, 0, 5, 6, 90, 91, 0};
+  // The reply starts copying the passage.
+  h.insert(h.end(), {1, 2});
+  LookupDrafter d;
+  EXPECT_EQ(d.Guess(h, 2), (Ids{3, 4}));
+  // It keeps 3, then an edit: 77 where the passage has 4; nothing to guess
+  // from "3 77" or "77 5".
+  h.insert(h.end(), {3, 77});
+  EXPECT_EQ(d.Guess(h, 2), Ids{});
+  h.push_back(5);
+  EXPECT_EQ(d.Guess(h, 2), Ids{});
+  // Past the edit the reply agrees with the passage again: the latest
+  // "5 6" is followed by 90, the passage goes on with 7.
+  h.push_back(6);
+  EXPECT_EQ(LookupDraft(h, 2), (Ids{90, 91}));
+  EXPECT_EQ(d.Guess(h, 2), (Ids{7, 8}));
+}
+
+TEST(LookupDrafter, KeepsThePassageAcrossAReplacedToken) {
+  Ids h = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0, 10, 11};
+  LookupDrafter d;
+  EXPECT_EQ(d.Guess(h, 3), (Ids{12, 13, 14}));
+  // The reply replaced 12 by 99 (an edit), then went on: 13 14.
+  h.insert(h.end(), {99, 13, 14});
+  EXPECT_EQ(d.Guess(h, 3), (Ids{15, 16, 17}));
+}
+
+TEST(LookupDrafter, RealignsAfterSkippedText) {
+  Ids h = {20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 0, 20, 21};
+  LookupDrafter d;
+  EXPECT_EQ(d.Guess(h, 2), (Ids{22, 23}));
+  // The reply dropped 22..25 and went on at 26 27.
+  h.insert(h.end(), {26, 27});
+  EXPECT_EQ(d.Guess(h, 2), (Ids{28, 29}));
+}
+
+TEST(LookupDrafter, FallsBackToTheLatestOccurrence) {
+  Ids h = {1, 2, 3, 4, 0, 7, 8, 9, 0, 1, 2};
+  LookupDrafter d;
+  EXPECT_EQ(d.Guess(h, 2), (Ids{3, 4}));
+  // The reply left the passage; "7 8" occurs elsewhere.
+  h.insert(h.end(), {5, 7, 8});
+  EXPECT_EQ(d.Guess(h, 1), Ids{9});
+  EXPECT_EQ(d.Guess(Ids{1, 2, 3}, 2), Ids{});  // nothing to quote
+}
+
 }  // namespace
 }  // namespace waste
