@@ -187,6 +187,10 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
     out += fmt::format("  `waste chat` adds {} (its rewind mark: a copy of the KDA state)\n",
                        FormatSize(plan.mark_bytes));
   }
+  if (plan.draft_record_bytes > 0) {
+    out += fmt::format("  scratch includes {} for --draft (what a pass keeps to take back a guess)\n",
+                       FormatSize(plan.draft_record_bytes * plan.sessions));
+  }
   out += "\n";
   if (plan.usable_ram_bytes > 0) {
     out += fmt::format("  usable RAM {} ({})\n", FormatGb(plan.usable_ram_bytes),
@@ -250,6 +254,8 @@ Json PlanJson(const MemPlan& plan, const PlanBudget& budget) {
   j["marks_included"] = plan.marks_included;
   j["marks_per_session"] = plan.marks_per_session;
   j["vision_included"] = plan.vision_included;
+  j["draft_bytes_per_token"] = plan.draft_bytes_per_token;
+  j["draft_record_bytes"] = plan.draft_record_bytes;
   if (!budget.given) {
     j["default_budget_bytes"] = budget.budget;
     j["default_expert_cache_bytes"] = budget.expert_cache;

@@ -28,6 +28,13 @@ struct MemPlan {
   uint64_t mark_bytes = 0;
   bool marks_included = false;
   uint32_t marks_per_session = 0;
+  // Drafting (Config::draft_tokens): what a pass keeps per token (its
+  // logits row, and the KDA layers' inputs so that a refused guess costs no
+  // second pass), always reported; draft_record_bytes is that for one session at the configured
+  // draft length, in session_bytes, scratch_bytes and the floor (0 without
+  // drafting). Drafting's rewind mark is one of marks_per_session.
+  uint64_t draft_bytes_per_token = 0;
+  uint64_t draft_record_bytes = 0;
   uint64_t scratch_bytes = 0;        // every buffer the engine allocates besides those
   uint64_t min_expert_cache = 0;     // record * top_k * 2
   uint64_t floor_bytes = 0;

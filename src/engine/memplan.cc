@@ -8,6 +8,7 @@
 #include "container/container.h"
 #include "engine/memplan_internal.h"
 #include "model/attention_mla.h"
+#include "model/kda.h"
 #include "model/vq_experts.h"
 #include "platform/platform.h"
 #include "waste/config.h"
@@ -149,6 +150,11 @@ Result<MemPlan> PlanMemory(const std::string& container_dir, uint32_t ctx_tokens
     const uint64_t scratch = EstimateScratchBytes(c, ctx_tokens);
     p.session_bytes = state + scratch;
     p.mark_bytes = RecurrentStateBytes(c);
+    // A drafting pass keeps each position's logits and its KDA layers' inputs.
+    p.draft_bytes_per_token = static_cast<uint64_t>(c.vocab) * sizeof(float);
+    for (AttnKind kind : c.attn_kind) {
+      if (kind == AttnKind::kKda) p.draft_bytes_per_token += KdaPassRecord::BytesPerToken(c);
+    }
     p.state_bytes = state * p.sessions;
     p.scratch_bytes = scratch * p.sessions;
     uint64_t bank_bytes = 0;  // the largest layer's bank
@@ -210,6 +216,16 @@ Result<MemPlan> PlanMemoryForOpen(const std::string& container_dir, const Config
     plan->floor_bytes += marks;
     plan->recommended_bytes += marks;
     plan->marks_included = true;
+  }
+  if (config.draft_tokens > 0) {
+    // A pass feeds the token it starts from and the guesses.
+    const uint64_t record =
+        plan->draft_bytes_per_token * (static_cast<uint64_t>(config.draft_tokens) + 1);
+    plan->draft_record_bytes = record;
+    plan->session_bytes += record;
+    plan->scratch_bytes += record * plan->sessions;
+    plan->floor_bytes += record * plan->sessions;
+    plan->recommended_bytes += record * plan->sessions;
   }
   // Vision memory is taken from the budget like any scratch (docs/VISION.md).
   if (config.vision && plan->vision_bytes > 0) {

@@ -194,7 +194,8 @@ uint64_t ModelCore::SessionCharge(uint32_t ctx) const {
   const ModelConfig& cfg = container->config();
   // A mark's size does not depend on the context (the plan's own figure).
   return StateBytes(cfg, ctx) + EstimateScratchBytes(cfg, ctx) +
-         (plan.marks_included ? plan.mark_bytes * plan.marks_per_session : 0);
+         (plan.marks_included ? plan.mark_bytes * plan.marks_per_session : 0) +
+         plan.draft_record_bytes;
 }
 
 void ModelCore::FillCacheStats(Stats* s) const {

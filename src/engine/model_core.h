@@ -190,9 +190,9 @@ struct SessionCore {
   // NaN/Inf logits (bad scales, overflowing activations) end the call with
   // an error, never come out as token 0 or a printed "nan".
   Status CheckLogits() const;
-  // Feeds `ids` (no pending token) and writes every position's logits
+  // Feeds `ids` (no pending token) keeping every position's logits
   // (Forward::RunAllLogits): a drafting pass. Caller holds run_mu.
-  Status FeedAllLogits(std::span<const int> ids, std::vector<float>* rows);
+  Status FeedAllLogits(std::span<const int> ids);
   // Adds generation counters to this session's and the model's totals.
   void Account(double prefill_s, uint64_t prefill_tokens, double decode_s, uint64_t generated);
   // Adds drafting counters (Stats::draft_*) likewise.

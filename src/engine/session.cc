@@ -160,9 +160,9 @@ Status SessionCore::Feed(std::span<const int> ids, bool want_logits,
   return st;
 }
 
-Status SessionCore::FeedAllLogits(std::span<const int> ids, std::vector<float>* rows) {
+Status SessionCore::FeedAllLogits(std::span<const int> ids) {
   const ExpertCacheCounters before = model->cache->counters();
-  Status st = forward->RunAllLogits(*model->ops, ids, rows);
+  Status st = forward->RunAllLogits(*model->ops, ids);
   CountTraffic(before, model->cache->counters());
   if (!st.ok()) {
     detail = st.message();
@@ -386,8 +386,7 @@ Status CheckGenParams(const GenParams& p, int vocab) {
 // Generate's drafting bookkeeping (docs/DRAFTING.md).
 struct DraftState {
   bool active = false;     // a pass's guesses are being confirmed
-  std::vector<int> fed;    // the pass: its start token, then the guesses
-  std::vector<float> rows; // the logits after each of them
+  std::vector<int> fed;    // the pass: its start token, then the guesses (their logits: Forward::pass_logits)
   size_t used = 0;         // guesses confirmed so far
   int length = 0;          // how many to guess next (adapts to what was kept)
   int pause = 0;           // tokens to skip guessing after a pass kept nothing (doubles)
@@ -398,10 +397,6 @@ struct DraftState {
     fed.insert(fed.end(), guesses.begin(), guesses.end());
     used = 0;
     active = true;
-  }
-  std::span<const float> Row(size_t i, int vocab) const {
-    return std::span<const float>(rows.data() + i * static_cast<size_t>(vocab),
-                                  static_cast<size_t>(vocab));
   }
 };
 
@@ -599,7 +594,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           confirmed = true;
           ++draft.used;
           draft.pause = 0;
-          next_logits = draft.Row(draft.used, s.model->info.vocab);
+          next_logits = s.forward->pass_logits(draft.used);
           s.AccountDrafts(0, 0, 1);
           if (draft.used + 1 == draft.fed.size()) {
             draft.active = false;  // every guess confirmed: try longer ones
@@ -635,9 +630,9 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
         if (!guesses.empty()) {
           s.SaveMark(s.DraftMarkSlot());  // the state before `tok`
           draft.Start(tok, guesses);
-          step = s.FeedAllLogits(draft.fed, &draft.rows);
+          step = s.FeedAllLogits(draft.fed);
           s.AccountDrafts(1, guesses.size(), 0);
-          next_logits = draft.Row(0, s.model->info.vocab);
+          next_logits = s.forward->pass_logits(0);
           if (!step.ok()) draft.active = false;
         } else {
           s.pending = tok;

@@ -33,6 +33,7 @@ Forward::Forward(const Container& container, const ModelWeights& weights, Sessio
 
 uint64_t Forward::scratch_bytes() const {
   uint64_t f = xn_.size() + f_.size() + logits_.size() + last_hidden_.size();
+  f += pass_logits_.size();
   for (const KdaPassRecord& r : pass_record_) f += r.raw.size() + r.step.size();
   uint64_t b = f * sizeof(float) + stream_.scratch_bytes() + kda_.scratch_bytes() +
                mla_.scratch_bytes() + prefetch_.scratch_bytes();
@@ -68,15 +69,16 @@ Status Forward::RunScored(const Ops& ops, std::span<const int> tokens, bool want
   return Status::Ok();
 }
 
-Status Forward::RunAllLogits(const Ops& ops, std::span<const int> tokens,
-                             std::vector<float>* rows) {
+Status Forward::RunAllLogits(const Ops& ops, std::span<const int> tokens) {
   if (tokens.empty() || tokens.size() > kMaxChunk) {
     return ArgError("RunAllLogits takes 1.." + std::to_string(kMaxChunk) + " tokens");
   }
-  rows->resize(tokens.size() * static_cast<size_t>(cfg_.vocab));
+  if (pass_logits_.size() < tokens.size() * static_cast<size_t>(cfg_.vocab)) {
+    pass_logits_.resize(tokens.size() * static_cast<size_t>(cfg_.vocab));
+  }
   if (pass_record_.empty()) pass_record_.resize(static_cast<size_t>(cfg_.n_layers));
   return RunSpan(ops, tokens.data(), tokens.size(), /*want_logits=*/false, nullptr, nullptr, 0,
-                 rows->data(), /*record=*/true);
+                 pass_logits_.data(), /*record=*/true);
 }
 
 void Forward::ReplayPass(const Ops& ops, size_t keep) {

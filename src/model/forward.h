@@ -63,15 +63,18 @@ class Forward {
   // `next_after` >= 0: the id after the last token, scored too.
   Status RunScored(const Ops& ops, std::span<const int> tokens, bool want_logits,
                    std::vector<TokenScore>* scores, int top = 0, int next_after = -1);
-  // Run for at most kMaxChunk tokens (one chunk), writing every position's
-  // logits: (*rows)[t * vocab ...] are the logits Run would leave had the
-  // call ended at token t (drafted tokens verified in one pass). The
-  // lm_head runs as one matmul over the rows, so its weights are read once;
-  // each row equals its matvec where the kernel table's few-token matmul
-  // does (AVX-512), within float noise elsewhere. kFormat when a row is not
-  // finite.
-  // The pass also records what ReplayPass needs.
-  Status RunAllLogits(const Ops& ops, std::span<const int> tokens, std::vector<float>* rows);
+  // Run for at most kMaxChunk tokens (one chunk), keeping every position's
+  // logits: pass_logits(t) are the logits Run would leave had the call
+  // ended at token t (drafted tokens verified in one pass). The lm_head
+  // runs as one matmul over the rows, so its weights are read once; each
+  // row equals its matvec where the kernel table's few-token matmul does
+  // (AVX-512), within float noise elsewhere. kFormat when a row is not
+  // finite. The pass also records what ReplayPass needs.
+  Status RunAllLogits(const Ops& ops, std::span<const int> tokens);
+  std::span<const float> pass_logits(size_t t) const {
+    const size_t v = static_cast<size_t>(cfg_.vocab);
+    return std::span<const float>(pass_logits_.data() + t * v, v);
+  }
   // After the state was put back where the last RunAllLogits started (a
   // rewind mark), advances it by that pass's first `keep` tokens without
   // running them again: the KDA layers from the pass's record (bit for bit
@@ -119,7 +122,8 @@ class Forward {
   Prefetcher prefetch_;        // router lookahead for decode steps
   std::vector<float> logits_;
   std::vector<float> last_hidden_;
-  // The last drafting pass's KDA records, per layer (sized by the first).
+  // The last drafting pass: its logits rows and KDA records (per layer).
+  std::vector<float> pass_logits_;
   std::vector<KdaPassRecord> pass_record_;
 };
 

@@ -240,6 +240,33 @@ TEST_P(DraftTest, DraftingNeedsTheModelsRoom) {
   EXPECT_EQ(without->marks_per_session, 2u);
   EXPECT_EQ(with->marks_per_session, 3u);
   EXPECT_EQ(with->state_bytes - without->state_bytes, 2 * with->mark_bytes);
+  // The pass's rows (logits, and the KDA layers' inputs) for 4 guesses + 1.
+  EXPECT_EQ(without->draft_record_bytes, 0u);
+  EXPECT_GE(with->draft_bytes_per_token,
+            static_cast<uint64_t>(model_->info().vocab) * sizeof(float));
+  EXPECT_EQ(with->draft_record_bytes, 5 * with->draft_bytes_per_token);
+  EXPECT_EQ(with->scratch_bytes - without->scratch_bytes, 2 * with->draft_record_bytes);
+  EXPECT_EQ(with->floor_bytes - without->floor_bytes,
+            2 * (with->mark_bytes + with->draft_record_bytes));
+}
+
+// What drafting adds to a session (its mark, the pass's rows at the
+// longest guesses) is within what the plan reserves for it.
+TEST_P(DraftTest, WhatDraftingHoldsIsWithinThePlan) {
+  std::unique_ptr<Session> s = New();
+  GenParams p;
+  p.max_tokens = 60;
+  p.ignore_eos = true;
+  Run(*s, false, p);
+  const MemoryUsage plain = model_->memory_used();  // this session's: the only one open
+  ASSERT_EQ(plain.sessions, 1u);
+  const Reply r = Run(*s, true, p);
+  EXPECT_GT(r.drafted, 0);
+  const MemoryUsage drafted = model_->memory_used();
+  const uint64_t added = (drafted.state_bytes + drafted.scratch_bytes) -
+                         (plain.state_bytes + plain.scratch_bytes);
+  EXPECT_GT(added, 0u);
+  EXPECT_LE(added, model_->plan().mark_bytes + model_->plan().draft_record_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DraftTest,

@@ -243,6 +243,17 @@ TEST(CliGrammar, SamplingOptions) {
   EXPECT_EQ(ErrorOf({"run", "m", "x", "--min-p", "2"}), "--min-p must be in [0, 1]");
 }
 
+TEST(CliGrammar, DraftOption) {
+  EXPECT_EQ(Ok({"run", "m", "x"}).draft, 0);
+  EXPECT_EQ(Ok({"run", "m", "x", "--draft", "8"}).draft, 8);
+  EXPECT_EQ(Ok({"chat", "m", "--draft", "16"}).draft, 16);
+  EXPECT_EQ(Ok({"bench", "m", "--draft", "4"}).draft, 4);
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--draft", "17"}),
+            "--draft 17: a number of tokens from 0 (off) to 16");
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--draft", "-1"}).find("--draft"), 0u);
+  EXPECT_NE(ErrorOf({"eval", "m", "x", "--draft", "4"}), "");  // not an eval option
+}
+
 TEST(CliGrammar, BenchOptions) {
   Options o = Ok({"bench", "m", "--reps", "5", "-o", "csv"});
   EXPECT_EQ(o.reps, 5);
