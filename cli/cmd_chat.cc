@@ -261,6 +261,14 @@ int ChatCommand(const Options& o) {
     std::unique_ptr<ThinkTagBudget> reasoning_cap =
         cap_reasoning ? ReasoningCap(*engine, *tmpl, o, nullptr) : nullptr;
     if (reasoning_cap) params.constraint = reasoning_cap.get();
+    // --draft may quote the earlier turns too (a file pasted in one message,
+    // its edit asked for in the next), which this call does not feed again.
+    std::vector<int> conversation;
+    if (o.draft > 0) {
+      conversation = history.system_ids;
+      for (const ChatTurn& t : history.turns) conversation.insert(conversation.end(), t.ids.begin(), t.ids.end());
+      params.draft_context = conversation;
+    }
     GenerationTimer timer(!o.quiet && StderrIsTerminal());
     timer.Watch(&params);
     ClearInterrupt();
