@@ -193,7 +193,8 @@ struct TokenEvent {
   double logprob = 0;
   std::span<const TokenLogprob> top_logprobs;
   // The token was a drafted guess the verifying pass confirmed (its
-  // ms_total is then 0: the pass is counted on the token it started from).
+  // ms_total is then only this token's bookkeeping: the pass is counted on
+  // the token it started from).
   bool drafted = false;
 };
 using TokenCallback = std::function<bool(const TokenEvent&)>;

@@ -409,6 +409,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
+    if (params.draft_tokens < -1) {
+      return ArgError(fmt::format(
+          "GenParams::draft_tokens is {}: must be -1 (the model's), 0 (off) or a count",
+          params.draft_tokens));
+    }
     if (params.draft_tokens > s.model->config.draft_tokens) {
       return ArgError(fmt::format(
           "GenParams::draft_tokens is {}: the model was opened with Config::draft_tokens {} "
