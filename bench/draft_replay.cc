@@ -54,7 +54,8 @@ class Forced : public waste::TokenConstraint {
 };
 
 struct Result {
-  std::vector<std::pair<std::string, double>> phases;  // WASTE_PROFILE=1: seconds per phase, this reply
+  std::vector<std::pair<std::string, double>>
+      phases;  // WASTE_PROFILE=1: seconds per phase, this reply
   double decode_s = 0;
   uint64_t tokens = 0, bytes = 0, guessed = 0, kept = 0, passes = 0;
 };
@@ -118,12 +119,18 @@ int main(int argc, char** argv) {
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--draft") draft = std::atoi(v);
-    else if (k == "--edit-every") edit_every = std::atoi(v);
-    else if (k == "--reply") reply = std::atoi(v);
-    else if (k == "--rounds") rounds = std::atoi(v);
-    else if (k == "--threads") threads = std::atoi(v);
-    else if (k == "--budget") budget = std::strtoull(v, nullptr, 10);
+    if (k == "--draft")
+      draft = std::atoi(v);
+    else if (k == "--edit-every")
+      edit_every = std::atoi(v);
+    else if (k == "--reply")
+      reply = std::atoi(v);
+    else if (k == "--rounds")
+      rounds = std::atoi(v);
+    else if (k == "--threads")
+      threads = std::atoi(v);
+    else if (k == "--budget")
+      budget = std::strtoull(v, nullptr, 10);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -147,8 +154,8 @@ int main(int argc, char** argv) {
   }
   const std::vector<int>& prompt = *ids;
   const int vocab = (*model)->info().vocab;
-  std::vector<int> target(prompt.begin(),
-                          prompt.begin() + std::min<size_t>(prompt.size(), static_cast<size_t>(reply)));
+  std::vector<int> target(
+      prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), static_cast<size_t>(reply)));
   for (size_t i = static_cast<size_t>(edit_every) / 2; edit_every > 0 && i < target.size();
        i += static_cast<size_t>(edit_every)) {
     target[i] = (target[i] * 7 + 13) % vocab;  // a changed token, then the original text again

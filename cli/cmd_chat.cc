@@ -266,7 +266,8 @@ int ChatCommand(const Options& o) {
     std::vector<int> conversation;
     if (o.draft > 0) {
       conversation = history.system_ids;
-      for (const ChatTurn& t : history.turns) conversation.insert(conversation.end(), t.ids.begin(), t.ids.end());
+      for (const ChatTurn& t : history.turns)
+        conversation.insert(conversation.end(), t.ids.begin(), t.ids.end());
       params.draft_context = conversation;
     }
     GenerationTimer timer(!o.quiet && StderrIsTerminal());

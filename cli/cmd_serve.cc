@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "commands.h"
-#include "waste/types.h"
 #include "engine_setup.h"
 #include "http_server.h"
 #include "options.h"
+#include "waste/types.h"
 #include "waste/waste.h"
 
 namespace waste::cli {

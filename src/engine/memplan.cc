@@ -5,18 +5,18 @@
 #include <algorithm>
 #include <exception>
 
+#include "base/exception_status.h"
 #include "container/container.h"
+#include "container/tensor_list.h"
 #include "engine/memplan_internal.h"
 #include "model/attention_mla.h"
 #include "model/kda.h"
 #include "model/vq_experts.h"
 #include "platform/platform.h"
+#include "vision/vision_plan.h"
 #include "waste/config.h"
 #include "waste/files.h"
-#include "container/tensor_list.h"
-#include "vision/vision_plan.h"
 #include "waste/memplan.h"
-#include "base/exception_status.h"
 
 namespace waste {
 namespace {

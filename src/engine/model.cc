@@ -92,8 +92,8 @@ Result<std::shared_ptr<ModelCore>> OpenCore(const std::string& dir, const Config
   m->config = config;
   if (m->config.ctx_tokens == 0) return ArgError("ctx_tokens must be > 0");
   if (config.draft_tokens < 0 || config.draft_tokens > kMaxDraftTokens) {
-    return ArgError("draft_tokens is " + std::to_string(config.draft_tokens) + ": must be 0 (off) to " +
-                    std::to_string(kMaxDraftTokens));
+    return ArgError("draft_tokens is " + std::to_string(config.draft_tokens) +
+                    ": must be 0 (off) to " + std::to_string(kMaxDraftTokens));
   }
   m->config.max_sessions = std::max<uint32_t>(1, config.max_sessions);
   m->options = ResolveOptions(config);

@@ -52,8 +52,8 @@ class LookupDrafter {
  private:
   LookupLimits limits_;
   bool aligned_ = false;
-  size_t source_ = 0;   // history index the last guesses started at
-  size_t at_len_ = 0;   // the history's length then
+  size_t source_ = 0;  // history index the last guesses started at
+  size_t at_len_ = 0;  // the history's length then
 };
 
 }  // namespace waste

@@ -56,8 +56,10 @@ void SessionCore::SaveMark(size_t slot_index) {
     const KdaLayerState& from = state->kda(l);
     KdaLayerState& to = m.kda[static_cast<size_t>(l)];
     // Sized once (the first mark), then copied into in place.
-    if (to.s.size() != from.s.size()) to.s = from.s;
-    else std::copy(from.s.begin(), from.s.end(), to.s.begin());
+    if (to.s.size() != from.s.size())
+      to.s = from.s;
+    else
+      std::copy(from.s.begin(), from.s.end(), to.s.begin());
     to.rings.assign(from.rings.begin(), from.rings.end());
     m.mla_n_kv[static_cast<size_t>(l)] = state->mla(l).n_kv;
   }

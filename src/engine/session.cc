@@ -11,13 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "base/exception_status.h"
 #include "engine/model_core.h"
 #include "engine/prompt_lookup.h"
 #include "model/logprobs.h"
 #include "model/sampler.h"
 #include "waste/grammar.h"
 #include "waste/model.h"
-#include "base/exception_status.h"
 
 namespace waste {
 namespace {
@@ -385,13 +385,14 @@ Status CheckGenParams(const GenParams& p, int vocab) {
 
 // Generate's drafting bookkeeping (docs/DRAFTING.md).
 struct DraftState {
-  bool active = false;     // a pass's guesses are being confirmed
-  std::vector<int> fed;    // the pass: its start token, then the guesses (their logits: Forward::pass_logits)
-  size_t used = 0;         // guesses confirmed so far
-  int length = 0;          // how many to guess next (adapts to what was kept)
-  int pause = 0;           // tokens to skip guessing after a pass kept nothing (doubles)
-  int wait = 0;            // tokens left of the current pause
-  LookupDrafter drafter;   // where the guesses come from
+  bool active = false;  // a pass's guesses are being confirmed
+  std::vector<int>
+      fed;  // the pass: its start token, then the guesses (their logits: Forward::pass_logits)
+  size_t used = 0;        // guesses confirmed so far
+  int length = 0;         // how many to guess next (adapts to what was kept)
+  int pause = 0;          // tokens to skip guessing after a pass kept nothing (doubles)
+  int wait = 0;           // tokens left of the current pause
+  LookupDrafter drafter;  // where the guesses come from
   void Start(int start, const std::vector<int>& guesses) {
     fed.assign(1, start);
     fed.insert(fed.end(), guesses.begin(), guesses.end());
@@ -410,9 +411,9 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
     if (params.draft_tokens < -1) {
-      return ArgError(fmt::format(
-          "GenParams::draft_tokens is {}: must be -1 (the model's), 0 (off) or a count",
-          params.draft_tokens));
+      return ArgError(
+          fmt::format("GenParams::draft_tokens is {}: must be -1 (the model's), 0 (off) or a count",
+                      params.draft_tokens));
     }
     if (params.draft_tokens > s.model->config.draft_tokens) {
       return ArgError(fmt::format(
@@ -539,7 +540,8 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     // the pass, then the confirmed tokens replayed from the pass's record:
     // no forward pass), so the session always ends where plain decoding
     // would have left it.
-    const int draft_max = params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
+    const int draft_max =
+        params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
     DraftState draft;
     draft.length = draft_max;
     std::vector<int> history;  // what the guesses quote from

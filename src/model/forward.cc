@@ -203,7 +203,8 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
     ops.MatMul(*w_.lm_head, xn_.data(), h, n, all_logits, vocab);
     for (size_t i = 0; i < n * vocab; ++i) {
       if (!std::isfinite(all_logits[i])) {
-        return FormatError("the logits at position " + std::to_string(pos0 + static_cast<int>(i / vocab)) +
+        return FormatError("the logits at position " +
+                           std::to_string(pos0 + static_cast<int>(i / vocab)) +
                            " are not finite: a weight, scale or expert record holds NaN/Inf or "
                            "the activations overflowed; try --verify");
       }

@@ -100,8 +100,8 @@ class Forward {
   // With `next` (the ids after each of the n tokens, n of them, -1 = none
   // to score), appends the scores of the positions that have one.
   Status RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_logits,
-                 const int* next = nullptr, std::vector<TokenScore>* scores = nullptr,
-                 int top = 0, float* all_logits = nullptr, bool record = false);
+                 const int* next = nullptr, std::vector<TokenScore>* scores = nullptr, int top = 0,
+                 float* all_logits = nullptr, bool record = false);
   // Norm, lm_head and log-softmax of row t at `target` and its `top` most
   // likely tokens (uses logits_).
   Result<TokenScore> ScoreRow(const Ops& ops, size_t t, int target, int top, int position);

@@ -37,8 +37,8 @@ class KdaLayer {
   // out[t][hidden] = KDA(x[t][hidden]) for t < n (n <= max_tokens);
   // advances `state` by n tokens.
   // With `record`, also keeps what Replay needs of the n tokens.
-  void Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
-               size_t n, float* out, KdaPassRecord* record = nullptr);
+  void Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x, size_t n,
+               float* out, KdaPassRecord* record = nullptr);
   // One token.
   void Forward(const Ops& ops, const KdaWeights& w, KdaLayerState& state, const float* x,
                float* out) {

@@ -300,8 +300,8 @@ TEST_F(CliE2E, RunShowsReasoningFaintOnATerminal) {
 // repeats itself and guesses are kept), the guesses counted in the
 // statistics line and the JSON; out of range is refused before the model opens.
 TEST_F(CliE2E, DraftGivesTheSameReplyAndCountsItsGuesses) {
-  const std::vector<std::string> base = {"run", kDemo, "--raw", "hi", "-n", "24",
-                                         "--logit-bias", "300+100"};
+  const std::vector<std::string> base = {"run", kDemo, "--raw",        "hi",
+                                         "-n",  "24",  "--logit-bias", "300+100"};
   std::vector<std::string> with = base, with_json = base, without_json = base;
   with.insert(with.end(), {"--draft", "6"});
   with_json.insert(with_json.end(), {"--draft", "6", "--json"});

@@ -164,14 +164,20 @@ TEST_F(DemoModel, DraftingGivesThePlainContinuation) {
   p.max_tokens = 160;
   p.ignore_eos = true;
   std::vector<int> plain, drafted;
-  ASSERT_TRUE(engine_->Generate(prompt, p, [&](const waste::TokenEvent& e) {
-    plain.push_back(e.token);
-    return true;
-  }).has_value());
-  ASSERT_TRUE((*drafting)->Generate(prompt, p, [&](const waste::TokenEvent& e) {
-    drafted.push_back(e.token);
-    return true;
-  }).has_value());
+  ASSERT_TRUE(engine_
+                  ->Generate(prompt, p,
+                             [&](const waste::TokenEvent& e) {
+                               plain.push_back(e.token);
+                               return true;
+                             })
+                  .has_value());
+  ASSERT_TRUE((*drafting)
+                  ->Generate(prompt, p,
+                             [&](const waste::TokenEvent& e) {
+                               drafted.push_back(e.token);
+                               return true;
+                             })
+                  .has_value());
   EXPECT_EQ(plain, drafted);
   const waste::Stats st = (*drafting)->stats();
   std::cout << "drafts " << st.draft_accepted << " of " << st.draft_tokens << " kept in "

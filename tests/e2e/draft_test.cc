@@ -115,7 +115,8 @@ class DraftTest : public ::testing::TestWithParam<const char*> {
 
   static float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
     float d = a.size() == b.size() ? 0.0f : INFINITY;
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+      d = std::max(d, std::abs(a[i] - b[i]));
     return d;
   }
 
@@ -263,8 +264,8 @@ TEST_P(DraftTest, WhatDraftingHoldsIsWithinThePlan) {
   const Reply r = Run(*s, true, p);
   EXPECT_GT(r.drafted, 0);
   const MemoryUsage drafted = model_->memory_used();
-  const uint64_t added = (drafted.state_bytes + drafted.scratch_bytes) -
-                         (plain.state_bytes + plain.scratch_bytes);
+  const uint64_t added =
+      (drafted.state_bytes + drafted.scratch_bytes) - (plain.state_bytes + plain.scratch_bytes);
   EXPECT_GT(added, 0u);
   EXPECT_LE(added, model_->plan().mark_bytes + model_->plan().draft_record_bytes);
 }

@@ -1538,14 +1538,14 @@ TEST_F(HttpTest, DraftingServesThePlainReplies) {
   Json turns = Json::array({{{"role", "user"}, {"content", "abab abab abab"}}});
   const Json bias = {{"300", 60}, {"301", 60}, {"302", 60}};
   auto request = [&](bool stream) {
-    return Json{{"messages", turns}, {"max_tokens", 40},  {"thinking", false},
-                {"logit_bias", bias}, {"temperature", 1.0}, {"seed", 5},
-                {"stream", stream}};
+    return Json{{"messages", turns},  {"max_tokens", 40}, {"thinking", false}, {"logit_bias", bias},
+                {"temperature", 1.0}, {"seed", 5},        {"stream", stream}};
   };
   auto streamed_text = [](const std::string& body) {
     std::string text;
     for (Json ev : ParseSse(body)) {
-      if (ev.is_object() && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content")) {
+      if (ev.is_object() && !ev["choices"].empty() &&
+          ev["choices"][0]["delta"].contains("content")) {
         text += ev["choices"][0]["delta"]["content"].get<std::string>();
       }
     }
