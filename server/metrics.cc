@@ -66,6 +66,8 @@ void Metrics::CountGeneration(const GenerateResult& r, const Stats& s) {
   stats_.experts_hit = std::max(stats_.experts_hit, s.experts_hit);
   stats_.experts_missed = std::max(stats_.experts_missed, s.experts_missed);
   stats_.bytes_read = std::max(stats_.bytes_read, s.bytes_read);
+  stats_.draft_tokens = std::max(stats_.draft_tokens, s.draft_tokens);
+  stats_.draft_accepted = std::max(stats_.draft_accepted, s.draft_accepted);
 }
 
 void Metrics::CountFollowOn(int tokens) {
@@ -159,6 +161,11 @@ std::string Metrics::Render(size_t queue_waiting, size_t running, const PointSto
          Num(all ? static_cast<double>(stats_.experts_hit) / static_cast<double>(all) : 0) + "\n";
   Line(&out, "waste_expert_bytes_read_total", "counter", "Expert bytes read from disk.");
   out += "waste_expert_bytes_read_total " + std::to_string(stats_.bytes_read) + "\n";
+  Line(&out, "waste_draft_tokens_total", "counter", "Tokens guessed by --draft and verified.");
+  out += "waste_draft_tokens_total " + std::to_string(stats_.draft_tokens) + "\n";
+  Line(&out, "waste_draft_accepted_total", "counter",
+       "Guessed tokens kept (each a decode step saved).");
+  out += "waste_draft_accepted_total " + std::to_string(stats_.draft_accepted) + "\n";
   Line(&out, "waste_peak_rss_bytes", "gauge", "Peak resident set size of the process.");
   out += "waste_peak_rss_bytes " + std::to_string(PeakRssBytes()) + "\n";
   return out;

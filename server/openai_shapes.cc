@@ -30,6 +30,8 @@ Json WasteCounters(const Stats& before, const Stats& after, double ms) {
           {"expert_hit_rate", all ? Json(static_cast<double>(hit) / static_cast<double>(all))
                                   : Json(nullptr)},
           {"bytes_read", diff(before.bytes_read, after.bytes_read)},
+          {"draft_tokens", diff(before.draft_tokens, after.draft_tokens)},
+          {"draft_accepted", diff(before.draft_accepted, after.draft_accepted)},
           {"direct_io", after.direct_io},
           {"ms", std::round(ms * 10.0) / 10.0}};
 }

@@ -1576,6 +1576,18 @@ TEST_F(HttpTest, DraftingServesThePlainReplies) {
   EXPECT_GT(st.draft_accepted, 0u);
   EXPECT_GT(st.draft_tokens, st.draft_accepted);
   EXPECT_EQ(plain->stats().draft_tokens, 0u);
+  // Each reply's `waste` object and /metrics count the guesses.
+  auto [code, last] = PostJson(cb, "/v1/chat/completions", request(false));
+  ASSERT_EQ(code, 200);
+  EXPECT_GT(last["waste"]["draft_tokens"].get<long>(), 0) << last["waste"].dump();
+  EXPECT_GE(last["waste"]["draft_tokens"].get<long>(), last["waste"]["draft_accepted"].get<long>());
+  // (a request's counters reach /metrics as it ends, which may follow its reply)
+  const Stats all = drafting->stats();
+  EXPECT_EQ(b.AwaitMetric("waste_draft_tokens_total", static_cast<long>(all.draft_tokens)),
+            static_cast<long>(all.draft_tokens));
+  EXPECT_EQ(b.AwaitMetric("waste_draft_accepted_total", static_cast<long>(all.draft_accepted)),
+            static_cast<long>(all.draft_accepted));
+  EXPECT_EQ(a.Metric("waste_draft_tokens_total"), 0);
 }
 
 // What a resumed request's drafting may quote besides the tokens it feeds.
