@@ -257,6 +257,8 @@ int BenchCommand(const Options& o) {
     j["prefetched"] = after.prefetched;
     j["spec_reads"] = after.spec_reads;
     j["spec_used"] = after.spec_used;
+    j["draft_tokens"] = after.draft_tokens - at_first.draft_tokens;      // --draft: guessed
+    j["draft_accepted"] = after.draft_accepted - at_first.draft_accepted;  // and kept
     j["warm_reads"] = after.warm_reads;
     j["io_backend"] = after.io_backend;
     j["io_threads"] = after.io_threads;
