@@ -188,9 +188,10 @@ std::string PlanText(const std::string& name, const MemPlan& plan, const PlanBud
                        FormatSize(plan.mark_bytes));
   }
   if (plan.draft_record_bytes > 0) {
-    out +=
-        fmt::format("  scratch includes {} for --draft (what a pass keeps to take back a guess)\n",
-                    FormatSize(plan.draft_record_bytes * plan.sessions));
+    out += fmt::format(
+        "  scratch includes {} for --draft (each guess's logits, and what taking one back "
+        "needs)\n",
+        FormatSize(plan.draft_record_bytes * plan.sessions));
   }
   out += "\n";
   if (plan.usable_ram_bytes > 0) {
