@@ -3,6 +3,14 @@
 #include <algorithm>
 
 namespace waste {
+namespace {
+
+std::vector<int> Slice(std::span<const int> history, size_t from, size_t count) {
+  return std::vector<int>(history.begin() + static_cast<std::ptrdiff_t>(from),
+                          history.begin() + static_cast<std::ptrdiff_t>(from + count));
+}
+
+}  // namespace
 
 std::vector<int> LookupDraft(std::span<const int> history, size_t max_tokens,
                              const LookupLimits& limits, size_t* from_out) {
@@ -26,10 +34,8 @@ std::vector<int> LookupDraft(std::span<const int> history, size_t max_tokens,
     }
     if (best_take > 0) {
       if (from_out != nullptr) *from_out = best_from;
-      return std::vector<int>(history.begin() + static_cast<std::ptrdiff_t>(best_from),
-                              history.begin() + static_cast<std::ptrdiff_t>(best_from + best_take));
+      return Slice(history, best_from, best_take);
     }
-    if (n == limits.min_ngram) break;
   }
   return {};
 }
@@ -45,14 +51,13 @@ std::vector<int> LookupDrafter::Guess(std::span<const int> history, size_t max_t
     // The passage's own next place, then a little further on; each
     // occurrence must end before the tail itself.
     const size_t last = std::min(expected + kRealignTokens, len - 1);
-    for (size_t from = expected; from <= last && from < len; ++from) {
+    for (size_t from = expected; from <= last; ++from) {
       if (from < n) continue;
       if (!std::equal(key, key + n, history.data() + (from - n))) continue;
       const size_t take = std::min(max_tokens, len - from);
       source_ = from;
       at_len_ = len;
-      return std::vector<int>(history.begin() + static_cast<std::ptrdiff_t>(from),
-                              history.begin() + static_cast<std::ptrdiff_t>(from + take));
+      return Slice(history, from, take);
     }
   }
   // Elsewhere. Nothing found keeps the passage: a few tokens on, past an

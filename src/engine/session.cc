@@ -365,6 +365,10 @@ Status CheckGenParams(const GenParams& p, int vocab) {
       return bad("stop_tokens", fmt::format("holds {}, outside the vocabulary (0..{})", id, vocab - 1));
     }
   }
+  if (p.draft_tokens < -1) {
+    return bad("draft_tokens",
+               fmt::format("is {}: must be -1 (the model's), 0 (off) or a count", p.draft_tokens));
+  }
   if (p.top_logprobs < 0 || p.top_logprobs > vocab) {
     return bad("top_logprobs", fmt::format("is {}: must be in 0..{} (the vocabulary)", p.top_logprobs, vocab));
   }
@@ -381,25 +385,61 @@ Status CheckGenParams(const GenParams& p, int vocab) {
   return Status::Ok();
 }
 
-}  // namespace
-
-// Generate's drafting bookkeeping (docs/DRAFTING.md).
+// Generate's drafting bookkeeping (docs/DRAFTING.md): the pass in flight
+// and how far to guess next.
 struct DraftState {
   bool active = false;  // a pass's guesses are being confirmed
-  std::vector<int>
-      fed;  // the pass: its start token, then the guesses (their logits: Forward::pass_logits)
+  // The pass: the token it started from, then the guesses (their logits:
+  // Forward::pass_logits).
+  std::vector<int> fed;
   size_t used = 0;        // guesses confirmed so far
+  int max = 0;            // the call's draft length (0 = off)
   int length = 0;         // how many to guess next (adapts to what was kept)
   int pause = 0;          // tokens to skip guessing after a pass kept nothing (doubles)
   int wait = 0;           // tokens left of the current pause
   LookupDrafter drafter;  // where the guesses come from
+
   void Start(int start, const std::vector<int>& guesses) {
     fed.assign(1, start);
     fed.insert(fed.end(), guesses.begin(), guesses.end());
     used = 0;
     active = true;
   }
+  // Tokens fed past what was emitted: the guesses not yet confirmed.
+  size_t Ahead() const { return active ? fed.size() - 1 - used : 0; }
+  // The next guess is `token`.
+  bool Confirms(int token) const { return active && token == fed[used + 1]; }
+  // It was: one more kept; a pass kept whole tries longer guesses.
+  void Kept() {
+    ++used;
+    pause = 0;
+    if (used + 1 == fed.size()) {
+      active = false;
+      length = std::min(max, length * 2);
+    }
+  }
+  // Refused: guess about as far as was right next time, and after a pass
+  // that kept nothing wait a while (1, 2, 4 .. 16 tokens) before guessing
+  // again.
+  void Refused() {
+    length = static_cast<int>(used) + 1;
+    if (used == 0) {
+      pause = std::min(16, std::max(1, pause * 2));
+      wait = pause;
+    }
+  }
+  // Whether this token may start a pass (a pause counts down here).
+  bool MayGuess() {
+    if (max <= 0) return false;
+    if (wait > 0) {
+      --wait;
+      return false;
+    }
+    return true;
+  }
 };
+
+}  // namespace
 
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
                                        const TokenCallback& on_token) noexcept {
@@ -410,11 +450,6 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     if (prompt.empty()) return ArgError("empty prompt");
     WASTE_TRY(s.CheckIds(prompt));
     WASTE_TRY(CheckGenParams(params, s.model->info.vocab));
-    if (params.draft_tokens < -1) {
-      return ArgError(
-          fmt::format("GenParams::draft_tokens is {}: must be -1 (the model's), 0 (off) or a count",
-                      params.draft_tokens));
-    }
     if (params.draft_tokens > s.model->config.draft_tokens) {
       return ArgError(fmt::format(
           "GenParams::draft_tokens is {}: the model was opened with Config::draft_tokens {} "
@@ -532,20 +567,19 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     int tok = pick(s.forward->logits());
     const int eos = params.ignore_eos ? -1 : s.model->info.eos_id;
     FinishReason reason = FinishReason::kLength;
-    // Drafting (docs/DRAFTING.md): the pass in flight fed `fed` = [the token
-    // it started from, guesses...] and left each position's logits in `rows`;
-    // `used` guesses are confirmed (emitted) so far. The state is then ahead
-    // of what was emitted by the guesses not yet confirmed; `settle` puts it
+    // Drafting (docs/DRAFTING.md): a pass fed `draft.fed` = [the token it
+    // started from, guesses...] and kept each position's logits; `used`
+    // guesses are confirmed (emitted) so far. The state is then ahead of
+    // what was emitted by the guesses not yet confirmed; `settle` puts it
     // back when a guess is refused or the call ends (the mark taken before
     // the pass, then the confirmed tokens replayed from the pass's record:
     // no forward pass), so the session always ends where plain decoding
     // would have left it.
-    const int draft_max =
-        params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
     DraftState draft;
-    draft.length = draft_max;
+    draft.max = params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
+    draft.length = draft.max;
     std::vector<int> history;  // what the guesses quote from
-    if (draft_max > 0) {
+    if (draft.max > 0) {
       history.reserve(params.draft_context.size() + prompt.size() +
                       static_cast<size_t>(params.max_tokens));
       history.assign(params.draft_context.begin(), params.draft_context.end());
@@ -567,8 +601,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       // Every token delivered has been (or, the last one, will be) fed, so
       // one that no longer fits is not delivered (ENGINE.md §7.2 step 4).
       // Guesses fed past this token do not count against the room.
-      const size_t ahead = draft.active ? draft.fed.size() - 1 - draft.used : 0;
-      if (s.state->room() + static_cast<int64_t>(ahead) < 1) {
+      if (s.state->room() + static_cast<int64_t>(draft.Ahead()) < 1) {
         WASTE_TRY(settle());
         s.detail = s.ContextFull();
         reason = FinishReason::kContextFull;
@@ -592,43 +625,21 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
       } else {
         last = false;
       }
-      if (draft_max > 0) history.push_back(tok);
+      if (draft.max > 0) history.push_back(tok);
       Status step;
-      bool confirmed = false;
-      if (draft.active) {
-        if (!last && tok == draft.fed[draft.used + 1]) {
-          // The pass fed this token already: its logits are waiting.
-          confirmed = true;
-          ++draft.used;
-          draft.pause = 0;
-          next_logits = s.forward->pass_logits(draft.used);
-          s.AccountDrafts(0, 0, 1);
-          if (draft.used + 1 == draft.fed.size()) {
-            draft.active = false;  // every guess confirmed: try longer ones
-            draft.length = std::min(draft_max, draft.length * 2);
-          }
-        } else {
-          if (!last) {
-            // Refused here: guess about as far as was right next time, and
-            // after a pass that kept nothing wait a while (1, 2, 4 .. 16
-            // tokens) before guessing again.
-            draft.length = static_cast<int>(draft.used) + 1;
-            if (draft.used == 0) {
-              draft.pause = std::min(16, std::max(1, draft.pause * 2));
-              draft.wait = draft.pause;
-            }
-          }
+      const bool confirmed = !last && draft.Confirms(tok);
+      if (confirmed) {
+        // The pass fed this token already: its logits are waiting.
+        draft.Kept();
+        next_logits = s.forward->pass_logits(draft.used);
+        s.AccountDrafts(0, 0, 1);
+      } else {
+        if (draft.active) {
+          if (!last) draft.Refused();
           step = settle();
         }
-      }
-      if (!confirmed && step.ok()) {
         std::vector<int> guesses;
-        bool may_guess = !last && draft_max > 0;
-        if (may_guess && draft.wait > 0) {
-          --draft.wait;
-          may_guess = false;
-        }
-        if (may_guess) {
+        if (step.ok() && !last && draft.MayGuess()) {
           // A guess is only worth feeding if it may still be emitted and fed.
           const int64_t useful = std::min<int64_t>(
               {draft.length, params.max_tokens - t - 2, static_cast<int64_t>(s.state->room()) - 1});
@@ -641,7 +652,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           s.AccountDrafts(1, guesses.size(), 0);
           next_logits = s.forward->pass_logits(0);
           if (!step.ok()) draft.active = false;
-        } else {
+        } else if (step.ok()) {
           s.pending = tok;
           if (!last) {
             step = s.Feed({}, true);

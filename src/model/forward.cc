@@ -8,6 +8,16 @@
 #include "model/logprobs.h"
 
 namespace waste {
+namespace {
+
+// A position's logits held NaN/Inf (ScoreRow, a drafting pass).
+Status NonFiniteLogits(int position) {
+  return FormatError("the logits at position " + std::to_string(position) +
+                     " are not finite: a weight, scale or expert record holds NaN/Inf or the "
+                     "activations overflowed; try --verify");
+}
+
+}  // namespace
 
 Forward::Forward(const Container& container, const ModelWeights& weights, SessionState& state,
                  ExpertCache& cache, uint32_t ctx_tokens, int lookahead)
@@ -98,11 +108,7 @@ Result<TokenScore> Forward::ScoreRow(const Ops& ops, size_t t, int target, int t
   RmsNorm(stream_.row(t), w_.final_norm, cfg_.rms_eps, h, xn_.data());
   ops.MatVec(*w_.lm_head, xn_.data(), logits_.data());
   for (float v : logits_) {
-    if (!std::isfinite(v)) {
-      return FormatError("the logits at position " + std::to_string(position) +
-                         " are not finite: a weight, scale or expert record holds NaN/Inf or "
-                         "the activations overflowed; try --verify");
-    }
+    if (!std::isfinite(v)) return NonFiniteLogits(position);
   }
   LogSoftmax log_softmax(logits_);
   TokenScore score;
@@ -202,12 +208,7 @@ Status Forward::RunSpan(const Ops& ops, const int* tokens, size_t n, bool want_l
     }
     ops.MatMul(*w_.lm_head, xn_.data(), h, n, all_logits, vocab);
     for (size_t i = 0; i < n * vocab; ++i) {
-      if (!std::isfinite(all_logits[i])) {
-        return FormatError("the logits at position " +
-                           std::to_string(pos0 + static_cast<int>(i / vocab)) +
-                           " are not finite: a weight, scale or expert record holds NaN/Inf or "
-                           "the activations overflowed; try --verify");
-      }
+      if (!std::isfinite(all_logits[i])) return NonFiniteLogits(pos0 + static_cast<int>(i / vocab));
     }
   }
   if (want_logits) {

@@ -205,23 +205,26 @@ void KdaLayer::Replay(const Ops& ops, KdaLayerState& state, const KdaPassRecord&
       }
     }
   }
-  // The recurrence, token after token; q only shapes the output, which is
-  // not needed here.
+  // The recurrence: as in Forward, one parallel region in which each head
+  // steps through the kept tokens. q only shapes the output, which is not
+  // needed here.
   auto step = ops.k().kda_step;
   const size_t per = 3 * C + H;
-  for (size_t t = 0; t < keep; ++t) {
-    const float* r = record.step.data() + t * per;
-    kernels::KdaStepArgs a;
-    a.state = state.s.data();
-    a.q = r;
-    a.k = r;
-    a.v = r + C;
-    a.g = r + 2 * C;
-    a.beta = r + 3 * C;
-    a.out = o_.data();
-    a.dim = D;
-    ops.For(H, 1, [&](size_t hb, size_t he) { step(a, hb, he); });
-  }
+  ops.For(H, 1, [&](size_t hb, size_t he) {
+    for (size_t t = 0; t < keep; ++t) {
+      const float* r = record.step.data() + t * per;
+      kernels::KdaStepArgs a;
+      a.state = state.s.data();
+      a.q = r;
+      a.k = r;
+      a.v = r + C;
+      a.g = r + 2 * C;
+      a.beta = r + 3 * C;
+      a.out = o_.data();
+      a.dim = D;
+      step(a, hb, he);
+    }
+  });
 }
 
 }  // namespace waste

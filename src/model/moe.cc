@@ -128,8 +128,8 @@ void MoeLayer::BuildItems(size_t tokens) {
 
 // Per expert: the pairs of the chunks in which at least decoded_min_tokens
 // tokens chose it are decoded (the kernel table says from how many it
-// pays), the rest go through the tables. The decision counts one chunk's tokens only, never the
-// span's, so a token's result (and which kernel computes it) is the same
+// pays), the rest go through the tables. The decision counts one chunk's
+// tokens only, never the span's, so a token's result (and which kernel computes it) is the same
 // whether its chunk ran alone or in a span. Each expert's pair range is
 // reordered, stably, to decoded pairs then table pairs; all_items_ holds the
 // decoded items then the table items, each part in order_'s order.
