@@ -313,6 +313,11 @@ TEST_F(CliE2E, DraftGivesTheSameReplyAndCountsItsGuesses) {
   const ProcessResult shown = Waste(with);
   ASSERT_EQ(shown.exit_code, 0) << Describe(shown);
   EXPECT_TRUE(Contains(shown.err, "| drafts ")) << Describe(shown);
+  // bench --json counts the last repetition's guesses.
+  const json bench = JsonOf(Waste({"bench", kDemo, "--prompt-tokens", "8", "-n", "24",
+                                   "--logit-bias", "300+100", "--draft", "6", "--json"}));
+  EXPECT_GT(bench["draft_accepted"].get<int>(), 0) << bench.dump();
+  EXPECT_GE(bench["draft_tokens"].get<int>(), bench["draft_accepted"].get<int>());
   const ProcessResult bad = Waste({"run", kDemo, "hi", "--draft", "17"});
   EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
   EXPECT_TRUE(Contains(bad.err, "--draft 17")) << Describe(bad);

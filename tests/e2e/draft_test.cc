@@ -200,6 +200,55 @@ TEST_P(DraftTest, EveryEndLeavesTheSessionWherePlainDecodingWould) {
   }
 }
 
+// GenParams::draft_context: tokens before the prompt that the guesses may
+// quote. A reply forced to repeat them is guessed from them; without them
+// nothing in the history matches.
+TEST_P(DraftTest, GuessesQuoteTheDraftContext) {
+  std::vector<int> passage;
+  for (int i = 0; i < 30; ++i) passage.push_back(alphabet_[static_cast<size_t>((i * i + i / 3) % 3)]);
+  // The reply: the passage from its 4th token on, which the prompt lacks.
+  class Forced : public TokenConstraint {
+   public:
+    explicit Forced(std::vector<int> t) : target_(std::move(t)) {}
+    bool Allows(int token) noexcept override { return i_ < target_.size() && target_[i_] == token; }
+    void Mask(std::span<float> logits) noexcept override {
+      for (size_t i = 0; i < logits.size(); ++i) {
+        if (!Allows(static_cast<int>(i))) logits[i] = -INFINITY;
+      }
+    }
+    void Accept(int) noexcept override { ++i_; }
+
+   private:
+    std::vector<int> target_;
+    size_t i_ = 0;
+  };
+  const std::vector<int> prompt(passage.begin(), passage.begin() + 3);
+  const std::vector<int> reply(passage.begin() + 3, passage.end());
+  uint64_t kept[2] = {0, 0};
+  for (int with_context = 0; with_context < 2; ++with_context) {
+    // A session that has seen a context (fed without drafting), then the
+    // reply's prompt.
+    std::unique_ptr<Session> s = New();
+    ASSERT_TRUE(s->Eval(std::vector<int>{1, 2, 3}).has_value());
+    Forced forced(reply);
+    GenParams p;
+    p.max_tokens = static_cast<int>(reply.size());
+    p.ignore_eos = true;
+    p.constraint = &forced;
+    if (with_context) p.draft_context = passage;
+    std::vector<int> got;
+    const Stats before = s->stats();
+    auto done = s->Generate(prompt, p, [&](const TokenEvent& ev) {
+      got.push_back(ev.token);
+      return true;
+    });
+    ASSERT_TRUE(done.has_value()) << done.error().ToString();
+    EXPECT_EQ(got, reply);
+    kept[with_context] = s->stats().draft_accepted - before.draft_accepted;
+  }
+  EXPECT_GT(kept[1], kept[0] + 5) << kept[0] << " vs " << kept[1];
+}
+
 TEST_P(DraftTest, AFullContextEndsTheReplyAtTheSameToken) {
   GenParams p;
   p.max_tokens = 200;

@@ -159,6 +159,27 @@ TEST_F(ServePlan, PlanEqualsWhatStartUpReserves) {
   }
 }
 
+// --draft N: one more rewind mark per slot and the pass's rows (N + 1
+// positions) in the plan, said in the text; out of range refused.
+TEST_F(ServePlan, DraftAddsAMarkAndThePassRows) {
+  int code = -1;
+  const Json plain = Plan({}, &code);
+  ASSERT_EQ(code, 0);
+  const Json draft = Plan({"--draft", "4"}, &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(draft["marks_per_session"].get<int>(), plain["marks_per_session"].get<int>() + 1);
+  EXPECT_EQ(plain["draft_record_bytes"], 0);
+  const uint64_t record = draft["draft_record_bytes"].get<uint64_t>();
+  EXPECT_EQ(record, 5 * draft["draft_bytes_per_token"].get<uint64_t>());
+  EXPECT_EQ(draft["floor_bytes"].get<uint64_t>() - plain["floor_bytes"].get<uint64_t>(),
+            draft["rewind_mark_bytes"].get<uint64_t>() + record);
+  test::ProcessResult text = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "4"});
+  EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find("for --draft"), std::string::npos) << text.out;
+  test::ProcessResult refused = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "17"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+}
+
 TEST_F(ServePlan, VisionAndParallelRaiseTheFloor) {
   int code = -1;
   Json base = Plan({}, &code);
