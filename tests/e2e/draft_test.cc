@@ -205,7 +205,8 @@ TEST_P(DraftTest, EveryEndLeavesTheSessionWherePlainDecodingWould) {
 // nothing in the history matches.
 TEST_P(DraftTest, GuessesQuoteTheDraftContext) {
   std::vector<int> passage;
-  for (int i = 0; i < 30; ++i) passage.push_back(alphabet_[static_cast<size_t>((i * i + i / 3) % 3)]);
+  for (int i = 0; i < 30; ++i)
+    passage.push_back(alphabet_[static_cast<size_t>((i * i + i / 3) % 3)]);
   // The reply: the passage from its 4th token on, which the prompt lacks.
   class Forced : public TokenConstraint {
    public:

@@ -173,10 +173,12 @@ TEST_F(ServePlan, DraftAddsAMarkAndThePassRows) {
   EXPECT_EQ(record, 5 * draft["draft_bytes_per_token"].get<uint64_t>());
   EXPECT_EQ(draft["floor_bytes"].get<uint64_t>() - plain["floor_bytes"].get<uint64_t>(),
             draft["rewind_mark_bytes"].get<uint64_t>() + record);
-  test::ProcessResult text = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "4"});
+  test::ProcessResult text =
+      RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "4"});
   EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
   EXPECT_NE(text.out.find("for --draft"), std::string::npos) << text.out;
-  test::ProcessResult refused = RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "17"});
+  test::ProcessResult refused =
+      RunProgram({WASTE_CLI_BINARY, "serve", dir_, "--plan", "--draft", "17"});
   EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
 }
 
