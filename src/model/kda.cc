@@ -40,11 +40,6 @@ void L2NormHead(float* p, int dim, float extra) {
 
 }  // namespace
 
-uint64_t KdaPassRecord::BytesPerToken(const ModelConfig& cfg) {
-  const uint64_t c = static_cast<uint64_t>(cfg.kda_channels());
-  return (6 * c + static_cast<uint64_t>(cfg.kda.heads)) * sizeof(float);
-}
-
 KdaLayer::KdaLayer(const ModelConfig& cfg, size_t max_tokens)
     : cfg_(cfg), max_tokens_(max_tokens < 1 ? 1 : max_tokens) {
   const size_t c = static_cast<size_t>(cfg.kda_channels());

@@ -10,6 +10,7 @@
 // into as few parallel regions as the data dependencies allow.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "model/layer_weights.h"
@@ -28,7 +29,11 @@ struct KdaPassRecord {
   size_t tokens = 0;
   std::vector<float> raw;   // [n][3][C]: q, k, v before the short convs
   std::vector<float> step;  // [n][3C + H]: k, v, g as the recurrence reads them, then beta
-  static uint64_t BytesPerToken(const ModelConfig& cfg);
+  // Inline: the memory plan counts it without linking the layer.
+  static uint64_t BytesPerToken(const ModelConfig& cfg) {
+    const uint64_t c = static_cast<uint64_t>(cfg.kda_channels());
+    return (6 * c + static_cast<uint64_t>(cfg.kda.heads)) * sizeof(float);
+  }
 };
 
 class KdaLayer {
