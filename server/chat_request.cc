@@ -462,4 +462,32 @@ std::optional<ApiError> ParseThinkingBudget(const Json& body, int* budget) {
   return std::nullopt;
 }
 
+std::optional<ApiError> ParsePrediction(const Json& body, std::string* text) {
+  text->clear();
+  const Json* p = Field(body, "prediction");
+  if (!p || p->is_null()) return std::nullopt;
+  const auto bad = [](const std::string& why) {
+    return BadRequest("'prediction' " + why, "prediction");
+  };
+  if (!p->is_object()) return bad("must be an object {\"type\": \"content\", \"content\": ...}");
+  const Json* type = Field(*p, "type");
+  if (!type || *type != "content") return bad("must have \"type\": \"content\"");
+  const Json* content = Field(*p, "content");
+  if (content && content->is_string()) {
+    *text = content->get<std::string>();
+    return std::nullopt;
+  }
+  if (!content || !content->is_array()) {
+    return bad("content must be a string or an array of text parts");
+  }
+  for (const Json& part : *content) {
+    const Json* t = part.is_object() ? Field(part, "text") : nullptr;
+    if (!t || !t->is_string() || part.value("type", std::string()) != "text") {
+      return bad("content parts must be {\"type\": \"text\", \"text\": string}");
+    }
+    *text += t->get_ref<const std::string&>();
+  }
+  return std::nullopt;
+}
+
 }  // namespace waste::server

@@ -100,6 +100,13 @@ std::optional<ApiError> ResolveThinking(const Json& body, bool default_on, bool*
 // non-negative integer; -1 when the request does not say.
 std::optional<ApiError> ParseThinkingBudget(const Json& body, int* budget);
 
+// `prediction` (OpenAI's predicted outputs): {"type": "content", "content":
+// a string or an array of {"type": "text", "text"} parts}, the text the
+// reply is expected to be (an editor sends the file it asks to have
+// rewritten). Drafting guesses from it (docs/DRAFTING.md); it never changes
+// the reply. `text` is empty when the request has none.
+std::optional<ApiError> ParsePrediction(const Json& body, std::string* text);
+
 // The function object of a tool call: call.function when present, else the call.
 const Json& CallFunction(const Json& call);
 

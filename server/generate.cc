@@ -130,6 +130,7 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     GenParams params = chat.params;
     params.seed = ChoiceSeed(params.seed, index);
     params.draft_context = PrefixBefore(ids, run->rest);
+    params.draft_prediction = chat.prediction;
     std::unique_ptr<BudgetedGrammar> constraint;  // its state is the reply's
     if (chat.grammar && format.vocab) {
       constraint = std::make_unique<BudgetedGrammar>(chat.grammar, format.vocab, params.max_tokens,
@@ -175,8 +176,10 @@ GenerateResult GenerateChat(Engine& engine, SessionPool& pool, const PreparedCha
     const std::string finish = turn.FinishReason(ran_to_max);
     message = turn.Message();
     if (last_choice) {
+      const Stats after = run->session->stats();
+      CountDrafts(run->before, after, &r);
       usage = UsageWithCache(r);
-      waste = WasteCounters(run->before, run->session->stats(), r.total_ms);
+      waste = WasteCounters(run->before, after, r.total_ms);
     }
     if (!sink) {
       choices.push_back(ChatChoice(index, message, finish,

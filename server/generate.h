@@ -28,6 +28,10 @@ struct GenerateResult {
   int completion_tokens = 0;
   int reasoning_tokens = 0;       // of completion_tokens, thinking (ChatTurn::reasoning_tokens)
   int cached_tokens = 0;          // prompt tokens restored from a snapshot
+  // Drafting's guesses (serve --draft) confirmed and refused over the
+  // request's replies: usage's accepted_ and rejected_prediction_tokens.
+  int draft_accepted = 0;
+  int draft_rejected = 0;
   double prefill_ms = 0;          // time to first token
   double total_ms = 0;
   double queued_ms = -1;          // waited in the queue before it ran (the HTTP layer's; -1: not known)

@@ -52,8 +52,17 @@ GenerateResult FailRequest(GenerateResult r, const ApiError& e, const EventSink&
 Json UsageWithCache(const GenerateResult& r) {
   Json u = Usage(r.prompt_tokens, r.completion_tokens);
   u["prompt_tokens_details"] = {{"cached_tokens", r.cached_tokens}};
-  u["completion_tokens_details"] = {{"reasoning_tokens", r.reasoning_tokens}};
+  u["completion_tokens_details"] = {{"reasoning_tokens", r.reasoning_tokens},
+                                    {"accepted_prediction_tokens", r.draft_accepted},
+                                    {"rejected_prediction_tokens", r.draft_rejected}};
   return u;
+}
+
+void CountDrafts(const Stats& before, const Stats& after, GenerateResult* r) {
+  auto diff = [](uint64_t a, uint64_t b) { return static_cast<int>(b >= a ? b - a : 0); };
+  const int guessed = diff(before.draft_tokens, after.draft_tokens);
+  r->draft_accepted = diff(before.draft_accepted, after.draft_accepted);
+  r->draft_rejected = guessed - std::min(guessed, r->draft_accepted);
 }
 
 void AddTraffic(const Stats& before, const Stats& after, Stats* sum) {
@@ -62,6 +71,9 @@ void AddTraffic(const Stats& before, const Stats& after, Stats* sum) {
   sum->experts_hit += diff(before.experts_hit, after.experts_hit);
   sum->experts_missed += diff(before.experts_missed, after.experts_missed);
   sum->bytes_read += diff(before.bytes_read, after.bytes_read);
+  sum->draft_passes += diff(before.draft_passes, after.draft_passes);
+  sum->draft_tokens += diff(before.draft_tokens, after.draft_tokens);
+  sum->draft_accepted += diff(before.draft_accepted, after.draft_accepted);
   sum->direct_io = after.direct_io;
 }
 

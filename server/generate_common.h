@@ -64,9 +64,14 @@ bool GoOn(bool more, const std::atomic<bool>& cancel, bool client_gone, bool* tu
 // event-stream headers are out) an error event and the end of the stream.
 GenerateResult FailRequest(GenerateResult r, const ApiError& e, const EventSink& sink);
 
-// usage with the prompt tokens restored from a snapshot and the thinking
-// tokens among the completion's (OpenAI's fields).
+// usage with the prompt tokens restored from a snapshot, the thinking
+// tokens among the completion's and drafting's guesses kept and refused
+// (OpenAI's fields; docs/SERVER.md, "Predicted outputs").
 Json UsageWithCache(const GenerateResult& r);
+
+// The guesses confirmed and refused between two readings of a session's
+// (or a request's summed) statistics, into r->draft_accepted / draft_rejected.
+void CountDrafts(const Stats& before, const Stats& after, GenerateResult* r);
 
 // Adds a slot's expert traffic over part of a request (`after` minus
 // `before`, the fields WasteCounters reports) to `sum`, so a request that

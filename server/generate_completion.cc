@@ -220,6 +220,7 @@ GenerateResult GenerateCompletion(Engine& engine, SessionPool& pool, const Prepa
     }
     for (Candidate& c : done) choices.push_back(std::move(c.choice));
   }
+  CountDrafts(Stats{}, traffic, &r);
   const Json usage = UsageWithCache(r);
   if (!sink) {
     r.body = {{"id", header.id},

@@ -199,6 +199,14 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   }
   if (auto e = ContextCheck(prompt_tokens, limits)) return e;
   out->prompt_tokens = static_cast<int>(prompt_tokens);
+  std::string predicted;
+  if (auto e = ParsePrediction(body, &predicted)) return e;
+  if (!predicted.empty()) {
+    auto p = engine.Tokenize(predicted, /*markup=*/false, /*add_bos=*/false);
+    if (!p) return EngineError("tokenize", p.error());
+    out->prediction = std::move(*p);
+    if (out->prediction.size() > limits.ctx_max) out->prediction.resize(limits.ctx_max);
+  }
   // XTML: when the prompt opened the think channel; think tags: the model
   // decides whether it thinks, the cap applies if it does.
   if (out->prompt.think_channel ||

@@ -75,6 +75,9 @@ struct PreparedChat {
   int prompt_tokens = 0;  // after pad expansion (what usage reports)
   LogprobsRequest logprobs;  // also set in params (logprobs, top_logprobs)
   int choices = 1;           // `n`: replies generated in turn from the one prompt
+  // `prediction` tokenized (GenParams::draft_prediction; at most the
+  // context, as no reply is longer): what drafting quotes first.
+  std::vector<int> prediction;
   // The Messages API's stop_sequence: each choice (and a stream's finish
   // chunk) says which stop string ended it, as "stop_string" (not an
   // OpenAI field, so only when asked).

@@ -177,6 +177,12 @@ struct GenParams {
   // conversation a host resumed from a cache and did not feed again); the
   // prompt and the reply are always searched. Not owned.
   std::span<const int> draft_context;
+  // What the reply is expected to be (OpenAI's predicted outputs: an editor
+  // sends the file it asks the model to rewrite): drafting guesses it from
+  // its first token on, and after a difference goes on quoting it where the
+  // reply agrees with it again. Never changes the reply, only how many
+  // tokens one pass confirms. Ignored when drafting is off. Not owned.
+  std::span<const int> draft_prediction;
 };
 
 // Per generated token. Return false to cancel.

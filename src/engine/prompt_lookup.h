@@ -44,6 +44,17 @@ class LookupDrafter {
  public:
   explicit LookupDrafter(const LookupLimits& limits = {}) : limits_(limits) {}
   std::vector<int> Guess(std::span<const int> history, size_t max_tokens);
+  // The reply that starts at history index `at_len` is expected to copy the
+  // history from index `source` on (a prediction of the reply that the host
+  // sent, GenParams::draft_prediction): the first guesses come from there.
+  // As for any passage, the tail is checked against the tokens before the
+  // expected place, so the token(s) before `source` should be those before
+  // `at_len` (the prompt's last).
+  void Follow(size_t source, size_t at_len) {
+    aligned_ = true;
+    source_ = source;
+    at_len_ = at_len;
+  }
 
   // How far past the passage's expected place an occurrence of the tail is
   // still taken as the same passage.

@@ -369,6 +369,15 @@ Status CheckGenParams(const GenParams& p, int vocab) {
     return bad("draft_tokens",
                fmt::format("is {}: must be -1 (the model's), 0 (off) or a count", p.draft_tokens));
   }
+  // Drafting feeds guesses quoted from these as tokens.
+  for (const auto& [field, ids] : {std::pair{"draft_context", p.draft_context},
+                                   std::pair{"draft_prediction", p.draft_prediction}}) {
+    for (int id : ids) {
+      if (id < 0 || id >= vocab) {
+        return bad(field, fmt::format("holds {}, outside the vocabulary (0..{})", id, vocab - 1));
+      }
+    }
+  }
   if (p.top_logprobs < 0 || p.top_logprobs > vocab) {
     return bad("top_logprobs", fmt::format("is {}: must be in 0..{} (the vocabulary)", p.top_logprobs, vocab));
   }
@@ -384,6 +393,11 @@ Status CheckGenParams(const GenParams& p, int vocab) {
   }
   return Status::Ok();
 }
+
+// How many of the prompt's last tokens go before a prediction in drafting's
+// history (LookupDrafter::Follow checks the reply's first tokens against
+// them); the lookup's longest n-gram.
+constexpr size_t kPredictionLead = 4;
 
 // Generate's drafting bookkeeping (docs/DRAFTING.md): the pass in flight
 // and how far to guess next.
@@ -580,10 +594,19 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     draft.length = draft.max;
     std::vector<int> history;  // what the guesses quote from
     if (draft.max > 0) {
-      history.reserve(params.draft_context.size() + prompt.size() +
+      // [context][prompt's last tokens][prediction][prompt][reply...]: the
+      // copy of the prompt's end lets the reply's first tokens be checked
+      // against the prediction's start like any passage's (LookupDrafter::Follow).
+      const std::span<const int> predicted = params.draft_prediction;
+      const size_t lead = predicted.empty() ? 0 : std::min(prompt.size(), kPredictionLead);
+      history.reserve(params.draft_context.size() + lead + predicted.size() + prompt.size() +
                       static_cast<size_t>(params.max_tokens));
       history.assign(params.draft_context.begin(), params.draft_context.end());
+      history.insert(history.end(), prompt.end() - static_cast<std::ptrdiff_t>(lead), prompt.end());
+      const size_t source = history.size();
+      history.insert(history.end(), predicted.begin(), predicted.end());
       history.insert(history.end(), prompt.begin(), prompt.end());
+      if (!predicted.empty()) draft.drafter.Follow(source, history.size());
     }
     auto settle = [&]() -> Status {
       if (!draft.active) return Status::Ok();

@@ -250,6 +250,51 @@ TEST_P(DraftTest, GuessesQuoteTheDraftContext) {
   EXPECT_GT(kept[1], kept[0] + 5) << kept[0] << " vs " << kept[1];
 }
 
+// GenParams::draft_prediction (OpenAI's predicted outputs): a prediction
+// that is the reply is guessed from its first token and kept almost whole;
+// a wrong one changes nothing but the guesses refused; a token outside the
+// vocabulary is refused before anything runs.
+TEST_P(DraftTest, APredictionIsQuotedFromItsStartAndNeverChangesTheReply) {
+  GenParams p;
+  p.max_tokens = 40;
+  p.ignore_eos = true;
+  auto generate = [&](std::span<const int> prediction, uint64_t* kept) {
+    std::unique_ptr<Session> s = New();
+    GenParams q = p;
+    q.draft_prediction = prediction;
+    std::vector<int> got;
+    auto done = s->Generate(prompt_, q, [&](const TokenEvent& ev) {
+      got.push_back(ev.token);
+      return true;
+    });
+    EXPECT_TRUE(done.has_value()) << done.error().ToString();
+    *kept = s->stats().draft_accepted;
+    return got;
+  };
+  uint64_t kept_plain = 0, kept_right = 0, kept_wrong = 0;
+  const std::vector<int> reply = generate({}, &kept_plain);
+  ASSERT_EQ(reply.size(), 40u);
+  EXPECT_EQ(generate(reply, &kept_right), reply);
+  // A pass kept whole confirms kDraft guesses; its last row gives the next
+  // token, which starts the next pass: at most kDraft kept in kDraft + 1
+  // tokens, less the first token (sampled before any guess) and the last (no
+  // guess is fed past the end).
+  EXPECT_GE(kept_right, (reply.size() - 2) * kDraft / (kDraft + 1) - 1)
+      << "without the prediction: " << kept_plain;
+  std::vector<int> wrong(reply.rbegin(), reply.rend());
+  EXPECT_EQ(generate(wrong, &kept_wrong), reply);
+  EXPECT_LT(kept_wrong, kept_right);
+
+  std::unique_ptr<Session> s = New();
+  const std::vector<int> bad = {1, model_->info().vocab};
+  p.draft_prediction = bad;
+  auto refused = s->Generate(prompt_, p, [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("draft_prediction"), std::string::npos)
+      << refused.error().ToString();
+  EXPECT_EQ(s->position(), 0);
+}
+
 TEST_P(DraftTest, AFullContextEndsTheReplyAtTheSameToken) {
   GenParams p;
   p.max_tokens = 200;

@@ -400,6 +400,31 @@ try {
       await off.stop();
     }
   }
+  // Predicted outputs (`prediction`) on a server that drafts: the reply is
+  // the one without it, and usage counts the guesses kept from it. Sampled
+  // (seeded), so the random model's reply does not cycle: the conversation
+  // alone gives few guesses.
+  const drafting = await startServer(waste, container, ["--draft", "8"]);
+  try {
+    const c = new OpenAI({ baseURL: drafting.url + "/v1", apiKey: "unused", maxRetries: 0 });
+    const ask = prediction => c.chat.completions.create({
+      model: "tiny", messages: [{ role: "user", content: "Rewrite it." }], max_tokens: 48,
+      temperature: 1, seed: 2, reasoning_effort: "none",
+      ...(prediction === undefined ? {} : { prediction: { type: "content", content: prediction } }) });
+    const first = await ask();
+    const reply = first.choices[0].message.content ?? "";
+    const predicted = await ask(reply);
+    const kept = predicted.usage.completion_tokens_details?.accepted_prediction_tokens ?? -1;
+    const keptBefore = first.usage.completion_tokens_details?.accepted_prediction_tokens ?? -1;
+    check(predicted.choices[0].message.content === first.choices[0].message.content,
+          "prediction: the reply is the one without it");
+    check(kept > keptBefore && kept >= 0,
+          `prediction: more guesses kept with it (${kept} against ${keptBefore})`);
+    check(Number.isInteger(predicted.usage.completion_tokens_details?.rejected_prediction_tokens),
+          "prediction: rejected_prediction_tokens reported");
+  } finally {
+    await drafting.stop();
+  }
   // Ctrl-C during a long generation: the request is answered 503 and the
   // server exits 0 promptly (not after the 4000 tokens).
   const busy = await startServer(waste, container);

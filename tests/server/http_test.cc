@@ -1590,6 +1590,75 @@ TEST_F(HttpTest, DraftingServesThePlainReplies) {
   EXPECT_EQ(a.Metric("waste_draft_tokens_total"), 0);
 }
 
+// OpenAI's predicted outputs: `prediction` is what drafting quotes first;
+// the reply is the one without it, and usage counts the guesses kept and
+// refused. Malformed predictions are 400s naming the field.
+TEST_F(HttpTest, APredictionIsQuotedAndNeverChangesTheReply) {
+  Config cfg;
+  cfg.rewind_marks = RewindMarksFor(ServeOptions{});
+  cfg.draft_tokens = 8;
+  auto engine = Engine::Open(testing::TinyTokContainer(), cfg);
+  ASSERT_TRUE(engine) << engine.error().ToString();
+  Running server{ServeOptions{}, engine->get()};
+  httplib::Client c = server.Client();
+  const Json turns = Json::array({{{"role", "user"}, {"content", "Rewrite it."}}});
+  // Sampled (seeded), so the random model's reply does not cycle: the
+  // conversation alone gives few guesses, the prediction many.
+  auto request = [&](const Json& prediction) {
+    Json r = {{"messages", turns},
+              {"max_tokens", 48},
+              {"thinking", false},
+              {"temperature", 1.0},
+              {"seed", 2}};
+    if (!prediction.is_null()) r["prediction"] = prediction;
+    return r;
+  };
+  auto [code, plain] = PostJson(c, "/v1/chat/completions", request(nullptr));
+  ASSERT_EQ(code, 200) << plain.dump();
+  const std::string text = plain["choices"][0]["message"]["content"].get<std::string>();
+  ASSERT_FALSE(text.empty());
+  const Json& details = plain["usage"]["completion_tokens_details"];
+  EXPECT_EQ(details["accepted_prediction_tokens"], plain["waste"]["draft_accepted"]);
+  EXPECT_EQ(details["accepted_prediction_tokens"].get<int>() +
+                details["rejected_prediction_tokens"].get<int>(),
+            plain["waste"]["draft_tokens"].get<int>());
+
+  // The reply's own text as the prediction, as a string and as text parts
+  // (cut between two characters).
+  size_t cut = text.size() / 2;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  const Json parts = Json::array({{{"type", "text"}, {"text", text.substr(0, cut)}},
+                                  {{"type", "text"}, {"text", text.substr(cut)}}});
+  for (const Json& content : {Json(text), parts}) {
+    auto [pc, predicted] =
+        PostJson(c, "/v1/chat/completions", request({{"type", "content"}, {"content", content}}));
+    ASSERT_EQ(pc, 200) << predicted.dump();
+    EXPECT_EQ(predicted["choices"], plain["choices"]);
+    const Json& d = predicted["usage"]["completion_tokens_details"];
+    // (The reply's text tokenizes back only in part: the random model
+    // writes bytes that are not whole characters.)
+    EXPECT_GE(d["accepted_prediction_tokens"].get<int>(),
+              details["accepted_prediction_tokens"].get<int>() + 5)
+        << predicted["usage"].dump() << " against " << plain["usage"].dump();
+    EXPECT_EQ(d["accepted_prediction_tokens"], predicted["waste"]["draft_accepted"]);
+  }
+  // A wrong prediction: the same reply.
+  auto [wc, wrong] =
+      PostJson(c, "/v1/chat/completions",
+               request({{"type", "content"}, {"content", "nothing like the reply at all, 12345"}}));
+  ASSERT_EQ(wc, 200) << wrong.dump();
+  EXPECT_EQ(wrong["choices"], plain["choices"]);
+
+  for (const Json& bad :
+       {Json("text"), Json{{"type", "content"}}, Json{{"type", "image"}, {"content", "x"}},
+        Json{{"type", "content"}, {"content", Json::array({1})}},
+        Json{{"type", "content"}, {"content", Json::array({{{"text", "x"}}})}}}) {
+    auto [bc, err] = PostJson(c, "/v1/chat/completions", request(bad));
+    EXPECT_EQ(bc, 400) << bad.dump();
+    EXPECT_EQ(err["error"]["param"], "prediction") << err.dump();
+  }
+}
+
 // What a resumed request's drafting may quote besides the tokens it feeds.
 TEST(PrefixBefore, IsThePromptBeforeItsRest) {
   const std::vector<int> ids = {1, 2, 3, 4, 5};

@@ -125,5 +125,34 @@ TEST(LookupDrafter, FallsBackToTheLatestOccurrence) {
   EXPECT_EQ(d.Guess(Ids{1, 2, 3}, 2), Ids{});  // nothing to quote
 }
 
+// A prediction of the reply (GenParams::draft_prediction) laid out as
+// Generate does: [prompt's last tokens][prediction][prompt][reply].
+TEST(LookupDrafter, FollowsAPredictionFromItsFirstToken) {
+  // Two turns: the assistant header "8 9" ended an earlier turn, whose
+  // reply also began with 50 (then 60), and ends the prompt.
+  const Ids prompt = {1, 8, 9, 50, 60, 2, 8, 9};
+  const Ids prediction = {50, 51, 52, 53, 54};
+  Ids h = {8, 9};
+  const size_t source = h.size();
+  h.insert(h.end(), prediction.begin(), prediction.end());
+  h.insert(h.end(), prompt.begin(), prompt.end());
+  const size_t reply_start = h.size();
+  h.push_back(50);  // the reply starts as predicted
+  // The latest occurrence of "8 9 50" is the earlier turn's.
+  EXPECT_EQ(LookupDraft(h, 3), (Ids{60, 2, 8}));
+  LookupDrafter d;
+  d.Follow(source, reply_start);
+  EXPECT_EQ(d.Guess(h, 3), (Ids{51, 52, 53}));
+  // A reply that starts otherwise is quoted from elsewhere until it meets
+  // the prediction again.
+  LookupDrafter e;
+  e.Follow(source, reply_start);
+  h.back() = 60;
+  h.insert(h.end(), {2});
+  EXPECT_EQ(e.Guess(h, 2), (Ids{8, 9}));
+  h.insert(h.end(), {7, 52, 53});
+  EXPECT_EQ(e.Guess(h, 1), (Ids{54}));
+}
+
 }  // namespace
 }  // namespace waste
