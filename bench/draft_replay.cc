@@ -10,9 +10,14 @@
 // model; the guesses that match the target are kept. Each round runs the
 // reply without drafting and with it, alternating, on fresh sessions of one
 // open model, and prints decode tok/s, bytes read per token and guesses kept.
+// With --predict 1 the file is not in the prompt (its first 16 tokens stand
+// for an instruction) but sent as the reply's prediction
+// (GenParams::draft_prediction, the server's `prediction`): each round then
+// also runs drafting without the prediction.
 //
 //   draft_replay MODEL FILE [--draft K] [--edit-every E] [--reply N]
-//                [--budget BYTES] [--rounds R] [--threads T]
+//                [--budget BYTES] [--rounds R] [--threads T] [--predict 0|1]
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -61,7 +66,7 @@ struct Result {
 };
 
 Result Reply(Model& model, const std::vector<int>& prompt, const std::vector<int>& target,
-             int draft) {
+             int draft, std::span<const int> prediction = {}) {
   auto s = model.NewSession();
   if (!s) {
     std::fprintf(stderr, "session: %s\n", s.error().ToString().c_str());
@@ -73,6 +78,7 @@ Result Reply(Model& model, const std::vector<int>& prompt, const std::vector<int
   p.ignore_eos = true;
   p.constraint = &forced;
   p.draft_tokens = draft;
+  p.draft_prediction = prediction;
   // The prompt's experts are read before the clock starts counting decode:
   // the figures are the reply's.
   Stats before;
@@ -110,11 +116,11 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: draft_replay MODEL FILE [--draft K] [--edit-every E] [--reply N] "
-                 "[--budget BYTES] [--rounds R] [--threads T]\n");
+                 "[--budget BYTES] [--rounds R] [--threads T] [--predict 0|1]\n");
     return 2;
   }
   const std::string model_dir = argv[1], file = argv[2];
-  int draft = 8, edit_every = 40, reply = 256, rounds = 3, threads = 0;
+  int draft = 8, edit_every = 40, reply = 256, rounds = 3, threads = 0, predict = 0;
   uint64_t budget = 0;
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -129,6 +135,8 @@ int main(int argc, char** argv) {
       rounds = std::atoi(v);
     else if (k == "--threads")
       threads = std::atoi(v);
+    else if (k == "--predict")
+      predict = std::atoi(v);
     else if (k == "--budget")
       budget = std::strtoull(v, nullptr, 10);
     else {
@@ -152,10 +160,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tokenize: %s\n", ids ? "empty text" : ids.error().ToString().c_str());
     return 1;
   }
-  const std::vector<int>& prompt = *ids;
+  const std::vector<int>& file_ids = *ids;
+  const std::vector<int> prompt =
+      predict ? std::vector<int>(file_ids.begin(),
+                                 file_ids.begin() + std::min<size_t>(16, file_ids.size()))
+              : file_ids;
+  const std::vector<int> none;
+  const std::vector<int>& prediction = predict ? file_ids : none;
   const int vocab = (*model)->info().vocab;
   std::vector<int> target(
-      prompt.begin(), prompt.begin() + std::min<size_t>(prompt.size(), static_cast<size_t>(reply)));
+      file_ids.begin(),
+      file_ids.begin() + std::min<size_t>(file_ids.size(), static_cast<size_t>(reply)));
   for (size_t i = static_cast<size_t>(edit_every) / 2; edit_every > 0 && i < target.size();
        i += static_cast<size_t>(edit_every)) {
     target[i] = (target[i] * 7 + 13) % vocab;  // a changed token, then the original text again
@@ -165,14 +180,22 @@ int main(int argc, char** argv) {
                  prompt.size(), target.size(), (*model)->info().ctx_tokens);
     return 1;
   }
-  std::printf("prompt %zu tokens, reply %zu tokens, an edit every %d, draft %d\n", prompt.size(),
-              target.size(), edit_every, draft);
+  std::printf("prompt %zu tokens, reply %zu tokens, an edit every %d, draft %d%s\n", prompt.size(),
+              target.size(), edit_every, draft, predict ? ", the file as the prediction" : "");
+  // Configurations: (draft length, with the prediction); alternated per round.
+  std::vector<std::pair<int, bool>> runs = {{0, false}, {draft, false}};
+  if (predict) runs.emplace_back(draft, true);
   for (int round = 0; round < rounds; ++round) {
-    for (int d : round % 2 == 0 ? std::vector<int>{0, draft} : std::vector<int>{draft, 0}) {
-      const Result r = Reply(**model, prompt, target, d);
-      std::printf("round %d draft %2d: %7.2f tok/s  %8.1f MB read/token  kept %" PRIu64
+    std::vector<std::pair<int, bool>> order = runs;
+    if (round % 2 == 1) std::reverse(order.begin(), order.end());
+    for (const auto& [d, with_prediction] : order) {
+      const Result r =
+          Reply(**model, prompt, target, d,
+                with_prediction ? std::span<const int>(prediction) : std::span<const int>());
+      std::printf("round %d draft %2d%s: %7.2f tok/s  %8.1f MB read/token  kept %" PRIu64
                   " of %" PRIu64 " guesses in %" PRIu64 " passes\n",
-                  round, d, r.decode_s > 0 ? double(r.tokens) / r.decode_s : 0.0,
+                  round, d, with_prediction ? " +prediction" : "",
+                  r.decode_s > 0 ? double(r.tokens) / r.decode_s : 0.0,
                   r.tokens > 0 ? double(r.bytes) / 1e6 / double(r.tokens) : 0.0, r.kept, r.guessed,
                   r.passes);
       for (const auto& [name, sec] : r.phases) {

@@ -24,6 +24,7 @@
 #include "reasoning_style.h"
 #include "report.h"
 #include "waste/chat.h"
+#include "waste/files.h"
 #include "waste/waste.h"
 
 namespace waste::cli {
@@ -48,6 +49,17 @@ int RunCommand(const Options& o) {
   if (!grammar.has_value()) {
     ReportFailure("grammar", grammar.error(), grammar.error().message(), o);
     return 1;
+  }
+  // --predict's text, read before the model opens like the grammar.
+  std::string predicted;
+  if (!o.predict_file.empty()) {
+    Result<std::string> read =
+        ReadRegularFile(o.predict_file, kMaxPromptFileBytes, "--predict file");
+    if (!read) {
+      ReportFailure("run", read.error(), read.error().message(), o);
+      return 1;
+    }
+    predicted = std::move(*read);
   }
   InstallInterruptHandlers();
   const Clock::time_point load_start = Clock::now();
@@ -106,6 +118,18 @@ int RunCommand(const Options& o) {
   TokenTally tally;
   std::vector<int> generated;
   GenParams params = ParamsFromOptions(o, seed);
+  std::vector<int> prediction;
+  if (!predicted.empty()) {
+    // As markup: a reply's text holds its special tokens as text, and a
+    // prediction only steers the guesses.
+    Result<std::vector<int>> p = engine->Tokenize(predicted, /*markup=*/true, /*add_bos=*/false);
+    if (!p) {
+      ReportFailure("run", p.error(), "--predict: " + p.error().message(), o);
+      return 1;
+    }
+    prediction = std::move(*p);
+    params.draft_prediction = prediction;
+  }
   GenerationTimer timer(!o.quiet && !o.json && StderrIsTerminal());
   timer.Watch(&params);
   std::unique_ptr<BudgetedGrammar> constraint;

@@ -257,6 +257,8 @@ bool ApplyValue(const std::string& name, const std::string& v, Options* o, std::
     o->grammar_file = v;
   } else if (name == "--json-schema") {
     o->json_schema_file = v;
+  } else if (name == "--predict") {
+    o->predict_file = v;
   } else if (name == "--logits-out") {
     o->logits_out = v;
   } else if (name == "--ids") {
@@ -334,6 +336,9 @@ std::string RangeCheck(const Options& o) {
   if (!(o.repeat_penalty > 0.0f)) return "--repeat-penalty must be > 0 (1 = off)";
   if (!o.grammar_file.empty() && !o.json_schema_file.empty()) {
     return "--grammar and --json-schema exclude each other";
+  }
+  if (!o.predict_file.empty() && o.draft == 0) {
+    return "--predict needs --draft N: the prediction is what drafting guesses from";
   }
   return "";
 }
@@ -507,6 +512,10 @@ const std::vector<OptionSpec>& OptionTable() {
        "constrain the output to a GBNF grammar (docs/SERVER.md, constrained decoding)",
        Bit(Command::kRun)},
       {"--json-schema", nullptr, "FILE", "constrain the output to one JSON value matching a schema",
+       Bit(Command::kRun)},
+      {"--predict", nullptr, "FILE",
+       "the text the reply is expected to be (a file being rewritten): --draft guesses from it "
+       "first; the reply is the same without it",
        Bit(Command::kRun)},
       {"--logits-out", nullptr, "FILE", "write the full logits as raw little-endian f32",
        Bit(Command::kEval)},

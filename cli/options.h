@@ -77,6 +77,7 @@ struct Options {
   std::string logits_out;
   std::string grammar_file;      // run --grammar (GBNF)
   std::string json_schema_file;  // run --json-schema
+  std::string predict_file;      // run --predict: the reply's expected text (drafting quotes it)
   std::vector<int> ids;
   bool ids_given = false;
   uint32_t prompt_tokens = 0;  // bench: 0 = the fixed prompt as is

@@ -202,7 +202,9 @@ std::optional<ApiError> PrepareChat(const Json& body, const ChatFormat& format,
   std::string predicted;
   if (auto e = ParsePrediction(body, &predicted)) return e;
   if (!predicted.empty()) {
-    auto p = engine.Tokenize(predicted, /*markup=*/false, /*add_bos=*/false);
+    // As markup: a reply's text holds its special tokens as text (the
+    // content a client sends back), and a prediction only steers the guesses.
+    auto p = engine.Tokenize(predicted, /*markup=*/true, /*add_bos=*/false);
     if (!p) return EngineError("tokenize", p.error());
     out->prediction = std::move(*p);
     if (out->prediction.size() > limits.ctx_max) out->prediction.resize(limits.ctx_max);

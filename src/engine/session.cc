@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/exception_status.h"
+#include "engine/draft_state.h"
 #include "engine/model_core.h"
 #include "engine/prompt_lookup.h"
 #include "model/logprobs.h"
@@ -399,60 +400,6 @@ Status CheckGenParams(const GenParams& p, int vocab) {
 // them); the lookup's longest n-gram.
 constexpr size_t kPredictionLead = 4;
 
-// Generate's drafting bookkeeping (docs/DRAFTING.md): the pass in flight
-// and how far to guess next.
-struct DraftState {
-  bool active = false;  // a pass's guesses are being confirmed
-  // The pass: the token it started from, then the guesses (their logits:
-  // Forward::pass_logits).
-  std::vector<int> fed;
-  size_t used = 0;        // guesses confirmed so far
-  int max = 0;            // the call's draft length (0 = off)
-  int length = 0;         // how many to guess next (adapts to what was kept)
-  int pause = 0;          // tokens to skip guessing after a pass kept nothing (doubles)
-  int wait = 0;           // tokens left of the current pause
-  LookupDrafter drafter;  // where the guesses come from
-
-  void Start(int start, const std::vector<int>& guesses) {
-    fed.assign(1, start);
-    fed.insert(fed.end(), guesses.begin(), guesses.end());
-    used = 0;
-    active = true;
-  }
-  // Tokens fed past what was emitted: the guesses not yet confirmed.
-  size_t Ahead() const { return active ? fed.size() - 1 - used : 0; }
-  // The next guess is `token`.
-  bool Confirms(int token) const { return active && token == fed[used + 1]; }
-  // It was: one more kept; a pass kept whole tries longer guesses.
-  void Kept() {
-    ++used;
-    pause = 0;
-    if (used + 1 == fed.size()) {
-      active = false;
-      length = std::min(max, length * 2);
-    }
-  }
-  // Refused: guess about as far as was right next time, and after a pass
-  // that kept nothing wait a while (1, 2, 4 .. 16 tokens) before guessing
-  // again.
-  void Refused() {
-    length = static_cast<int>(used) + 1;
-    if (used == 0) {
-      pause = std::min(16, std::max(1, pause * 2));
-      wait = pause;
-    }
-  }
-  // Whether this token may start a pass (a pause counts down here).
-  bool MayGuess() {
-    if (max <= 0) return false;
-    if (wait > 0) {
-      --wait;
-      return false;
-    }
-    return true;
-  }
-};
-
 }  // namespace
 
 Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenParams& params,
@@ -662,10 +609,11 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           step = settle();
         }
         std::vector<int> guesses;
-        if (step.ok() && !last && draft.MayGuess()) {
+        const int count = step.ok() && !last ? draft.Count() : 0;
+        if (count > 0) {
           // A guess is only worth feeding if it may still be emitted and fed.
           const int64_t useful = std::min<int64_t>(
-              {draft.length, params.max_tokens - t - 2, static_cast<int64_t>(s.state->room()) - 1});
+              {count, params.max_tokens - t - 2, static_cast<int64_t>(s.state->room()) - 1});
           if (useful > 0) guesses = draft.drafter.Guess(history, static_cast<size_t>(useful));
         }
         if (!guesses.empty()) {

@@ -323,6 +323,35 @@ TEST_F(CliE2E, DraftGivesTheSameReplyAndCountsItsGuesses) {
   EXPECT_TRUE(Contains(bad.err, "--draft 17")) << Describe(bad);
 }
 
+// run --predict: the reply's expected text is what drafting quotes first;
+// the reply is the same, and more guesses are kept than from the prompt alone.
+TEST_F(CliE2E, PredictKeepsMoreGuessesAndTheSameReply) {
+  const std::vector<std::string> base = {"run",     kDemo, "--raw", "Once upon a time", "-n", "40",
+                                         "--draft", "8",   "--json"};
+  const json plain = JsonOf(Waste(base));
+  // The reply's bytes as -q prints them (--json's text replaces bytes that
+  // are not whole characters).
+  std::vector<std::string> quiet(base.begin(), base.end() - 1);
+  quiet.push_back("-q");
+  const ProcessResult text = Waste(quiet);
+  ASSERT_EQ(text.exit_code, 0) << Describe(text);
+  const std::string predicted = (dir_ / "predicted.txt").string();
+  std::ofstream(predicted, std::ios::binary) << text.out;
+  std::vector<std::string> with = base;
+  with.insert(with.end(), {"--predict", predicted});
+  const json p = JsonOf(Waste(with));
+  EXPECT_EQ(p["ids"], plain["ids"]);
+  EXPECT_GE(p["draft_accepted"].get<int>(), plain["draft_accepted"].get<int>() + 10)
+      << p.dump() << " against " << plain.dump();
+  const ProcessResult no_draft = Waste({"run", kDemo, "hi", "--predict", predicted});
+  EXPECT_EQ(no_draft.exit_code, 2) << Describe(no_draft);
+  EXPECT_TRUE(Contains(no_draft.err, "--predict needs --draft")) << Describe(no_draft);
+  const ProcessResult missing =
+      Waste({"run", kDemo, "hi", "--draft", "4", "--predict", (dir_ / "none.txt").string()});
+  EXPECT_NE(missing.exit_code, 0) << Describe(missing);
+  EXPECT_TRUE(Contains(missing.err, "none.txt")) << Describe(missing);
+}
+
 TEST_F(CliE2E, RunUsesTheBuiltInFormatTheTokenizerFits) {
   // The demo's specials renamed to Kimi's markers (same ids) and no
   // chat.json: what a converted Kimi-K2 container looks like.
