@@ -252,6 +252,12 @@ TEST(CliGrammar, DraftOption) {
             "--draft 17: a number of tokens from 0 (off) to 16");
   EXPECT_EQ(ErrorOf({"run", "m", "x", "--draft", "-1"}).find("--draft"), 0u);
   EXPECT_NE(ErrorOf({"eval", "m", "x", "--draft", "4"}), "");  // not an eval option
+  // --predict is drafting's input: alone it would do nothing.
+  EXPECT_EQ(Ok({"run", "m", "x", "--draft", "4", "--predict", "old.py"}).predict_file, "old.py");
+  EXPECT_EQ(ErrorOf({"run", "m", "x", "--predict", "old.py"}),
+            "--predict needs --draft N: the prediction is what drafting guesses from");
+  EXPECT_EQ(ErrorOf({"chat", "m", "--draft", "4", "--predict", "old.py"}),
+            "chat does not use --predict");
 }
 
 TEST(CliGrammar, BenchOptions) {
@@ -294,7 +300,10 @@ TEST(CliGrammar, CommandsRefuseOptionsTheyDoNotUse) {
       if (spec.value_name != nullptr) one.push_back(value);
       ParseOutcome p = Parse(one);
       if ((spec.used_by & Bit(c)) != 0) {
-        if (name == "--model" || name == "--prompt" || name == "--file") continue;
+        // (--predict needs --draft as well: DraftOption.)
+        if (name == "--model" || name == "--prompt" || name == "--file" || name == "--predict") {
+          continue;
+        }
         EXPECT_EQ(p.kind, ParseOutcome::Kind::kOk) << CommandName(c) << " " << name << ": " << p.message;
       } else {
         EXPECT_EQ(p.message, std::string(CommandName(c)) + " does not use " + name);
