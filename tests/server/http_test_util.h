@@ -54,8 +54,10 @@ class Running {
     return at == std::string::npos ? -1L : std::stol(m->body.substr(at + key.size()));
   }
   // Polls Metric(name) every 5 ms until it reaches `value` or `tries` polls
-  // have passed; returns the last sample.
-  long AwaitMetric(const char* name, long value, int tries = 400) const {
+  // have passed; returns the last sample. The default allows 10 s: under the
+  // whole suite's load (two tests at once on two cores) a follow-on prefill
+  // once took longer than the 2 s it used to allow.
+  long AwaitMetric(const char* name, long value, int tries = 2000) const {
     long v = Metric(name);
     for (int i = 1; i < tries && v < value; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
