@@ -370,15 +370,6 @@ Status CheckGenParams(const GenParams& p, int vocab) {
     return bad("draft_tokens",
                fmt::format("is {}: must be -1 (the model's), 0 (off) or a count", p.draft_tokens));
   }
-  // Drafting feeds guesses quoted from these as tokens.
-  for (const auto& [field, ids] : {std::pair{"draft_context", p.draft_context},
-                                   std::pair{"draft_prediction", p.draft_prediction}}) {
-    for (int id : ids) {
-      if (id < 0 || id >= vocab) {
-        return bad(field, fmt::format("holds {}, outside the vocabulary (0..{})", id, vocab - 1));
-      }
-    }
-  }
   if (p.top_logprobs < 0 || p.top_logprobs > vocab) {
     return bad("top_logprobs", fmt::format("is {}: must be in 0..{} (the vocabulary)", p.top_logprobs, vocab));
   }
@@ -416,6 +407,17 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
           "GenParams::draft_tokens is {}: the model was opened with Config::draft_tokens {} "
           "(the plan keeps room for that many)",
           params.draft_tokens, s.model->config.draft_tokens));
+    }
+    const int draft_max =
+        params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
+    if (draft_max > 0) {
+      // Drafting feeds guesses quoted from these as tokens (ignored when off).
+      for (const auto& [field, ids] : {std::pair{"draft_context", params.draft_context},
+                                       std::pair{"draft_prediction", params.draft_prediction}}) {
+        if (Status bad = s.CheckIds(ids); !bad.ok()) {
+          return ArgError(fmt::format("GenParams::{}: {}", field, bad.message()));
+        }
+      }
     }
     std::unique_lock<FairMutex> run(s.model->run_mu);
     ReportOnExit report{s};
@@ -537,7 +539,7 @@ Result<FinishReason> Session::Generate(std::span<const int> prompt, const GenPar
     // no forward pass), so the session always ends where plain decoding
     // would have left it.
     DraftState draft;
-    draft.max = params.draft_tokens < 0 ? s.model->config.draft_tokens : params.draft_tokens;
+    draft.max = draft_max;
     draft.length = draft.max;
     std::vector<int> history;  // what the guesses quote from
     if (draft.max > 0) {
