@@ -1581,6 +1581,17 @@ TEST_F(HttpTest, DraftingServesThePlainReplies) {
   ASSERT_EQ(code, 200);
   EXPECT_GT(last["waste"]["draft_tokens"].get<long>(), 0) << last["waste"].dump();
   EXPECT_GE(last["waste"]["draft_tokens"].get<long>(), last["waste"]["draft_accepted"].get<long>());
+  // Completions count their guesses too (summed over the request's prompts).
+  auto [cc, cmpl] = PostJson(cb, "/v1/completions",
+                             {{"prompt", "abab abab abab"},
+                              {"max_tokens", 40},
+                              {"logit_bias", bias},
+                              {"temperature", 1.0},
+                              {"seed", 5}});
+  ASSERT_EQ(cc, 200) << cmpl.dump();
+  EXPECT_GT(cmpl["waste"]["draft_tokens"].get<long>(), 0) << cmpl["waste"].dump();
+  EXPECT_EQ(cmpl["usage"]["completion_tokens_details"]["accepted_prediction_tokens"],
+            cmpl["waste"]["draft_accepted"]);
   // (a request's counters reach /metrics as it ends, which may follow its reply)
   const Stats all = drafting->stats();
   EXPECT_EQ(b.AwaitMetric("waste_draft_tokens_total", static_cast<long>(all.draft_tokens)),
